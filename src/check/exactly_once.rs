@@ -1,0 +1,31 @@
+//! EXACTLY-ONCE: a message enters the conversation at most once.
+
+use super::{Checker, Invariant, View, Violation};
+use crate::kernel::time::Ms;
+use crate::trace::Ev;
+
+#[derive(Default)]
+pub struct ExactlyOnce;
+
+impl Checker for ExactlyOnce {
+    fn invariant(&self) -> Invariant {
+        Invariant::ExactlyOnce
+    }
+
+    fn observe(&mut self, t: Ms, ev: &Ev, view: &View<'_>, out: &mut Vec<Violation>) {
+        if let Ev::Appended { msg } = *ev {
+            let before = view.ledger.get(msg);
+            if let Some(first) = before.appended_at {
+                out.push(Violation {
+                    invariant: Invariant::ExactlyOnce,
+                    t,
+                    msg: Some(msg),
+                    detail: format!(
+                        "{msg} entered the conversation again (first at {} ms)",
+                        first.0
+                    ),
+                });
+            }
+        }
+    }
+}

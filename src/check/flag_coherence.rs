@@ -1,0 +1,38 @@
+//! FLAG-COHERENCE: the session run flag stays true while an agent-core run is active, and
+//! `agent_settled` never fires during one (pi H-1: a rejected prompt's settlement clears the flag
+//! under the winner's run and emits a spurious `agent_settled`).
+
+use super::{Checker, Invariant, View, Violation};
+use crate::kernel::time::Ms;
+use crate::trace::Ev;
+
+#[derive(Default)]
+pub struct FlagCoherence {
+    agent_on: bool,
+}
+
+impl Checker for FlagCoherence {
+    fn invariant(&self) -> Invariant {
+        Invariant::FlagCoherence
+    }
+
+    fn observe(&mut self, t: Ms, ev: &Ev, _view: &View<'_>, out: &mut Vec<Violation>) {
+        let detail = match *ev {
+            Ev::AgentRun { on } => {
+                self.agent_on = on;
+                return;
+            }
+            Ev::RunFlag { on: false } if self.agent_on => {
+                "the run flag was cleared while an agent run is still active: the host now reads idle mid-run"
+            }
+            Ev::Settled if self.agent_on => "agent_settled was emitted during an active agent run",
+            _ => return,
+        };
+        out.push(Violation {
+            invariant: Invariant::FlagCoherence,
+            t,
+            msg: None,
+            detail: detail.to_string(),
+        });
+    }
+}

@@ -1,0 +1,37 @@
+//! HARNESS: every model request carries what `before_agent_start` added. A run started directly
+//! by `sendMessage(triggerTurn)` skips it (pi#5581): its requests go out without the harness.
+
+use super::{Checker, Invariant, View, Violation};
+use crate::kernel::time::Ms;
+use crate::trace::Ev;
+
+#[derive(Default)]
+pub struct Harness;
+
+impl Checker for Harness {
+    fn invariant(&self) -> Invariant {
+        Invariant::Harness
+    }
+
+    fn observe(&mut self, t: Ms, ev: &Ev, view: &View<'_>, out: &mut Vec<Violation>) {
+        if let Ev::Request {
+            req,
+            harness: false,
+        } = *ev
+        {
+            let carried = view.ledger.unrequested().first().copied();
+            let what = match carried {
+                Some(id) => format!(" carrying {id}"),
+                None => String::new(),
+            };
+            out.push(Violation {
+                invariant: Invariant::Harness,
+                t,
+                msg: carried,
+                detail: format!(
+                    "model request #{req}{what} went out without before_agent_start (the run was not started through prompt())"
+                ),
+            });
+        }
+    }
+}

@@ -1,0 +1,95 @@
+//! What happened to each message so far, derived from observations only.
+
+use crate::kernel::time::Ms;
+use crate::trace::{DropReason, Ev, MsgId, MsgInfo};
+
+/// The life of one message.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MsgLedger {
+    pub appended_at: Option<Ms>,
+    pub appended_times: u32,
+    /// The first model request that carried it.
+    pub delivered_at: Option<Ms>,
+    pub dropped: Option<DropReason>,
+}
+
+/// Per-message state, plus the messages appended since the last model request.
+#[derive(Default)]
+pub struct Ledger {
+    msgs: Vec<MsgLedger>,
+    unrequested: Vec<MsgId>,
+    /// Produced, not yet delivered, not dropped: in production order.
+    owed: Vec<MsgId>,
+    /// First appends, in order.
+    append_order: Vec<MsgId>,
+}
+
+impl Ledger {
+    pub fn clear(&mut self) {
+        self.msgs.clear();
+        self.unrequested.clear();
+        self.owed.clear();
+        self.append_order.clear();
+    }
+
+    pub fn get(&self, id: MsgId) -> MsgLedger {
+        self.msgs.get(id.0 as usize).copied().unwrap_or_default()
+    }
+
+    /// Messages appended since the last model request: the next request carries them.
+    pub fn unrequested(&self) -> &[MsgId] {
+        &self.unrequested
+    }
+
+    /// Messages produced and neither delivered nor dropped.
+    pub fn owed(&self) -> &[MsgId] {
+        &self.owed
+    }
+
+    pub fn append_order(&self) -> &[MsgId] {
+        &self.append_order
+    }
+
+    pub(super) fn apply(&mut self, t: Ms, ev: &Ev, messages: &[MsgInfo]) {
+        match *ev {
+            Ev::Produced { msg } => {
+                debug_assert!((msg.0 as usize) < messages.len());
+                if self.msgs.len() <= msg.0 as usize {
+                    self.msgs.resize(msg.0 as usize + 1, MsgLedger::default());
+                }
+                self.owed.push(msg);
+            }
+            Ev::Appended { msg } => {
+                let m = &mut self.msgs[msg.0 as usize];
+                m.appended_times += 1;
+                if m.appended_at.is_none() {
+                    m.appended_at = Some(t);
+                    self.append_order.push(msg);
+                }
+                if m.delivered_at.is_none() && !self.unrequested.contains(&msg) {
+                    self.unrequested.push(msg);
+                }
+            }
+            Ev::Request { .. } => {
+                for id in self.unrequested.drain(..) {
+                    let m = &mut self.msgs[id.0 as usize];
+                    if m.delivered_at.is_none() {
+                        m.delivered_at = Some(t);
+                    }
+                }
+                let msgs = &self.msgs;
+                self.owed
+                    .retain(|id| msgs[id.0 as usize].delivered_at.is_none());
+            }
+            Ev::Dropped { msg, reason } => {
+                let m = &mut self.msgs[msg.0 as usize];
+                if m.delivered_at.is_none() && m.dropped.is_none() {
+                    m.dropped = Some(reason);
+                    self.owed.retain(|id| *id != msg);
+                    self.unrequested.retain(|id| *id != msg);
+                }
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,319 @@
+//! Checkers: observers of the trace. They never change the world; each judges one invariant and
+//! reports its first violation with the message and the virtual time.
+//!
+//! The `Monitor` is the single sink for records: it hashes every record into the trace hash, keeps
+//! the `Ledger` (what each message went through), feeds the enabled checkers, and stores the
+//! timeline when tracing is on. Hosts emit the same observation vocabulary (`trace::Ev`), so one
+//! checker serves every host whose invariant is the same.
+
+mod exactly_once;
+mod fifo;
+mod flag_coherence;
+mod harness;
+mod latency;
+mod ledger;
+mod no_loss;
+mod single_starter;
+
+use std::fmt;
+
+pub use ledger::{Ledger, MsgLedger};
+
+use crate::kernel::time::Ms;
+use crate::trace::{Actor, Ev, MsgId, MsgInfo, Record, TraceHasher};
+
+/// The invariants wakesim checks (`wake-systems.md` §3.2 and §4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Invariant {
+    NoLoss,
+    ExactlyOnce,
+    Fifo,
+    BoundedLatency,
+    SingleStarter,
+    FlagCoherence,
+    Harness,
+}
+
+impl Invariant {
+    pub const ALL: [Invariant; 7] = [
+        Invariant::NoLoss,
+        Invariant::ExactlyOnce,
+        Invariant::Fifo,
+        Invariant::BoundedLatency,
+        Invariant::SingleStarter,
+        Invariant::FlagCoherence,
+        Invariant::Harness,
+    ];
+
+    /// The name used in scenario files, reports and `wakesim list`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Invariant::NoLoss => "no-loss",
+            Invariant::ExactlyOnce => "exactly-once",
+            Invariant::Fifo => "fifo",
+            Invariant::BoundedLatency => "bounded-latency",
+            Invariant::SingleStarter => "single-starter",
+            Invariant::FlagCoherence => "flag-coherence",
+            Invariant::Harness => "harness",
+        }
+    }
+
+    pub fn statement(self) -> &'static str {
+        match self {
+            Invariant::NoLoss => {
+                "every produced message not dropped by a documented guard reaches a model request"
+            }
+            Invariant::ExactlyOnce => "no message enters the conversation twice",
+            Invariant::Fifo => "messages of one source enter the conversation in production order",
+            Invariant::BoundedLatency => {
+                "a pending message waits at most latency_ms_max while the host is idle, and rides \
+                 one of the next latency_requests_max model requests"
+            }
+            Invariant::SingleStarter => {
+                "never two starters at Agent.prompt: no run is rejected as 'already processing'"
+            }
+            Invariant::FlagCoherence => {
+                "the run flag is true while an agent run is active; agent_settled never fires during one"
+            }
+            Invariant::Harness => "every model request carries what before_agent_start added",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Invariant> {
+        Invariant::ALL.into_iter().find(|i| i.name() == name)
+    }
+
+    fn bit(self) -> u32 {
+        1 << (self as u32)
+    }
+}
+
+impl fmt::Display for Invariant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A broken invariant: which, when, about which message, and what happened.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    pub invariant: Invariant,
+    pub t: Ms,
+    pub msg: Option<MsgId>,
+    pub detail: String,
+}
+
+/// Bounds the checkers judge against; a scenario may override them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CheckParams {
+    pub latency_ms_max: u64,
+    pub latency_requests_max: u32,
+}
+
+impl Default for CheckParams {
+    fn default() -> Self {
+        CheckParams {
+            latency_ms_max: 40_000,
+            latency_requests_max: 8,
+        }
+    }
+}
+
+/// A set of invariants, as a bit mask.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct InvariantSet(u32);
+
+impl InvariantSet {
+    pub fn of(list: &[Invariant]) -> InvariantSet {
+        InvariantSet(list.iter().fold(0, |m, i| m | i.bit()))
+    }
+    pub fn contains(self, i: Invariant) -> bool {
+        self.0 & i.bit() != 0
+    }
+    pub fn iter(self) -> impl Iterator<Item = Invariant> {
+        Invariant::ALL
+            .into_iter()
+            .filter(move |i| self.contains(*i))
+    }
+}
+
+/// What a checker may read besides the record: the messages and the ledger as it stood before
+/// the record was applied.
+pub struct View<'a> {
+    pub messages: &'a [MsgInfo],
+    pub ledger: &'a Ledger,
+    pub params: &'a CheckParams,
+}
+
+/// One invariant's observer.
+pub trait Checker {
+    fn invariant(&self) -> Invariant;
+    /// Observe one record. Push a violation when the invariant breaks.
+    fn observe(&mut self, t: Ms, ev: &Ev, view: &View<'_>, out: &mut Vec<Violation>);
+    /// The run is over at `t` (producers and faults stopped, the host settled): judge liveness.
+    fn finish(&mut self, _t: Ms, _view: &View<'_>, _out: &mut Vec<Violation>) {}
+}
+
+/// Every checker, statically dispatched (this is on the hot path).
+#[derive(Default)]
+struct Checkers {
+    no_loss: no_loss::NoLoss,
+    exactly_once: exactly_once::ExactlyOnce,
+    fifo: fifo::Fifo,
+    latency: latency::Latency,
+    single_starter: single_starter::SingleStarter,
+    flag: flag_coherence::FlagCoherence,
+    harness: harness::Harness,
+}
+
+impl Checkers {
+    fn for_each(&mut self, enabled: InvariantSet, mut f: impl FnMut(&mut dyn Checker)) {
+        let all: [&mut dyn Checker; 7] = [
+            &mut self.no_loss,
+            &mut self.exactly_once,
+            &mut self.fifo,
+            &mut self.latency,
+            &mut self.single_starter,
+            &mut self.flag,
+            &mut self.harness,
+        ];
+        for c in all {
+            if enabled.contains(c.invariant()) {
+                f(c);
+            }
+        }
+    }
+}
+
+/// The sink for every record of a run.
+pub struct Monitor {
+    tracing: bool,
+    trace: Vec<Record>,
+    hash: TraceHasher,
+    records: u64,
+    messages: Vec<MsgInfo>,
+    ledger: Ledger,
+    checkers: Checkers,
+    enabled: InvariantSet,
+    params: CheckParams,
+    violations: Vec<Violation>,
+    scratch: Vec<Violation>,
+}
+
+impl Monitor {
+    pub fn new(enabled: InvariantSet, params: CheckParams, tracing: bool) -> Monitor {
+        Monitor {
+            tracing,
+            trace: Vec::new(),
+            hash: TraceHasher::default(),
+            records: 0,
+            messages: Vec::new(),
+            ledger: Ledger::default(),
+            checkers: Checkers::default(),
+            enabled,
+            params,
+            violations: Vec::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Forget the previous run, keeping allocations.
+    pub fn reset(&mut self, tracing: bool) {
+        self.tracing = tracing;
+        self.trace.clear();
+        self.hash = TraceHasher::default();
+        self.records = 0;
+        self.messages.clear();
+        self.ledger.clear();
+        self.checkers = Checkers::default();
+        self.violations.clear();
+    }
+
+    pub fn params(&self) -> &CheckParams {
+        &self.params
+    }
+
+    /// Register a produced message; the caller then emits `Ev::Produced`.
+    pub fn add_message(&mut self, info: MsgInfo) {
+        debug_assert_eq!(info.id.0 as usize, self.messages.len());
+        self.messages.push(info);
+    }
+
+    pub fn messages(&self) -> &[MsgInfo] {
+        &self.messages
+    }
+
+    pub fn ledger(&self) -> &Ledger {
+        &self.ledger
+    }
+
+    /// Record one event: hash it, let the checkers judge it, keep it if tracing.
+    pub fn emit(&mut self, t: Ms, actor: Actor, state: u8, ev: Ev) {
+        let record = Record {
+            t,
+            actor,
+            state,
+            ev,
+        };
+        std::hash::Hash::hash(&record, &mut self.hash);
+        self.records += 1;
+        if !matches!(record.ev, Ev::Pi(_)) {
+            let view = View {
+                messages: &self.messages,
+                ledger: &self.ledger,
+                params: &self.params,
+            };
+            let scratch = &mut self.scratch;
+            self.checkers
+                .for_each(self.enabled, |c| c.observe(t, &record.ev, &view, scratch));
+            self.ledger.apply(t, &record.ev, &self.messages);
+            self.keep_violations();
+        }
+        if self.tracing {
+            self.trace.push(record);
+        }
+    }
+
+    /// End of run at `t`: the liveness checkers judge what is still owed.
+    pub fn finish(&mut self, t: Ms) {
+        let view = View {
+            messages: &self.messages,
+            ledger: &self.ledger,
+            params: &self.params,
+        };
+        let scratch = &mut self.scratch;
+        self.checkers
+            .for_each(self.enabled, |c| c.finish(t, &view, scratch));
+        self.keep_violations();
+        self.violations.sort_by_key(|v| (v.t, v.invariant));
+    }
+
+    /// Keep only the first violation of each invariant.
+    fn keep_violations(&mut self) {
+        for v in self.scratch.drain(..) {
+            if !self.violations.iter().any(|w| w.invariant == v.invariant) {
+                self.violations.push(v);
+            }
+        }
+    }
+
+    pub fn violations(&self) -> &[Violation] {
+        &self.violations
+    }
+
+    pub fn trace(&self) -> &[Record] {
+        &self.trace
+    }
+
+    pub fn take_trace(&mut self) -> Vec<Record> {
+        std::mem::take(&mut self.trace)
+    }
+
+    pub fn trace_hash(&self) -> u64 {
+        std::hash::Hasher::finish(&self.hash)
+    }
+
+    pub fn records(&self) -> u64 {
+        self.records
+    }
+}

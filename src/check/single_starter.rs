@@ -1,0 +1,48 @@
+//! SINGLE-STARTER: at most one starter reaches `Agent.prompt` at a time. A rejected start ("Agent
+//! is already processing a prompt") means two prompts, a prompt and a direct run, or a prompt and
+//! the host's own `continue()` raced.
+
+use super::{Checker, Invariant, View, Violation};
+use crate::kernel::time::Ms;
+use crate::trace::{Ev, Starter};
+
+#[derive(Default)]
+pub struct SingleStarter {
+    last: Option<(Starter, Ms)>,
+}
+
+pub fn starter_name(s: Starter) -> String {
+    match s {
+        Starter::Prompt(p) => format!("prompt P{p}"),
+        Starter::Direct(r) => format!("direct run R{r}"),
+        Starter::Continue(r) => format!("continue() of run R{r}"),
+    }
+}
+
+impl Checker for SingleStarter {
+    fn invariant(&self) -> Invariant {
+        Invariant::SingleStarter
+    }
+
+    fn observe(&mut self, t: Ms, ev: &Ev, _view: &View<'_>, out: &mut Vec<Violation>) {
+        if let Ev::Starter { who, accepted } = *ev {
+            if accepted {
+                self.last = Some((who, t));
+                return;
+            }
+            let other = match self.last {
+                Some((s, at)) => format!("{} (started at {} ms)", starter_name(s), at.0),
+                None => "another run".to_string(),
+            };
+            out.push(Violation {
+                invariant: Invariant::SingleStarter,
+                t,
+                msg: None,
+                detail: format!(
+                    "{} reached Agent.prompt while {other} was active: rejected as already processing",
+                    starter_name(who)
+                ),
+            });
+        }
+    }
+}

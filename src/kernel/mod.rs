@@ -1,0 +1,198 @@
+//! The discrete-event simulation kernel: virtual time, the event queue, the choice stream, the
+//! monitor, and a step budget. Host models are `World`s driven by `drive`.
+
+pub mod choice;
+pub mod queue;
+pub mod time;
+
+use choice::{Choices, Ratio};
+use queue::Queue;
+use time::Ms;
+
+use crate::check::Monitor;
+use crate::trace::{Actor, Ev, MsgId, MsgInfo, MsgKind};
+
+/// Limits of one run. Running out of any is an outcome, never a hang.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Producers and faults act in `[0, active_ms)`; then the quiescent phase begins.
+    pub active_ms: u64,
+    /// The quiescent phase ends at `active_ms + quiesce_ms_max` at the latest.
+    pub quiesce_ms_max: u64,
+    /// Events a run may process.
+    pub steps_max: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            active_ms: 120_000,
+            quiesce_ms_max: 600_000,
+            steps_max: 200_000,
+        }
+    }
+}
+
+/// The state every host model shares: clock, queue, choices, monitor.
+pub struct Kernel<E> {
+    now: Ms,
+    queue: Queue<E>,
+    pub choices: Choices,
+    pub monitor: Monitor,
+    steps: u64,
+    limits: Limits,
+    quiescent: bool,
+}
+
+/// Why the event loop stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum End {
+    /// No event left: the world is at rest.
+    Quiet,
+    /// The quiescent phase ran out of time with events still pending (timers re-arming).
+    Horizon,
+    /// The step budget ran out.
+    StepBudget,
+}
+
+impl<E> Kernel<E> {
+    pub fn new(choices: Choices, monitor: Monitor, limits: Limits) -> Kernel<E> {
+        Kernel {
+            now: Ms::ZERO,
+            queue: Queue::default(),
+            choices,
+            monitor,
+            steps: 0,
+            limits,
+            quiescent: false,
+        }
+    }
+
+    /// Prepare for another run with the same allocations.
+    pub fn reset(&mut self, limits: Limits) {
+        self.now = Ms::ZERO;
+        self.queue.clear();
+        self.steps = 0;
+        self.limits = limits;
+        self.quiescent = false;
+    }
+
+    #[inline]
+    pub fn now(&self) -> Ms {
+        self.now
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// True once producers and faults have stopped.
+    #[inline]
+    pub fn quiescent(&self) -> bool {
+        self.quiescent
+    }
+
+    pub fn steps(&self) -> u64 {
+        self.steps
+    }
+
+    /// Schedule `ev` after `delay_ms`.
+    #[inline]
+    pub fn schedule(&mut self, delay_ms: u64, ev: E) {
+        self.queue.push(self.now + delay_ms, ev);
+    }
+
+    /// Schedule `ev` at an absolute time (not before now).
+    pub fn schedule_at(&mut self, t: Ms, ev: E) {
+        self.queue.push(t.max(self.now), ev);
+    }
+
+    /// A delay in `lo..=hi`, biased toward the boundary set.
+    #[inline]
+    pub fn delay(&mut self, lo: u64, hi: u64, label: &'static str) -> u64 {
+        self.choices.delay(lo, hi, label)
+    }
+
+    #[inline]
+    pub fn chance(&mut self, ratio: Ratio, label: &'static str) -> bool {
+        self.choices.chance(ratio, label)
+    }
+
+    #[inline]
+    pub fn choose(&mut self, bound: u64, label: &'static str) -> u64 {
+        self.choices.choose(bound, label)
+    }
+
+    /// Record an event at the current time.
+    #[inline]
+    pub fn emit(&mut self, actor: Actor, state: u8, ev: Ev) {
+        self.monitor.emit(self.now, actor, state, ev);
+    }
+
+    /// Make a producer message and record it as produced.
+    pub fn produce(&mut self, kind: MsgKind, source: u8, state: u8) -> MsgId {
+        let id = MsgId(self.monitor.messages().len() as u32);
+        self.monitor.add_message(MsgInfo {
+            id,
+            kind,
+            source,
+            produced_at: self.now,
+        });
+        self.emit(Actor::Producer, state, Ev::Produced { msg: id });
+        id
+    }
+}
+
+/// A host model with its wake logic: the thing the kernel drives.
+pub trait World {
+    type Ev;
+    /// Schedule the initial events (producers, faults, session start).
+    fn start(&mut self, k: &mut Kernel<Self::Ev>);
+    /// Handle one event at `k.now()`.
+    fn step(&mut self, k: &mut Kernel<Self::Ev>, ev: Self::Ev);
+    /// Producers and faults stop; the host settles from here on.
+    fn quiesce(&mut self, _k: &mut Kernel<Self::Ev>) {}
+    /// The loop is over; emit what the checkers need to judge the end (e.g. final idleness).
+    fn finish(&mut self, _k: &mut Kernel<Self::Ev>) {}
+}
+
+/// Run the world until it is quiet, the horizon passes, or the step budget runs out.
+pub fn drive<W: World>(world: &mut W, k: &mut Kernel<W::Ev>) -> End {
+    world.start(k);
+    let active_end = Ms(k.limits.active_ms);
+    let horizon = active_end + k.limits.quiesce_ms_max;
+    let end = loop {
+        let Some(next) = k.queue.peek_time() else {
+            if !k.quiescent {
+                k.quiescent = true;
+                k.now = k.now.max(active_end);
+                world.quiesce(k);
+                continue;
+            }
+            break End::Quiet;
+        };
+        if next >= active_end && !k.quiescent {
+            k.quiescent = true;
+            k.now = active_end.max(k.now);
+            world.quiesce(k);
+            continue;
+        }
+        if next > horizon {
+            k.now = horizon;
+            break End::Horizon;
+        }
+        if k.steps >= k.limits.steps_max {
+            break End::StepBudget;
+        }
+        let (t, ev) = k.queue.pop(&mut k.choices).expect("peeked");
+        debug_assert!(t >= k.now, "time went backwards");
+        k.now = t;
+        k.steps += 1;
+        world.step(k, ev);
+    };
+    world.finish(k);
+    if end != End::StepBudget {
+        k.monitor.finish(k.now);
+    }
+    end
+}

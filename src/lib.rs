@@ -1,0 +1,40 @@
+//! # wakesim
+//!
+//! Deterministic simulation testing for *wake races*: the bugs that appear when an agent harness
+//! must deliver asynchronous events (a subagent finishing, a watch firing, an orchestrator
+//! message) into a conversation that is busy, idle, or half-way between.
+//!
+//! A seeded discrete-event simulator plays the host with every window in which the real host
+//! misbehaves (a prompt being prepared, the gap between two inner agent runs, a wake prompt that
+//! fails onto the error channel, a compaction without a run, a replaced session); the wake logic
+//! under test runs inside it; checkers watch every delivery. The same scenario and seed always
+//! give the same run, so a failure is one line to replay.
+//!
+//! ## Map
+//! - [`kernel`]: virtual time, the event queue, the recorded choice stream, the step budget.
+//! - [`trace`]: the records of a run: observations for checkers, notes for people.
+//! - [`check`]: the invariants and their checkers (observers only).
+//! - [`host`]: host models. [`host::pi`] plays pi's `AgentSession` (0.99) and the 0.58 host;
+//!   [`host::pi::api`] is the wake-logic API a pi extension sees.
+//! - [`wake`]: the built-in wake logics (buggy and fixed) and the [`wake::Registry`] users extend.
+//! - [`scenario`]: scenario files (TOML) and their validation.
+//! - [`run`]: running seeds and judging a scenario's expectation.
+//! - [`report`]: the text timeline, JSON Lines and Mermaid.
+//! - [`cli`]: the `wakesim` command.
+//!
+//! ## Plugging in a wake logic
+//! Implement [`host::pi::api::PiWake`], register it with [`wake::Registry::with_pi`], and run
+//! scenario files that name it; see `examples/custom_wake.rs`.
+
+pub mod check;
+pub mod cli;
+pub mod error;
+pub mod host;
+pub mod kernel;
+pub mod report;
+pub mod run;
+pub mod scenario;
+pub mod trace;
+pub mod wake;
+
+pub use error::{Error, Result};

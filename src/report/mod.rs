@@ -1,0 +1,108 @@
+//! Reports of a run: the text timeline (for people and snapshots), JSON Lines, and Mermaid.
+
+pub mod json;
+pub mod mermaid;
+pub mod text;
+
+use crate::check::Violation;
+use crate::host::pi::note;
+use crate::trace::{Actor, Ev, MsgId, MsgInfo, Record};
+
+/// One rendered line of a timeline.
+pub struct Line {
+    pub t: u64,
+    pub actor: Actor,
+    pub text: String,
+    pub state: &'static str,
+    pub kind: LineKind,
+}
+
+/// What a line is, for diagrams: a call into the host, a handler call into the wake logic, a
+/// violation, or anything else.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LineKind {
+    Call,
+    Handler,
+    Violation,
+    Plain,
+}
+
+/// Render records and violations into timeline lines, in time order. Observations that only
+/// checkers need (idle edges, run-flag writes, appends) are not shown; a model request lists the
+/// messages it carries.
+pub fn lines(trace: &[Record], messages: &[MsgInfo], violations: &[Violation]) -> Vec<Line> {
+    let mut out = Vec::with_capacity(trace.len());
+    let mut carried: Vec<MsgId> = Vec::new();
+    let mut vi = 0;
+    let push_violations = |out: &mut Vec<Line>, upto: Option<u64>, vi: &mut usize| {
+        while *vi < violations.len() && upto.is_none_or(|t| violations[*vi].t.0 < t) {
+            let v = &violations[*vi];
+            out.push(Line {
+                t: v.t.0,
+                actor: Actor::Check,
+                text: format!("✗ {}: {}", v.invariant, v.detail),
+                state: "",
+                kind: LineKind::Violation,
+            });
+            *vi += 1;
+        }
+    };
+    for r in trace {
+        push_violations(&mut out, Some(r.t.0), &mut vi);
+        let text = match &r.ev {
+            Ev::Produced { msg } => {
+                let info = &messages[msg.0 as usize];
+                format!(
+                    "{msg} ready ({} from {})",
+                    info.kind.name(),
+                    info.source_name()
+                )
+            }
+            Ev::Appended { msg } => {
+                carried.push(*msg);
+                continue;
+            }
+            Ev::Request { req, harness } => {
+                let what = if carried.is_empty() {
+                    String::new()
+                } else {
+                    let ids: Vec<String> = carried.iter().map(|m| m.to_string()).collect();
+                    format!(" carrying {}", ids.join(" "))
+                };
+                carried.clear();
+                if *harness {
+                    format!("model request #{req}{what}")
+                } else {
+                    format!("model request #{req}{what} WITHOUT the before_agent_start harness")
+                }
+            }
+            Ev::Dropped { msg, reason } => format!("{msg} dropped: {}", reason.text()),
+            Ev::Pi(n) => n.render(),
+            Ev::Idle { .. }
+            | Ev::RunFlag { .. }
+            | Ev::AgentRun { .. }
+            | Ev::Starter { .. }
+            | Ev::Settled => {
+                continue;
+            }
+        };
+        out.push(Line {
+            t: r.t.0,
+            actor: r.actor,
+            text,
+            state: note::state_name(r.state),
+            kind: match &r.ev {
+                Ev::Pi(note::Note::Handler(_)) => LineKind::Handler,
+                Ev::Pi(n) if n.is_wake_call() => LineKind::Call,
+                _ => LineKind::Plain,
+            },
+        });
+    }
+    push_violations(&mut out, None, &mut vi);
+    out
+}
+
+/// The paste-able line that reproduces a seed.
+pub fn replay_line(file: &std::path::Path, seed: u64) -> String {
+    format!("reproduce: wakesim replay {} --seed {seed}", file.display())
+}
