@@ -102,6 +102,24 @@ impl<E> Kernel<E> {
         self.queue.push(self.now + delay_ms, ev);
     }
 
+    /// Schedule `ev` as a microtask of the current instant: it runs before any event that is not
+    /// a microtask (see `Queue`).
+    #[inline]
+    pub fn schedule_micro(&mut self, ev: E) {
+        self.queue.push_micro(self.now, ev);
+    }
+
+    /// Continue after an `await` that took `delay_ms`: a microtask when it took no time (no I/O),
+    /// an ordinary event otherwise.
+    #[inline]
+    pub fn resume(&mut self, delay_ms: u64, ev: E) {
+        if delay_ms == 0 {
+            self.schedule_micro(ev);
+        } else {
+            self.schedule(delay_ms, ev);
+        }
+    }
+
     /// Schedule `ev` at an absolute time (not before now).
     pub fn schedule_at(&mut self, t: Ms, ev: E) {
         self.queue.push(t.max(self.now), ev);

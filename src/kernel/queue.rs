@@ -9,6 +9,8 @@ use super::time::Ms;
 struct Entry<E> {
     t: Ms,
     seq: u64,
+    /// A microtask: runs before any other event due at the same instant.
+    micro: bool,
     ev: E,
 }
 
@@ -33,6 +35,11 @@ impl<E> Ord for Entry<E> {
 /// Pending events. Events due at the same instant form a *ready set* (in scheduling order) and the
 /// next one is picked by a choice, so every interleaving of simultaneous continuations is
 /// reachable, including ones scheduled at the current instant by the event being handled.
+///
+/// Microtasks (a continuation after an `await` that does no I/O) model JavaScript's microtask
+/// queue: while any is ready, only microtasks are candidates, so an external event (a producer
+/// message, a timer) never lands between two hops of a promise chain; the order among ready
+/// microtasks is still a choice.
 pub struct Queue<E> {
     heap: BinaryHeap<Entry<E>>,
     ready: Vec<Entry<E>>,
@@ -61,6 +68,18 @@ impl<E> Queue<E> {
         self.heap.push(Entry {
             t,
             seq: self.seq,
+            micro: false,
+            ev,
+        });
+    }
+
+    /// Queue a microtask at `t` (the current instant).
+    pub fn push_micro(&mut self, t: Ms, ev: E) {
+        self.seq += 1;
+        self.heap.push(Entry {
+            t,
+            seq: self.seq,
+            micro: true,
             ev,
         });
     }
@@ -92,7 +111,17 @@ impl<E> Queue<E> {
             let e = self.heap.pop().expect("peeked");
             self.ready.push(e);
         }
-        let i = if self.ready.len() > 1 {
+        let micros = self.ready.iter().filter(|e| e.micro).count();
+        let i = if micros > 0 && micros < self.ready.len() {
+            let nth = choices.choose(micros as u64, "microtask order") as usize;
+            self.ready
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| e.micro)
+                .nth(nth)
+                .map(|(i, _)| i)
+                .expect("nth < micros")
+        } else if self.ready.len() > 1 {
             choices.choose(self.ready.len() as u64, "same-instant order") as usize
         } else {
             0
@@ -117,6 +146,19 @@ mod tests {
         let order: Vec<char> = std::iter::from_fn(|| q.pop(&mut c).map(|(_, e)| e)).collect();
         assert_eq!(order, vec!['a', 'b', 'c']);
         assert!(c.log().is_empty(), "no ties, so no choices");
+    }
+
+    #[test]
+    fn microtasks_run_before_other_events_of_the_instant() {
+        for seed in 0..32 {
+            let mut q = Queue::default();
+            let mut c = Choices::random(seed, Profile::default());
+            q.push(Ms(5), 'm');
+            q.push_micro(Ms(5), 'a');
+            q.push_micro(Ms(5), 'b');
+            let order: String = std::iter::from_fn(|| q.pop(&mut c).map(|(_, e)| e)).collect();
+            assert!(order.ends_with('m'), "{order}");
+        }
     }
 
     #[test]

@@ -91,7 +91,9 @@ impl PiFault {
             PiFault::SessionReplacement => {
                 "/new: session replaced, old ctx stale, old queues dropped"
             }
-            PiFault::UserPrompts => "the user submits prompts (steer while streaming)",
+            PiFault::UserPrompts => {
+                "the user submits prompts (steer while streaming; never while another prompt is in flight)"
+            }
         }
     }
 

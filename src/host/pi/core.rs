@@ -114,6 +114,8 @@ pub struct PiCore {
     /// Continues scheduled on a timer (0.58): the host reads idle but work is pending.
     pub(super) pending_continues: u32,
     pub(super) timers: Vec<bool>,
+    /// Prompts whose input handlers run before anything else happens.
+    pub(super) inputs_due: Vec<u32>,
     pub(super) requests: u32,
     pub(super) idle: bool,
     /// Calls the wake logic made in the current handler invocation.
@@ -168,6 +170,7 @@ impl PiCore {
             runs: Vec::new(),
             pending_continues: 0,
             timers: Vec::new(),
+            inputs_due: Vec::new(),
             requests: 0,
             idle: true,
             calls: 0,
@@ -359,7 +362,9 @@ impl PiCore {
         }
         p.step = PStep::Input;
         self.live_prompts += 1;
-        k.schedule(0, PiEv::Prompt(id));
+        // `_runInputHandlers` calls the first handler synchronously inside prompt(): the host runs
+        // it as soon as the current call into the wake logic (or host step) returns.
+        self.inputs_due.push(id);
     }
 
     pub(super) fn new_prompt(
@@ -433,7 +438,7 @@ impl PiCore {
             };
             self.runs.push(run);
             if self.generation == Gen::V099 {
-                k.schedule(0, PiEv::Run(id));
+                k.resume(0, PiEv::Run(id));
             }
             return;
         }
@@ -455,7 +460,7 @@ impl PiCore {
         }
         self.append_all(k, &items);
         let d = self.handler_delay(k);
-        k.schedule(d, PiEv::Run(id));
+        k.resume(d, PiEv::Run(id));
     }
 
     pub(super) fn step_delay(&self, k: &mut Kernel<PiEv>) -> u64 {
@@ -525,19 +530,7 @@ impl Pi<'_> {
 
     /// `setTimeout(fn, delay_ms)`: `PiWake::on_timer` gets the id when it fires.
     pub fn set_timeout(&mut self, delay_ms: u64) -> TimerId {
-        self.core.count_call();
-        let id = self.core.timers.len() as u32;
-        self.core.timers.push(true);
-        self.k.schedule(delay_ms, PiEv::Timer(id));
-        self.core.note(
-            self.k,
-            Actor::Wake,
-            Note::Timer {
-                id,
-                op: TimerOp::Set { delay_ms },
-            },
-        );
-        TimerId(id)
+        self.timer(delay_ms, false)
     }
 
     /// `clearTimeout(id)`.
@@ -558,9 +551,29 @@ impl Pi<'_> {
         }
     }
 
-    /// `queueMicrotask(fn)`: a timer due now, ordered among the other events due now.
+    /// `queueMicrotask(fn)`: runs before any other event of this instant (see `kernel::queue`).
     pub fn queue_microtask(&mut self) -> TimerId {
-        self.set_timeout(0)
+        self.timer(0, true)
+    }
+
+    fn timer(&mut self, delay_ms: u64, micro: bool) -> TimerId {
+        self.core.count_call();
+        let id = self.core.timers.len() as u32;
+        self.core.timers.push(true);
+        if micro {
+            self.k.schedule_micro(PiEv::Timer(id));
+        } else {
+            self.k.schedule(delay_ms, PiEv::Timer(id));
+        }
+        self.core.note(
+            self.k,
+            Actor::Wake,
+            Note::Timer {
+                id,
+                op: TimerOp::Set { delay_ms },
+            },
+        );
+        TimerId(id)
     }
 
     pub(crate) fn ctx_is_idle(&mut self, ctx: Ctx) -> Result<bool, StaleCtx> {

@@ -93,7 +93,8 @@ impl PiHost {
             .collect()
     }
 
-    /// Call into the wake logic with a fresh call budget.
+    /// Call into the wake logic with a fresh call budget; then run the input handlers of any
+    /// prompt the call started.
     fn call<R>(
         &mut self,
         k: &mut Kernel<PiEv>,
@@ -104,7 +105,18 @@ impl PiHost {
             core: &mut self.core,
             k,
         };
-        f(&mut *self.wake, &mut pi)
+        let r = f(&mut *self.wake, &mut pi);
+        self.run_inputs(k);
+        r
+    }
+
+    /// Run the input handlers of prompts started since: pi calls them synchronously inside
+    /// `prompt()`, before anything else can happen.
+    fn run_inputs(&mut self, k: &mut Kernel<PiEv>) {
+        while !self.core.inputs_due.is_empty() {
+            let id = self.core.inputs_due.remove(0);
+            self.prompt_step(k, id);
+        }
     }
 
     /// Deliver an extension event to the wake logic.
@@ -135,6 +147,8 @@ impl PiHost {
         let p = self.core.cfg.producers.clone();
         let n = p.messages.min + k.choose(p.messages.max - p.messages.min + 1, "messages");
         let mut t = Ms(k.delay(p.start_ms.min, p.start_ms.max, "first message"));
+        let mut completed = vec![false; usize::from(p.subagents)];
+        let mut last_at: Vec<Option<Ms>> = vec![None; usize::from(p.subagents) + 1];
         for i in 0..n {
             if i > 0 {
                 t = t + k.delay(p.spacing_ms.min, p.spacing_ms.max, "spacing");
@@ -143,10 +157,29 @@ impl PiHost {
                 break;
             }
             let kind = p.kinds[k.choose(p.kinds.len() as u64, "kind") as usize];
+            // A subagent sends notifications, then one completion, its last message.
             let source = match kind {
                 MsgKind::Orchestrator => p.subagents,
-                _ => k.choose(u64::from(p.subagents), "subagent") as u8,
+                _ => {
+                    let open: Vec<u8> = (0..p.subagents)
+                        .filter(|s| !completed[*s as usize])
+                        .collect();
+                    if open.is_empty() {
+                        continue;
+                    }
+                    open[k.choose(open.len() as u64, "subagent") as usize]
+                }
             };
+            if kind == MsgKind::Completion {
+                completed[source as usize] = true;
+            }
+            // One source sends one message at a time: never two at the same instant, whose
+            // order a same-instant choice could swap.
+            let last = &mut last_at[source as usize];
+            if last.is_some_and(|l| l >= t) {
+                t = last.expect("checked") + 1;
+            }
+            *last = Some(t);
             k.schedule_at(t, PiEv::Produce(self.producers.len() as u32));
             self.producers.push(Planned { kind, source });
         }
@@ -205,7 +238,7 @@ impl PiHost {
                 } else {
                     self.core.prompts[i].step = PStep::Streaming;
                     let d = self.core.step_delay(k);
-                    k.schedule(d, PiEv::Prompt(id));
+                    k.resume(d, PiEv::Prompt(id));
                 }
             }
             PStep::Streaming => {
@@ -240,7 +273,7 @@ impl PiHost {
                 self.prompt_note(k, id, Step::AwaitAuth);
                 self.core.prompts[i].step = PStep::Auth;
                 let d = self.core.step_delay(k);
-                k.schedule(d, PiEv::Prompt(id));
+                k.resume(d, PiEv::Prompt(id));
             }
             PStep::Auth => {
                 if self.core.prompts[i].auth_fails {
@@ -262,11 +295,11 @@ impl PiHost {
                     self.core.prompts[i].step = PStep::Compaction;
                     let c = self.core.cfg.timing.compaction_ms;
                     let d = k.delay(c.min, c.max, "compaction");
-                    k.schedule(d, PiEv::Prompt(id));
+                    k.resume(d, PiEv::Prompt(id));
                 } else {
                     self.core.prompts[i].step = PStep::BeforeStart;
                     let d = self.core.step_delay(k);
-                    k.schedule(d, PiEv::Prompt(id));
+                    k.resume(d, PiEv::Prompt(id));
                 }
             }
             PStep::Compaction => {
@@ -275,19 +308,19 @@ impl PiHost {
                 self.hook(k, Hook::SessionCompact);
                 self.core.prompts[i].step = PStep::BeforeStart;
                 let d = self.core.step_delay(k);
-                k.schedule(d, PiEv::Prompt(id));
+                k.resume(d, PiEv::Prompt(id));
             }
             PStep::BeforeStart => {
                 self.prompt_note(k, id, Step::BeforeAgentStart);
                 self.hook(k, Hook::BeforeAgentStart);
                 self.core.prompts[i].step = PStep::Images;
                 let d = self.core.handler_delay(k);
-                k.schedule(d, PiEv::Prompt(id));
+                k.resume(d, PiEv::Prompt(id));
             }
             PStep::Images => {
                 self.core.prompts[i].step = PStep::Start;
                 let d = self.core.step_delay(k);
-                k.schedule(d, PiEv::Prompt(id));
+                k.resume(d, PiEv::Prompt(id));
             }
             PStep::Start => {
                 // Step 12, one synchronous segment: take nextTurn, set the options, start the run.
@@ -352,7 +385,7 @@ impl PiHost {
                 }
                 self.core.runs[i].phase = RPhase::Request;
                 let d = self.core.handler_delay(k);
-                k.schedule(d, PiEv::Run(id));
+                k.resume(d, PiEv::Run(id));
             }
             RPhase::Request => {
                 self.core.requests += 1;
@@ -369,7 +402,7 @@ impl PiHost {
                     RPhase::TurnEnd
                 };
                 let d = k.delay(timing.model_ms.min, timing.model_ms.max, "model");
-                k.schedule(d, PiEv::Run(id));
+                k.resume(d, PiEv::Run(id));
             }
             RPhase::Tools => {
                 let run = &mut self.core.runs[i];
@@ -378,7 +411,7 @@ impl PiHost {
                 run.phase = RPhase::TurnEnd;
                 self.run_note(k, id, RunNote::ToolCalls);
                 let d = k.delay(timing.tool_ms.min, timing.tool_ms.max, "tools");
-                k.schedule(d, PiEv::Run(id));
+                k.resume(d, PiEv::Run(id));
             }
             RPhase::TurnEnd => {
                 self.run_note(k, id, RunNote::TurnEnd);
@@ -411,7 +444,7 @@ impl PiHost {
                     RPhase::AgentEnd
                 };
                 let d = self.core.handler_delay(k);
-                k.schedule(d, PiEv::Run(id));
+                k.resume(d, PiEv::Run(id));
             }
             RPhase::AgentEnd => {
                 let inner = self.core.runs[i].inner;
@@ -435,7 +468,7 @@ impl PiHost {
                 }
                 self.core.runs[i].phase = RPhase::PostRun;
                 let d = self.core.handler_delay(k);
-                k.schedule(d, PiEv::Run(id));
+                k.resume(d, PiEv::Run(id));
             }
             RPhase::PostRun => self.post_run(k, id),
             RPhase::CompactionDone => {
@@ -451,7 +484,7 @@ impl PiHost {
                         100
                     }
                 };
-                k.schedule(d, PiEv::Run(id));
+                k.resume(d, PiEv::Run(id));
             }
             RPhase::Continue => {
                 if generation == Gen::V058 {
@@ -502,7 +535,7 @@ impl PiHost {
                 run.tools_left = tools_left;
                 run.phase = RPhase::AgentStart;
                 let d = self.core.handler_delay(k);
-                k.schedule(d, PiEv::Run(id));
+                k.resume(d, PiEv::Run(id));
             }
             RPhase::Settle => {
                 self.core.flush_pending_custom(k);
@@ -516,7 +549,7 @@ impl PiHost {
                 self.hook(k, Hook::AgentSettled);
                 self.core.runs[i].phase = RPhase::SettledDone;
                 let d = self.core.handler_delay(k);
-                k.schedule(d, PiEv::Run(id));
+                k.resume(d, PiEv::Run(id));
             }
             RPhase::SettledDone => {
                 self.core.settling -= 1;
@@ -552,6 +585,11 @@ impl PiHost {
         let i = id as usize - 1;
         let generation = self.core.generation;
         let timing = self.core.cfg.timing;
+        // 0.58 schedules continue() with setTimeout: an ordinary event, never a microtask.
+        let continue_after = |k: &mut Kernel<PiEv>, d: u64, ev: PiEv| match generation {
+            Gen::V058 => k.schedule(d, ev),
+            Gen::V099 => k.resume(d, ev),
+        };
         let on_timer = |core: &mut PiCore, k: &mut Kernel<PiEv>| {
             if generation == Gen::V058 {
                 core.pending_continues += 1;
@@ -570,7 +608,7 @@ impl PiHost {
             on_timer(&mut self.core, k);
             self.core.runs[i].phase = RPhase::Continue;
             let d = k.delay(timing.retry_ms.min, timing.retry_ms.max, "retry backoff");
-            k.schedule(d, PiEv::Run(id));
+            continue_after(k, d, PiEv::Run(id));
         } else if self.core.compacting == Compacting::None
             && self.core.fires(k, PiFault::CompactionContinue)
         {
@@ -582,16 +620,16 @@ impl PiHost {
                 timing.compaction_ms.max,
                 "compaction",
             );
-            k.schedule(d, PiEv::Run(id));
+            continue_after(k, d, PiEv::Run(id));
         } else if !self.core.steering.is_empty() || !self.core.follow_up.is_empty() {
             on_timer(&mut self.core, k);
             self.core.runs[i].phase = RPhase::Continue;
             let d = self.core.step_delay(k);
-            k.schedule(d, PiEv::Run(id));
+            continue_after(k, d, PiEv::Run(id));
         } else if generation == Gen::V099 && self.core.fires(k, PiFault::ExtraContinues) {
             self.core.runs[i].phase = RPhase::Continue;
             let d = self.core.handler_delay(k);
-            k.schedule(d, PiEv::Run(id));
+            continue_after(k, d, PiEv::Run(id));
         } else {
             self.finish_or_settle(k, id);
         }
@@ -603,7 +641,7 @@ impl PiHost {
         match self.core.generation {
             Gen::V099 => {
                 self.core.runs[i].phase = RPhase::Settle;
-                k.schedule(0, PiEv::Run(id));
+                k.resume(0, PiEv::Run(id));
             }
             Gen::V058 => {
                 self.core.runs[i].phase = RPhase::Done;
@@ -667,8 +705,11 @@ impl PiHost {
                 k.schedule(d, PiEv::SessionStart);
             }
             PiFault::UserPrompts => {
-                // The user submits only when no prompt is already being prepared.
+                // The user submits only when no prompt is in flight (preparing or deferred): a
+                // user racing a wake prompt already on its way is pi#6744, which no wake logic
+                // can prevent, not a wake race.
                 if c.live_prompts > 0
+                    || c.deferred.iter().any(|d| matches!(d, Deferred::Prompt(_)))
                     || c.replacing
                     || matches!(c.compacting, Compacting::Manual | Compacting::Tree)
                 {
@@ -768,6 +809,7 @@ impl World for PiHost {
             PiEv::Timed(i) => self.timed_fault(k, i),
             PiEv::FaultEnd(f) => self.fault_end(k, f),
         }
+        self.run_inputs(k);
         self.core.sync_idle(k);
     }
 }

@@ -14,6 +14,29 @@
 //! - T3: a user prompt seen at `input` opens the start window for `INPUT_PROMPT_GRACE_MS`, so a
 //!   wake does not race a user prompt parked in its pre-run phase (P-9).
 //!
+//! What wakesim found in G4, and the fixes `Gentle::fixed` (`pi.gentle-fixed`) applies:
+//! 1. `dispatch` clears `wakeOwed` when it sends the wake, and the start window's expiry only
+//!    re-requests a wake that is still owed. A wake prompt that fails without a run (an input
+//!    handler claims it, auth throws: pi reports both on the error channel only) leaves the stored
+//!    content in the session and in no request until some later prompt or message (scenario
+//!    `g4-failed-wake-prompt-strands`). Fix: when the window of our own wake prompt expires with
+//!    no run started, owe the wake again.
+//! 2. T3's input window (2 s) can expire before the user's prompt reaches before_agent_start,
+//!    for instance while it compacts at step 9. Content held during the compaction is flushed on
+//!    `session_compact`, the route reads idle (the prompt is still preparing), and the wake races
+//!    the user's prompt to `Agent.prompt` (scenario `g4-user-prompt-compaction-race`). Fix: a
+//!    `session_compact` while a user prompt is between `input` and before_agent_start reopens
+//!    the input window (never shortening a longer one).
+//!    Likewise a second user prompt within 2 s of one that died at input does not extend the
+//!    first one's window (T3 never touches an open window), so the wake races the second.
+//!    Fix: a user prompt at `input` lengthens an open window to its own 2 s. And a user's steer
+//!    typed while streaming becomes a full prompt when the run settles before its step 5; T3
+//!    ignores inputs with a streamingBehavior. Fix: such a prompt opens the window at
+//!    agent_settled.
+//! 3. An orchestrator message that arrives while older ones are held (a /tree cancelled with no
+//!    event, before the hold re-check) is sent at once and overtakes them (scenario
+//!    `g4-held-orchestrator-overtaken`). Fix: queue it behind the held ones and flush in order.
+//!
 //! Modelled on the claude-bridge path (the wake is `sendUserMessage(text, steer)`), the one whose
 //! requests must carry the harness. Sends in the model never throw synchronously, so the
 //! delivery-retry timer of the real file (armed only on a synchronous throw) is not needed.
@@ -24,6 +47,7 @@ use crate::host::pi::api::{
     CompactOutcome, Ctx, CustomMessage, DeliverAs, InputAction, InputEvent, Message, Pi, PiWake,
     SendOptions, StaleCtx, TimerId,
 };
+use crate::kernel::time::Ms;
 use crate::trace::{MsgId, MsgKind, Payload};
 
 pub const PARENT_WAKE_GRACE_MS: u64 = 30_000;
@@ -40,6 +64,15 @@ enum Route {
 pub struct Gentle {
     t2: bool,
     t3: bool,
+    /// wakesim's proposed fixes: a start window that expires without a run re-owes the wake, and
+    /// the end of a compaction inside a user prompt's preparation reopens the input window.
+    fixed: bool,
+    /// Our own wake prompt is out and no run has started since.
+    wake_in_flight: bool,
+    /// A user prompt passed `input` and has not reached before_agent_start yet.
+    user_prompt_pending: bool,
+    /// When the open start window closes.
+    window_until: Option<Ms>,
     active_runs: u32,
     parent_run_active: bool,
     wake_owed: bool,
@@ -61,11 +94,15 @@ impl Gentle {
         Gentle {
             t2,
             t3,
+            fixed: false,
+            wake_in_flight: false,
+            user_prompt_pending: false,
             active_runs: 0,
             parent_run_active: false,
             wake_owed: false,
             wake_queued: false,
             prompt_starting: false,
+            window_until: None,
             parent_ctx: None,
             completions: VecDeque::new(),
             messages: VecDeque::new(),
@@ -90,14 +127,24 @@ impl Gentle {
         }
     }
 
+    /// G4 with wakesim's two fixes (see the module docs).
+    pub fn fixed() -> Gentle {
+        Gentle {
+            fixed: true,
+            ..Gentle::new(true, true)
+        }
+    }
+
     fn begin_prompt_start(&mut self, pi: &mut Pi<'_>, grace_ms: u64) {
         self.end_prompt_start(pi);
         self.prompt_starting = true;
+        self.window_until = Some(pi.now() + grace_ms);
         self.prompt_grace = Some(pi.set_timeout(grace_ms));
     }
 
     fn end_prompt_start(&mut self, pi: &mut Pi<'_>) {
         self.prompt_starting = false;
+        self.window_until = None;
         if let Some(t) = self.prompt_grace.take() {
             pi.clear_timeout(t);
         }
@@ -125,6 +172,7 @@ impl Gentle {
         }
         self.wake_owed = false;
         self.begin_prompt_start(pi, PARENT_WAKE_GRACE_MS);
+        self.wake_in_flight = true;
         pi.send_user_message(Payload::None, Some(DeliverAs::Steer));
     }
 
@@ -255,6 +303,11 @@ impl PiWake for Gentle {
 
     fn on_message(&mut self, pi: &mut Pi<'_>, msg: Message) {
         match msg.kind {
+            MsgKind::Orchestrator if self.fixed && !self.held_orchestrator.is_empty() => {
+                // Held ones go first: queue behind them and flush in order.
+                self.held_orchestrator.push(msg.id);
+                self.flush_orchestrator(pi);
+            }
             MsgKind::Orchestrator => match self.route(pi) {
                 Ok(Route::Hold) | Err(StaleCtx) => {
                     self.held_orchestrator.push(msg.id);
@@ -287,6 +340,8 @@ impl PiWake for Gentle {
         self.parent_ctx = Some(ctx);
         self.parent_run_active = false;
         self.wake_owed = false;
+        self.wake_in_flight = false;
+        self.user_prompt_pending = false;
         self.held_orchestrator.clear();
         self.completions_maybe_pending = false;
         self.end_prompt_start(pi);
@@ -295,6 +350,7 @@ impl PiWake for Gentle {
     }
 
     fn on_before_agent_start(&mut self, pi: &mut Pi<'_>, _ctx: Ctx) {
+        self.user_prompt_pending = false;
         if !self.parent_run_active {
             self.begin_prompt_start(pi, PARENT_WAKE_GRACE_MS);
         }
@@ -304,6 +360,8 @@ impl PiWake for Gentle {
         self.active_runs += 1;
         self.parent_run_active = true;
         self.wake_owed = false;
+        self.wake_in_flight = false;
+        self.user_prompt_pending = false;
         self.end_prompt_start(pi);
     }
 
@@ -314,7 +372,12 @@ impl PiWake for Gentle {
 
     fn on_agent_settled(&mut self, pi: &mut Pi<'_>, _ctx: Ctx) {
         self.parent_run_active = false;
+        self.wake_in_flight = false;
         self.end_prompt_start(pi);
+        if self.fixed && self.user_prompt_pending {
+            // A user prompt seen at input during the run may now go on as a full prompt.
+            self.begin_prompt_start(pi, INPUT_PROMPT_GRACE_MS);
+        }
         self.flush_all(pi);
     }
 
@@ -323,6 +386,16 @@ impl PiWake for Gentle {
     }
 
     fn on_session_compact(&mut self, pi: &mut Pi<'_>, _ctx: Ctx, _outcome: CompactOutcome) {
+        let renew_by = pi.now() + INPUT_PROMPT_GRACE_MS;
+        if self.fixed
+            && self.user_prompt_pending
+            && !self.parent_run_active
+            && self.window_until.is_none_or(|until| until < renew_by)
+        {
+            // A compaction inside the user's prompt (step 9) can outlast the input window; the
+            // prompt goes on to before_agent_start right after it, so reopen the window first.
+            self.begin_prompt_start(pi, INPUT_PROMPT_GRACE_MS);
+        }
         self.schedule_boundary_flush(pi);
     }
 
@@ -333,11 +406,21 @@ impl PiWake for Gentle {
     }
 
     fn on_input(&mut self, pi: &mut Pi<'_>, _ctx: Ctx, input: InputEvent) -> InputAction {
-        if self.t3
-            && !self.parent_run_active
-            && !self.prompt_starting
-            && input.streaming_behavior.is_none()
-        {
+        if self.fixed && input.from_user {
+            // Even a steer typed while streaming becomes a full prompt if the run settles before
+            // its step 5: it is pending until its own run starts.
+            self.user_prompt_pending = true;
+        }
+        if input.streaming_behavior.is_some() || self.parent_run_active {
+            return InputAction::Continue;
+        }
+        // T3 never shortens an open window; the fix also lengthens one that would close before
+        // this prompt's own 2 s are up (an earlier prompt's window that is about to expire).
+        let extend = self.fixed
+            && self
+                .window_until
+                .is_some_and(|u| u < pi.now() + INPUT_PROMPT_GRACE_MS);
+        if self.t3 && (!self.prompt_starting || extend) {
             self.begin_prompt_start(pi, INPUT_PROMPT_GRACE_MS);
         }
         InputAction::Continue
@@ -348,6 +431,12 @@ impl PiWake for Gentle {
         if self.prompt_grace == some {
             self.prompt_grace = None;
             self.prompt_starting = false;
+            self.window_until = None;
+            if self.fixed && std::mem::take(&mut self.wake_in_flight) {
+                // Our wake prompt never started a run (claimed at input, failed at auth): the
+                // content it was for is stored but in no request yet. Owe the wake again.
+                self.wake_owed = true;
+            }
             self.request_wake(pi);
         } else if self.dispatch_task == some {
             self.dispatch_task = None;
