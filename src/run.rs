@@ -292,6 +292,19 @@ impl ScenarioReport {
         };
         if !self.met {
             self.why = Some(match (&self.unexpected, expect) {
+                (Some((seed, o)), Expect::Fail { invariant, also })
+                    if matches!(o, Outcome::Fail(_)) =>
+                {
+                    let v = o
+                        .violations()
+                        .iter()
+                        .find(|v| v.invariant != *invariant && !also.contains(&v.invariant))
+                        .expect("an unexpected outcome breaks a disallowed invariant");
+                    format!(
+                        "seed {seed} also broke {}, which the scenario does not allow, at {} ms: {}",
+                        v.invariant, v.t.0, v.detail
+                    )
+                }
                 (Some((seed, o)), _) => format!("seed {seed} {}", describe(o)),
                 (None, e) => format!(
                     "no seed in {}..{} showed {e}",

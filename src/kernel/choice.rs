@@ -41,7 +41,7 @@ pub struct Divergence {
 }
 
 enum Source {
-    Random(ChaCha8Rng),
+    Random(Box<ChaCha8Rng>),
     /// A recorded sequence. Past its end every draw is 0, the simplest option.
     Replay {
         values: Vec<Choice>,
@@ -64,7 +64,10 @@ pub struct Choices {
 impl Choices {
     /// Random mode: draws come from `ChaCha8Rng::seed_from_u64(seed)`.
     pub fn random(seed: u64, profile: Profile) -> Choices {
-        Choices::with_source(Source::Random(ChaCha8Rng::seed_from_u64(seed)), profile)
+        Choices::with_source(
+            Source::Random(Box::new(ChaCha8Rng::seed_from_u64(seed))),
+            profile,
+        )
     }
 
     /// Replay mode: draws come from `values`; past the end every draw is 0.
@@ -85,7 +88,7 @@ impl Choices {
 
     /// Reset to random mode with a new seed, keeping allocations (bulk runs reuse one `Choices`).
     pub fn reseed(&mut self, seed: u64) {
-        self.source = Source::Random(ChaCha8Rng::seed_from_u64(seed));
+        self.source = Source::Random(Box::new(ChaCha8Rng::seed_from_u64(seed)));
         self.log.clear();
         self.divergence = None;
         self.extended = 0;

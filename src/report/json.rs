@@ -95,7 +95,7 @@ pub fn replay(scn: &Scenario, r: &RunResult) -> String {
         })
         .to_string(),
     );
-    for l in lines(&r.trace, &r.messages, r.outcome.violations()) {
+    for l in lines(scn.host, &r.trace, &r.messages, r.outcome.violations()) {
         out.push(
             json!({
                 "type": if l.kind == super::LineKind::Violation { "violation" } else { "event" },

@@ -35,7 +35,7 @@ pub fn diagram(scn: &Scenario, r: &RunResult) -> String {
             r.seed
         ))
     );
-    for l in lines(&r.trace, &r.messages, r.outcome.violations()) {
+    for l in lines(scn.host, &r.trace, &r.messages, r.outcome.violations()) {
         let text = escape(&format!("{} ms: {}", l.t, l.text));
         if l.kind == LineKind::Violation {
             let _ = writeln!(s, "    Note over W,H: {text}");

@@ -5,6 +5,7 @@ pub mod mermaid;
 pub mod text;
 
 use crate::check::Violation;
+use crate::host::HostKind;
 use crate::host::pi::note;
 use crate::trace::{Actor, Ev, MsgId, MsgInfo, Record};
 
@@ -30,7 +31,12 @@ pub enum LineKind {
 /// Render records and violations into timeline lines, in time order. Observations that only
 /// checkers need (idle edges, run-flag writes, appends) are not shown; a model request lists the
 /// messages it carries.
-pub fn lines(trace: &[Record], messages: &[MsgInfo], violations: &[Violation]) -> Vec<Line> {
+pub fn lines(
+    host: HostKind,
+    trace: &[Record],
+    messages: &[MsgInfo],
+    violations: &[Violation],
+) -> Vec<Line> {
     let mut out = Vec::with_capacity(trace.len());
     let mut carried: Vec<MsgId> = Vec::new();
     let mut vi = 0;
@@ -90,7 +96,7 @@ pub fn lines(trace: &[Record], messages: &[MsgInfo], violations: &[Violation]) -
             t: r.t.0,
             actor: r.actor,
             text,
-            state: note::state_name(r.state),
+            state: state_name(host, r.state),
             kind: match &r.ev {
                 Ev::Pi(note::Note::Handler(_)) => LineKind::Handler,
                 Ev::Pi(n) if n.is_wake_call() => LineKind::Call,
@@ -105,4 +111,11 @@ pub fn lines(trace: &[Record], messages: &[MsgInfo], violations: &[Violation]) -
 /// The paste-able line that reproduces a seed.
 pub fn replay_line(file: &std::path::Path, seed: u64) -> String {
     format!("reproduce: wakesim replay {} --seed {seed}", file.display())
+}
+
+/// The name of a host's state code, as records store it.
+pub fn state_name(host: HostKind, code: u8) -> &'static str {
+    match host {
+        HostKind::Pi | HostKind::Pi058 => note::state_name(code),
+    }
 }

@@ -31,7 +31,7 @@ pub fn timeline(scn: &Scenario, r: &RunResult) -> String {
         "{:>8}  {:<9} {:<70} host state",
         "t(ms)", "actor", "event"
     );
-    for l in lines(&r.trace, &r.messages, r.outcome.violations()) {
+    for l in lines(scn.host, &r.trace, &r.messages, r.outcome.violations()) {
         let _ = writeln!(
             s,
             "{:>8}  {:<9} {:<70} {}",

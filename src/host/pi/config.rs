@@ -197,19 +197,9 @@ impl Default for PiTiming {
 }
 
 /// Everything a pi run is configured by.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct PiConfig {
     pub producers: Producers,
     pub faults: Vec<(PiFault, FaultSpec)>,
     pub timing: PiTiming,
-}
-
-impl Default for PiConfig {
-    fn default() -> Self {
-        PiConfig {
-            producers: Producers::default(),
-            faults: Vec::new(),
-            timing: PiTiming::default(),
-        }
-    }
 }

@@ -1,0 +1,482 @@
+//! Everything the per-scenario gate does not cover: determinism, replay from recorded choices,
+//! scenario-file errors, the CLI's exit codes and formats, checkers firing on purpose-built wake
+//! logics, and runaway or panicking wake logics plugged in through the public API.
+//!
+//! Each test builds what it needs from the public API (or runs the built binary) and asserts on
+//! observable output, so a regression in any of them fails here.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use wakesim::check::Invariant;
+use wakesim::host::pi::api::{Ctx, CustomMessage, Message, Pi, PiWake, SendOptions};
+use wakesim::report;
+use wakesim::run::{Outcome, Runner};
+use wakesim::scenario::{Expect, Scenario};
+use wakesim::wake::Registry;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn scenario(rel: &str, registry: &Registry) -> Scenario {
+    let scn = Scenario::load(&root().join(rel), registry).expect("scenario loads");
+    Scenario {
+        path: PathBuf::from(rel),
+        ..scn
+    }
+}
+
+fn inline(text: &str, registry: &Registry) -> Scenario {
+    Scenario::parse(Path::new("inline.toml"), text, registry).expect("inline scenario parses")
+}
+
+fn wakesim(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_wakesim"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("wakesim runs")
+}
+
+fn insta_settings() -> insta::Settings {
+    let mut s = insta::Settings::clone_current();
+    s.set_snapshot_path(root().join("snapshots"));
+    s.set_prepend_module_to_snapshot(false);
+    s.set_omit_expression(true);
+    s
+}
+
+// ---------------------------------------------------------------------------------------------
+// Determinism
+
+#[test]
+fn a_seed_run_twice_gives_a_byte_identical_trace() {
+    let registry = Registry::builtin();
+    for rel in [
+        "scenarios/pi/g2-two-wakes-during-preparation.toml",
+        "scenarios/pi/g4-fixed-passes.toml",
+    ] {
+        let scn = scenario(rel, &registry);
+        for seed in [0, 7, 128, 999] {
+            let a = Runner::new(&registry).run_seed(&scn, seed, true);
+            let b = Runner::new(&registry).run_seed(&scn, seed, true);
+            assert_eq!(a.trace, b.trace, "{rel} seed {seed}");
+            assert_eq!(a.trace_hash, b.trace_hash);
+            assert_eq!(
+                report::text::timeline(&scn, &a),
+                report::text::timeline(&scn, &b)
+            );
+        }
+    }
+}
+
+#[test]
+fn a_seed_alone_equals_the_same_seed_after_other_seeds() {
+    let registry = Registry::builtin();
+    let scn = scenario("scenarios/pi/g4-passes-with-faults.toml", &registry);
+    let alone: Vec<u64> = (40..60)
+        .map(|s| Runner::new(&registry).run_seed(&scn, s, false).trace_hash)
+        .collect();
+    let mut shared = Runner::new(&registry);
+    let other = scenario(
+        "scenarios/pi/g1-counter-strands-between-inner-runs.toml",
+        &registry,
+    );
+    for s in 0..40 {
+        shared.run_seed(&other, s, false);
+        shared.run_seed(&scn, s, false);
+    }
+    let after: Vec<u64> = (40..60)
+        .map(|s| shared.run_seed(&scn, s, false).trace_hash)
+        .collect();
+    assert_eq!(alone, after);
+}
+
+#[test]
+fn tracing_does_not_change_the_run() {
+    let registry = Registry::builtin();
+    let scn = scenario("scenarios/pi/g3-failed-wake-strands.toml", &registry);
+    for seed in 0..50 {
+        let quiet = Runner::new(&registry).run_seed(&scn, seed, false);
+        let traced = Runner::new(&registry).run_seed(&scn, seed, true);
+        assert_eq!(quiet.trace_hash, traced.trace_hash, "seed {seed}");
+        assert_eq!(quiet.outcome, traced.outcome);
+    }
+}
+
+#[test]
+fn replaying_the_recorded_choices_reproduces_the_run() {
+    let registry = Registry::builtin();
+    let scn = scenario(
+        "scenarios/pi/g2-two-wakes-during-preparation.toml",
+        &registry,
+    );
+    let mut runner = Runner::new(&registry);
+    for seed in 0..30 {
+        let first = runner.run_seed(&scn, seed, true);
+        let again = runner.run_choices(&scn, first.choices.clone(), true);
+        assert_eq!(first.trace, again.trace, "seed {seed}");
+        assert_eq!(first.outcome, again.outcome);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scenario-file errors: file, line, column and key; exit code 2.
+
+#[test]
+fn bad_scenario_files_name_file_line_and_key_and_exit_2() {
+    let dir = root().join("tests/data/bad");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("bad dir")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    files.sort();
+    assert!(files.len() >= 8);
+    let mut all = String::new();
+    for f in &files {
+        let rel = f.strip_prefix(root()).expect("under root");
+        let out = wakesim(&["run", rel.to_str().expect("utf-8")]);
+        assert_eq!(out.status.code(), Some(2), "{}", rel.display());
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        let prefix = format!("error: {}:", rel.display());
+        assert!(err.starts_with(&prefix), "{err}");
+        assert!(out.stdout.is_empty(), "no partial run on bad input");
+        all += &err;
+    }
+    insta_settings().bind(|| insta::assert_snapshot!("errors__bad-scenarios", all));
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    assert_eq!(wakesim(&["run", "--seeds", "5..1"]).status.code(), Some(2));
+    assert_eq!(
+        wakesim(&["replay", "scenarios/pi/g0-idle-wake-skips-harness.toml"])
+            .status
+            .code(),
+        Some(2)
+    );
+    assert_eq!(wakesim(&["frobnicate"]).status.code(), Some(2));
+    assert_eq!(wakesim(&["run", "no/such/dir"]).status.code(), Some(2));
+}
+
+// ---------------------------------------------------------------------------------------------
+// CLI behaviour
+
+#[test]
+fn run_json_has_a_line_per_scenario_and_a_summary() {
+    let out = wakesim(&[
+        "run",
+        "scenarios/pi",
+        "--seeds",
+        "0..20",
+        "--format",
+        "json",
+    ]);
+    let text = String::from_utf8(out.stdout).expect("utf-8");
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+        .collect();
+    let (summary, scenarios) = lines.split_last().expect("lines");
+    assert_eq!(summary["type"], "summary");
+    for key in [
+        "scenarios",
+        "seeds",
+        "events",
+        "seeds_per_s",
+        "events_per_s",
+    ] {
+        assert!(summary.get(key).is_some(), "summary lacks {key}");
+    }
+    assert_eq!(summary["scenarios"].as_u64(), Some(scenarios.len() as u64));
+    for s in scenarios {
+        assert_eq!(s["type"], "scenario");
+        for key in [
+            "file",
+            "host",
+            "wake",
+            "seeds",
+            "failures",
+            "first_failure",
+            "expect",
+            "met",
+        ] {
+            assert!(s.get(key).is_some(), "scenario line lacks {key}: {s}");
+        }
+        if let Some(first) = s["first_failure"].as_object() {
+            assert!(first.contains_key("seed") && first.contains_key("invariant"));
+        }
+    }
+}
+
+#[test]
+fn an_unmet_expectation_exits_1_and_prints_the_replay_line() {
+    let dir = tempdir("unmet");
+    let file = dir.join("g2-expected-to-pass.toml");
+    std::fs::write(
+        &file,
+        "name = \"G2 wrongly expected to pass\"\nhost = \"pi\"\nwake = \"pi.is-idle\"\nseeds = 200\nsnapshot_seed = 0\n\
+         [producers]\nmessages = { min = 2, max = 4 }\nspacing_ms = { min = 0, max = 200 }\n[expect]\nverdict = \"pass\"\n",
+    )
+    .expect("write");
+    let out = wakesim(&["run", file.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.contains("reproduce: wakesim replay"))
+        .expect("a reproduce line");
+    // The printed line replays the failing seed.
+    let seed = line.rsplit(' ').next().expect("seed");
+    let replay = wakesim(&["replay", file.to_str().expect("utf-8"), "--seed", seed]);
+    assert_eq!(replay.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&replay.stdout).contains("✗ single-starter"));
+}
+
+#[test]
+fn the_main_job_over_the_pi_scenarios_meets_every_expectation() {
+    let out = wakesim(&["run", "scenarios/pi", "--format", "json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+#[test]
+fn replay_prints_the_same_run_every_time_in_every_format() {
+    let file = "scenarios/pi/g2-two-wakes-during-preparation.toml";
+    for format in ["text", "json", "mermaid"] {
+        let a = wakesim(&["replay", file, "--seed", "7", "--format", format]);
+        let b = wakesim(&["replay", file, "--seed", "0x7", "--format", format]);
+        assert_eq!(a.stdout, b.stdout, "{format}");
+        assert_eq!(a.status.code(), Some(1));
+    }
+    let mermaid =
+        String::from_utf8(wakesim(&["replay", file, "--seed", "7", "--format", "mermaid"]).stdout)
+            .expect("utf-8");
+    assert!(mermaid.starts_with("sequenceDiagram\n"));
+    // Every line after the header is a participant, a message or a note: what Mermaid parses.
+    for l in mermaid.lines().skip(1) {
+        let l = l.trim_start();
+        assert!(
+            l.starts_with("participant ") || l.starts_with("Note over ") || l.contains("->>"),
+            "not a sequence-diagram statement: {l}"
+        );
+        let unescaped = l
+            .replace("#quot;", "")
+            .replace("#35;", "")
+            .replace("#59;", "");
+        assert!(!unescaped.contains(';'), "unescaped ; breaks Mermaid: {l}");
+    }
+    assert!(mermaid.contains("single-starter"));
+}
+
+#[test]
+fn list_names_hosts_wakes_invariants_and_faults() {
+    let out = wakesim(&["list"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for name in [
+        "pi-0.58",
+        "pi.gentle-fixed",
+        "single-starter",
+        "flag-coherence",
+        "session_replacement",
+    ] {
+        assert!(text.contains(name), "list lacks {name}");
+    }
+    let json = wakesim(&["list", "--format", "json"]);
+    for l in String::from_utf8_lossy(&json.stdout).lines() {
+        let v: serde_json::Value = serde_json::from_str(l).expect("JSON line");
+        assert!(
+            ["host", "wake", "invariant", "fault"].contains(&v["type"].as_str().expect("type"))
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checkers fire on wake logics built to break them (the built-in variants prove the rest).
+
+/// G4, but every producer message is handed to it twice: the conversation gets it twice.
+struct Twice(wakesim::wake::pi::Gentle);
+impl PiWake for Twice {
+    fn on_message(&mut self, pi: &mut Pi<'_>, msg: Message) {
+        self.0.on_message(pi, msg);
+        self.0.on_message(pi, msg);
+    }
+    fn on_session_start(&mut self, pi: &mut Pi<'_>, ctx: Ctx) {
+        self.0.on_session_start(pi, ctx);
+    }
+    fn on_agent_start(&mut self, pi: &mut Pi<'_>, ctx: Ctx) {
+        self.0.on_agent_start(pi, ctx);
+    }
+    fn on_turn_end(&mut self, pi: &mut Pi<'_>, ctx: Ctx) {
+        self.0.on_turn_end(pi, ctx);
+    }
+    fn on_agent_end(&mut self, pi: &mut Pi<'_>, ctx: Ctx) {
+        self.0.on_agent_end(pi, ctx);
+    }
+    fn on_agent_settled(&mut self, pi: &mut Pi<'_>, ctx: Ctx) {
+        self.0.on_agent_settled(pi, ctx);
+    }
+    fn on_before_agent_start(&mut self, pi: &mut Pi<'_>, ctx: Ctx) {
+        self.0.on_before_agent_start(pi, ctx);
+    }
+    fn on_timer(&mut self, pi: &mut Pi<'_>, t: wakesim::host::pi::api::TimerId) {
+        self.0.on_timer(pi, t);
+    }
+}
+
+/// Holds messages and releases them newest first at agent_settled or on the next message.
+#[derive(Default)]
+struct Lifo {
+    held: Vec<wakesim::trace::MsgId>,
+}
+impl PiWake for Lifo {
+    fn on_message(&mut self, pi: &mut Pi<'_>, msg: Message) {
+        self.held.push(msg.id);
+        if self.held.len() >= 2 {
+            while let Some(id) = self.held.pop() {
+                pi.send_message(CustomMessage::carrying(id), SendOptions::store());
+            }
+            pi.send_user_message(Default::default(), None);
+        }
+    }
+    fn on_agent_settled(&mut self, pi: &mut Pi<'_>, _ctx: Ctx) {
+        while let Some(id) = self.held.pop() {
+            pi.send_message(CustomMessage::carrying(id), SendOptions::store());
+        }
+    }
+}
+
+/// Panics on the first message.
+struct Panics;
+impl PiWake for Panics {
+    fn on_message(&mut self, _pi: &mut Pi<'_>, _msg: Message) {
+        panic!("wake logic bug: unexpected message");
+    }
+}
+
+/// Loops forever calling the host from one handler.
+struct Spins;
+impl PiWake for Spins {
+    fn on_message(&mut self, pi: &mut Pi<'_>, msg: Message) {
+        loop {
+            pi.send_message(CustomMessage::carrying(msg.id), SendOptions::next_turn());
+        }
+    }
+}
+
+/// Re-arms a timer forever: the run never goes quiet.
+struct Ticks;
+impl PiWake for Ticks {
+    fn on_message(&mut self, pi: &mut Pi<'_>, _msg: Message) {
+        pi.set_timeout(0);
+    }
+    fn on_timer(&mut self, pi: &mut Pi<'_>, _t: wakesim::host::pi::api::TimerId) {
+        pi.set_timeout(0);
+    }
+}
+
+fn test_registry() -> Registry {
+    Registry::builtin()
+        .with_pi("test.twice", "hands G4 every message twice", || {
+            Box::new(Twice(wakesim::wake::pi::Gentle::new(true, true)))
+        })
+        .with_pi("test.lifo", "delivers newest first", || {
+            Box::new(Lifo::default())
+        })
+        .with_pi("test.panics", "panics", || Box::new(Panics))
+        .with_pi("test.spins", "loops in a handler", || Box::new(Spins))
+        .with_pi("test.ticks", "re-arms a zero timer forever", || {
+            Box::new(Ticks)
+        })
+}
+
+fn custom(wake: &str, extra: &str, expect: &str) -> String {
+    format!(
+        "name = \"{wake}\"\nhost = \"pi\"\nwake = \"{wake}\"\nseeds = 50\nsnapshot_seed = 0\n{extra}\n[producers]\nmessages = {{ min = 2, max = 4 }}\nkinds = [\"notification\"]\nsubagents = 1\n[expect]\n{expect}\n"
+    )
+}
+
+#[test]
+fn exactly_once_fires_on_a_duplicate() {
+    let registry = test_registry();
+    let scn = inline(
+        &custom(
+            "test.twice",
+            "",
+            "verdict = \"fail\"\ninvariant = \"exactly-once\"",
+        ),
+        &registry,
+    );
+    let rep = Runner::new(&registry).run_scenario(&scn, 0..scn.seeds);
+    assert!(rep.met, "{:?}", rep.why);
+    assert_eq!(rep.counts.get("exactly-once"), Some(&50));
+}
+
+#[test]
+fn fifo_fires_on_a_reorder() {
+    let registry = test_registry();
+    let scn = inline(
+        &custom("test.lifo", "", "verdict = \"fail\"\ninvariant = \"fifo\""),
+        &registry,
+    );
+    let r = Runner::new(&registry).run_seed(&scn, 0, true);
+    let Outcome::Fail(v) = &r.outcome else {
+        panic!("expected a failure, got {:?}", r.outcome)
+    };
+    assert!(v.iter().any(|v| v.invariant == Invariant::Fifo), "{v:?}");
+}
+
+#[test]
+fn a_panicking_wake_logic_gets_its_own_verdict_and_other_seeds_still_run() {
+    let registry = test_registry();
+    let scn = inline(&custom("test.panics", "", "verdict = \"panic\""), &registry);
+    assert_eq!(scn.expect, Expect::Panic);
+    let rep = Runner::new(&registry).run_scenario(&scn, 0..scn.seeds);
+    assert!(rep.met);
+    assert_eq!(rep.counts.get("panic"), Some(&50));
+    let r = Runner::new(&registry).run_seed(&scn, 3, true);
+    assert_eq!(
+        r.outcome,
+        Outcome::Panic("wake logic bug: unexpected message".to_string())
+    );
+    let text = report::text::timeline(&scn, &r);
+    assert!(
+        text.contains("reproduce: wakesim replay inline.toml --seed 3"),
+        "{text}"
+    );
+    // The process is fine afterwards: a normal scenario still runs.
+    let ok = scenario("scenarios/pi/g4-fixed-passes.toml", &registry);
+    assert!(Runner::new(&registry).run_scenario(&ok, 0..20).met);
+}
+
+#[test]
+fn a_runaway_handler_and_a_timer_loop_end_as_step_budget() {
+    let registry = test_registry();
+    for wake in ["test.spins", "test.ticks"] {
+        let scn = inline(
+            &custom(wake, "steps_max = 5000", "verdict = \"step-budget\""),
+            &registry,
+        );
+        let rep = Runner::new(&registry).run_scenario(&scn, 0..scn.seeds);
+        assert!(rep.met, "{wake}: {:?}", rep.why);
+        let r = Runner::new(&registry).run_seed(&scn, 0, true);
+        assert!(
+            matches!(r.outcome, Outcome::StepBudget { .. }),
+            "{wake}: {:?}",
+            r.outcome
+        );
+        assert!(report::text::timeline(&scn, &r).contains("reproduce: wakesim replay"));
+    }
+}
+
+fn tempdir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("wakesim-test-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}

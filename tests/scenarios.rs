@@ -1,0 +1,101 @@
+//! The regression gate: one test per scenario file under `scenarios/`.
+//!
+//! Each test runs the scenario's seed budget (times `WAKESIM_SEEDS_MULTIPLIER`, for nightly runs)
+//! and asserts its expectation; a failure prints the line that replays the offending seed. Then it
+//! replays the scenario's `snapshot_seed` and compares its timeline with the committed insta
+//! snapshot in `snapshots/` (CI never writes snapshots: commit each accepted `.snap`). For a
+//! scenario that expects a failure, the snapshot seed must show that failure, so every snapshot
+//! illustrates its race.
+
+use std::path::{Path, PathBuf};
+
+use libtest_mimic::{Arguments, Failed, Trial};
+use wakesim::report;
+use wakesim::run::{Runner, describe, shows_expected};
+use wakesim::scenario::{Scenario, discover};
+use wakesim::wake::Registry;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `scenarios/pi/g2-x.toml` → `pi__g2-x`.
+fn snapshot_name(rel: &Path) -> String {
+    let mut parts: Vec<String> = rel
+        .components()
+        .skip(1)
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if let Some(last) = parts.last_mut() {
+        *last = last.trim_end_matches(".toml").to_string();
+    }
+    parts.join("__")
+}
+
+fn check(rel: &Path) -> Result<(), Failed> {
+    let registry = Registry::builtin();
+    let scn = Scenario::load(&root().join(rel), &registry).map_err(|e| e.to_string())?;
+    // Report paths relative to the repository, as a user pastes them.
+    let scn = Scenario {
+        path: rel.to_path_buf(),
+        ..scn
+    };
+    let multiplier = wakesim::cli::seeds_multiplier().map_err(|e| e.to_string())?;
+    let mut runner = Runner::new(&registry);
+    let rep = runner.run_scenario(&scn, 0..scn.seeds.saturating_mul(multiplier));
+    if !rep.met {
+        let mut msg = format!(
+            "{}: expected {}, but {}",
+            rel.display(),
+            scn.expect,
+            rep.why.clone().unwrap_or_default()
+        );
+        if let Some((seed, _)) = &rep.unexpected {
+            msg += &format!("\n{}", report::replay_line(rel, *seed));
+        }
+        return Err(msg.into());
+    }
+
+    let r = runner.run_seed(&scn, scn.snapshot_seed, true);
+    if !shows_expected(&scn.expect, &r.outcome) {
+        return Err(format!(
+            "{}: snapshot_seed {} does not show the expected {} (it {}); pick a seed that does, e.g. {}",
+            rel.display(),
+            scn.snapshot_seed,
+            scn.expect,
+            describe(&r.outcome),
+            rep.first_expected.map_or("none found".to_string(), |s| s.to_string()),
+        )
+        .into());
+    }
+    let timeline = report::text::timeline(&scn, &r).replace(
+        &format!("wakesim {}", env!("CARGO_PKG_VERSION")),
+        "wakesim [version]",
+    );
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path(root().join("snapshots"));
+    settings.set_prepend_module_to_snapshot(false);
+    settings.set_omit_expression(true);
+    settings.set_description(format!("{} · seed {}", scn.name, scn.snapshot_seed));
+    let name = snapshot_name(rel);
+    // A mismatch panics with insta's diff; libtest-mimic reports the panic as this test's failure.
+    settings.bind(|| insta::assert_snapshot!(name.as_str(), timeline));
+    Ok(())
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    let files = discover(&root().join("scenarios")).expect("scenarios/ is readable");
+    let trials = files
+        .into_iter()
+        .map(|f| {
+            let rel = f
+                .strip_prefix(root())
+                .expect("under the root")
+                .to_path_buf();
+            let name = rel.display().to_string();
+            Trial::test(name, move || check(&rel))
+        })
+        .collect();
+    libtest_mimic::run(&args, trials).exit();
+}
