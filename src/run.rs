@@ -349,17 +349,30 @@ impl Runner<'_> {
     /// Run seeds `range` of a scenario and judge its expectation: it needs both the first seed
     /// that shows the expected failure and the first seed whose outcome is not allowed.
     pub fn run_scenario(&mut self, scn: &Scenario, range: Range<u64>) -> ScenarioReport {
-        let mut report = ScenarioReport::new(scn, range.clone());
-        for seed in range {
+        judge_seeds(scn, range, |seed| {
             let r = self.run_seed(scn, seed, false);
-            report.add(seed, &r.outcome, r.events);
-            if !r.outcome.is_pass() {
-                report.judge_outcome(seed, &r.outcome, &scn.expect);
-            }
-        }
-        report.judge(&scn.expect);
-        report
+            (r.outcome, r.events)
+        })
     }
+}
+
+/// Run seeds `range` with `run` (each seed's outcome and event count) and judge the scenario's
+/// expectation, as [`Runner::run_scenario`] does: for runners of their own (the madsim lane).
+pub fn judge_seeds(
+    scn: &Scenario,
+    range: Range<u64>,
+    mut run: impl FnMut(u64) -> (Outcome, u64),
+) -> ScenarioReport {
+    let mut report = ScenarioReport::new(scn, range.clone());
+    for seed in range {
+        let (outcome, events) = run(seed);
+        report.add(seed, &outcome, events);
+        if !outcome.is_pass() {
+            report.judge_outcome(seed, &outcome, &scn.expect);
+        }
+    }
+    report.judge(&scn.expect);
+    report
 }
 
 /// Does a single outcome show the scenario's expected failure (for snapshot seeds)?
