@@ -2,7 +2,6 @@
 //!
 //! ```sh
 //! cargo run -p wakesim-madsim --example replay -- madsim/scenarios/is-idle-two-wakes-during-preparation.toml --seed 7
-//! cargo run -p wakesim-madsim --example replay -- FILE --seed N --format json
 //! ```
 //!
 //! Exit codes as `wakesim replay`: 0 when the seed passes, 1 when it fails, 2 for a usage or
@@ -14,7 +13,7 @@ use std::process::ExitCode;
 use wakesim::report;
 use wakesim_madsim::run::{Lane, replay_line};
 
-const USAGE: &str = "usage: replay FILE --seed N [--format text|json]";
+const USAGE: &str = "usage: replay FILE --seed N";
 
 fn main() -> ExitCode {
     match run() {
@@ -36,14 +35,13 @@ fn parse_seed(s: &str) -> Option<u64> {
 
 fn run() -> Result<bool, String> {
     let mut args = std::env::args().skip(1);
-    let (mut file, mut seed, mut format) = (None, None, "text".to_string());
+    let (mut file, mut seed) = (None, None);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--seed" => {
                 let v = args.next().ok_or(USAGE)?;
                 seed = Some(parse_seed(&v).ok_or_else(|| format!("`{v}` is not a seed"))?);
             }
-            "--format" => format = args.next().ok_or(USAGE)?,
             _ if file.is_none() && !a.starts_with('-') => file = Some(PathBuf::from(a)),
             _ => return Err(format!("unexpected argument `{a}`; {USAGE}")),
         }
@@ -54,13 +52,9 @@ fn run() -> Result<bool, String> {
     let lane = Lane::builtin();
     let scn = lane.load(&file).map_err(|e| e.to_string())?;
     let r = lane.run_seed(&scn, seed, true);
-    match format.as_str() {
-        "text" => print!(
-            "{}",
-            report::text::timeline_with(&scn, &r, &replay_line(&scn.path, seed))
-        ),
-        "json" => print!("{}", report::json::replay(&scn, &r)),
-        other => return Err(format!("unknown format `{other}`, expected text or json")),
-    }
+    print!(
+        "{}",
+        report::text::timeline_with(&scn, &r, &replay_line(&scn.path, seed))
+    );
     Ok(r.outcome.is_pass())
 }

@@ -94,7 +94,8 @@ impl Lane {
         let mut world = PiHost::new(generation, scn.pi.clone(), Box::new(w.forward));
         let rt = madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
         let start = logic.start;
-        let (host, events, requests, posted, keep) = (w.host, w.events, w.requests, w.posted, w.keep);
+        let (host, events, requests, posted, keep) =
+            (w.host, w.events, w.requests, w.posted, w.keep);
         let result = catch_unwind(AssertUnwindSafe(|| {
             rt.block_on(async {
                 let _keep = keep;
@@ -123,11 +124,9 @@ impl Lane {
                 };
                 (outcome, calls, world.faults_on())
             }
-            Err(payload) if payload.is::<BudgetExceeded>() => (
-                Outcome::StepBudget { steps: k.steps() },
-                0,
-                Vec::new(),
-            ),
+            Err(payload) if payload.is::<BudgetExceeded>() => {
+                (Outcome::StepBudget { steps: k.steps() }, 0, Vec::new())
+            }
             Err(payload) => (Outcome::Panic(panic_text(&*payload)), 0, Vec::new()),
         };
         RunResult {

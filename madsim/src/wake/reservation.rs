@@ -9,8 +9,9 @@
 //!   `HOLD_RECHECK_MS` (G3's host path would start a run without the harness there, P-6).
 //! - **Reservation.** A prompt that will take `nextTurn` is on its way: our wake prompt, or a user
 //!   prompt seen at `input` (a wake would race it, P-9). It ends on `agent_start` (step 12 took
-//!   the queue) and `session_start`; `before_agent_start` and `session_compact` renew it (the
-//!   prompt is alive, possibly after a long compaction). Its expiry is a real timer
+//!   the queue) and `session_start`; `before_agent_start` takes it too (a prompt is about to
+//!   start), and `session_compact` keeps a live one for `COMPACTION_GRACE_MS` more (a prompt
+//!   that compacted in step 9 reaches before_agent_start within a few awaits). Its expiry is a real timer
 //!   (`tokio::time`), not a check at the next send: when it fires with content still owed, the
 //!   prompt failed without a run (an input handler claimed it, auth threw) and the coordinator
 //!   wakes again. G3 checks expiry lazily, so a failed wake strands what it was for (P-5).
@@ -25,7 +26,7 @@ use std::time::Duration;
 
 use tokio::time::{Instant, sleep_until};
 
-use wakesim::host::pi::api::{Ctx, CustomMessage, Message, SendOptions};
+use wakesim::host::pi::api::{Ctx, CustomMessage, Message, Pi, SendOptions};
 use wakesim::trace::Payload;
 
 use crate::bridge::{Event, Events, Host};
@@ -33,6 +34,8 @@ use crate::bridge::{Event, Events, Host};
 /// How long a wake prompt may take to start a run before the coordinator wakes again. Above any
 /// preparation without compaction (a compaction renews it), below the idle-latency bound.
 pub const WAKE_RESERVATION_MS: u64 = 30_000;
+/// How long a reservation outlives a `session_compact`: the compacting prompt's next steps.
+pub const COMPACTION_GRACE_MS: u64 = 2_000;
 /// How often held content is looked at again.
 pub const HOLD_RECHECK_MS: u64 = 1_000;
 
@@ -40,13 +43,17 @@ pub const HOLD_RECHECK_MS: u64 = 1_000;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Route {
     /// Queued as nextTurn; `woke`: a wake prompt was sent.
-    Idle { woke: bool },
+    Idle {
+        woke: bool,
+    },
     Run,
     Hold,
 }
 
 struct Coordinator {
     host: Host,
+    /// Decide only on a current view (`Host::call_current`); off in `madsim.reservation-stale-view`.
+    current_view: bool,
     ctx: Option<Ctx>,
     /// agent_start..agent_settled, as the events tell it.
     run_active: bool,
@@ -60,9 +67,20 @@ struct Coordinator {
     recheck_at: Option<Instant>,
 }
 
-pub async fn reservation_timer(host: Host, mut events: Events) {
+pub async fn reservation_timer(host: Host, events: Events) {
+    coordinate(host, events, true).await
+}
+
+/// The same coordinator deciding on whatever view it has (`Host::call`): the lag of a task behind
+/// the host's events becomes a race that madsim's scheduler finds.
+pub async fn reservation_stale_view(host: Host, events: Events) {
+    coordinate(host, events, false).await
+}
+
+async fn coordinate(host: Host, mut events: Events, current_view: bool) {
     let mut c = Coordinator {
         host,
+        current_view,
         ctx: None,
         run_active: false,
         pending: VecDeque::new(),
@@ -117,9 +135,15 @@ impl Coordinator {
                 // A user prompt is on its way: it will take nextTurn, and a wake now would race it.
                 self.reserve();
             }
-            Event::BeforeAgentStart(_) | Event::SessionCompact(..) => {
-                if self.reserved_until.is_some() || self.owed {
-                    self.reserve();
+            // A prompt reached before_agent_start: step 12 follows, and a wake now would race it.
+            Event::BeforeAgentStart(_) if !self.run_active => self.reserve(),
+            // The prompt we wait for may have compacted (step 9) for long: it goes on to
+            // before_agent_start within a few awaits, so keep the reservation until then at
+            // least. Only that long: a /compact without a prompt proves nothing.
+            Event::SessionCompact(..) => {
+                if let Some(until) = self.reserved_until {
+                    let after = Instant::now() + Duration::from_millis(COMPACTION_GRACE_MS);
+                    self.reserved_until = Some(until.max(after));
                 }
             }
             Event::Message(m) => self.pending.push_back(m),
@@ -137,32 +161,34 @@ impl Coordinator {
         let ctx = self.ctx;
         let run_active = self.run_active;
         let reserved = self.reserved_until.is_some();
-        let route = self
-            .host
-            .call_current(events, move |pi| {
-                let Some(ctx) = ctx else { return Route::Hold };
-                match ctx.is_idle(pi) {
-                    Ok(true) => {
-                        for m in &batch {
-                            pi.send_message(CustomMessage::carrying(m.id), SendOptions::next_turn());
-                        }
-                        let woke = !reserved;
-                        if woke {
-                            pi.send_user_message(Payload::None, None);
-                        }
-                        Route::Idle { woke }
+        let decide = move |pi: &mut Pi<'_>| {
+            let Some(ctx) = ctx else { return Route::Hold };
+            match ctx.is_idle(pi) {
+                Ok(true) => {
+                    for m in &batch {
+                        pi.send_message(CustomMessage::carrying(m.id), SendOptions::next_turn());
                     }
-                    Ok(false) if run_active => {
-                        for m in &batch {
-                            pi.send_message(CustomMessage::carrying(m.id), SendOptions::steer());
-                        }
-                        Route::Run
+                    let woke = !reserved;
+                    if woke {
+                        pi.send_user_message(Payload::None, None);
                     }
-                    // Busy without a run, or a stale ctx (the new session_start is coming).
-                    _ => Route::Hold,
+                    Route::Idle { woke }
                 }
-            })
-            .await;
+                Ok(false) if run_active => {
+                    for m in &batch {
+                        pi.send_message(CustomMessage::carrying(m.id), SendOptions::steer());
+                    }
+                    Route::Run
+                }
+                // Busy without a run, or a stale ctx (the new session_start is coming).
+                _ => Route::Hold,
+            }
+        };
+        let route = if self.current_view {
+            self.host.call_current(events, decide).await
+        } else {
+            Some(self.host.call(decide).await)
+        };
         match route {
             // The host did something we have not taken yet: take it, then decide again.
             None => {}
