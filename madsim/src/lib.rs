@@ -22,6 +22,52 @@
 //! - [`run`]: [`run::Lane`], which loads scenario files naming those logics, runs seeds and judges
 //!   expectations with wakesim's own code; [`run::replay_line`].
 //!
+//! ## Plugging in async wake logic
+//! A wake logic is a root task over [`bridge::Host`] and [`bridge::Events`], named by an
+//! [`wake::AsyncWake`] that scenario files refer to:
+//!
+//! ```
+//! use std::path::Path;
+//! use wakesim::host::pi::api::{CustomMessage, SendOptions};
+//! use wakesim::scenario::Scenario;
+//! use wakesim_madsim::bridge::{Event, Events, Host};
+//! use wakesim_madsim::run::Lane;
+//! use wakesim_madsim::wake::AsyncWake;
+//!
+//! /// G0 as a coordinator task: steer everything, idle or not.
+//! async fn steer_everything(host: Host, mut events: Events) {
+//!     while let Some(ev) = events.recv().await {
+//!         if let Event::Message(m) = ev {
+//!             let msg = CustomMessage::carrying(m.id);
+//!             host.call(move |pi| pi.send_message(msg, SendOptions::steer())).await;
+//!         }
+//!     }
+//! }
+//!
+//! let lane = Lane::builtin().with(AsyncWake {
+//!     name: "my.steer-everything",
+//!     summary: "G0: sendMessage(steer, triggerTurn) as is",
+//!     constants_ms: &[],
+//!     kernel_counterpart: "pi.raw-trigger-turn",
+//!     start: |host, events| Box::pin(steer_everything(host, events)),
+//! });
+//! let text = r#"
+//! name = "G0 as a task"
+//! host = "pi"
+//! wake = "my.steer-everything"
+//! seeds = 20
+//! snapshot_seed = 0
+//! [expect]
+//! verdict = "fail"
+//! invariant = "harness"
+//! also = ["single-starter", "flag-coherence", "no-loss", "bounded-latency", "fifo"]
+//! "#;
+//! let names: Vec<&str> = lane.wakes().iter().map(|w| w.name).collect();
+//! let scn = Scenario::parse_for(Path::new("inline.toml"), text, &names).unwrap();
+//! // An idle host runs a steered message directly, without before_agent_start (P-1).
+//! assert!(lane.run_scenario(&scn, 0..20).met);
+//! ```
+//!
 //! ## The guard
 //! Everything here needs `--cfg madsim` (set in `.cargo/config.toml`). Without it madsim compiles
 //! its real-runtime half and this lane would silently test nothing, so the build fails instead.

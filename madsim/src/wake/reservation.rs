@@ -200,11 +200,10 @@ impl Coordinator {
                 }
             }
             Some(Route::Run) => self.pending.clear(),
-            Some(Route::Hold) => {
-                if self.recheck_at.is_none() {
-                    self.recheck_at = Some(Instant::now() + Duration::from_millis(HOLD_RECHECK_MS));
-                }
+            Some(Route::Hold) if self.recheck_at.is_none() => {
+                self.recheck_at = Some(Instant::now() + Duration::from_millis(HOLD_RECHECK_MS));
             }
+            Some(Route::Hold) => {}
         }
     }
 }
