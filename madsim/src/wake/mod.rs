@@ -19,7 +19,7 @@ mod reservation;
 
 pub use is_idle::is_idle;
 pub use reservation::{
-    COMPACTION_GRACE_MS, HOLD_RECHECK_MS, WAKE_RESERVATION_MS, reservation_stale_view,
+    HOLD_RECHECK_MS, PROMPT_STEP_GRACE_MS, WAKE_RESERVATION_MS, reservation_stale_view,
     reservation_timer,
 };
 
@@ -53,14 +53,14 @@ pub fn builtin() -> Vec<AsyncWake> {
         AsyncWake {
             name: "madsim.reservation-timer",
             summary: "reference: one wake prompt at a time under a reservation a real timer expires (re-waking what is still owed); route/hold; acts on a current view only",
-            constants_ms: &[WAKE_RESERVATION_MS, HOLD_RECHECK_MS, COMPACTION_GRACE_MS],
+            constants_ms: &[WAKE_RESERVATION_MS, HOLD_RECHECK_MS, PROMPT_STEP_GRACE_MS],
             kernel_counterpart: "pi.gentle-fixed",
             start: |host, events| Box::pin(reservation_timer(host, events)),
         },
         AsyncWake {
             name: "madsim.reservation-stale-view",
             summary: "the reference coordinator deciding on a view that may miss events still in its channel",
-            constants_ms: &[WAKE_RESERVATION_MS, HOLD_RECHECK_MS, COMPACTION_GRACE_MS],
+            constants_ms: &[WAKE_RESERVATION_MS, HOLD_RECHECK_MS, PROMPT_STEP_GRACE_MS],
             kernel_counterpart: "pi.gentle-fixed",
             start: |host, events| Box::pin(reservation_stale_view(host, events)),
         },

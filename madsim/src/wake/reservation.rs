@@ -9,12 +9,14 @@
 //!   `HOLD_RECHECK_MS` (G3's host path would start a run without the harness there, P-6).
 //! - **Reservation.** A prompt that will take `nextTurn` is on its way: our wake prompt, or a user
 //!   prompt seen at `input` (a wake would race it, P-9). It ends on `agent_start` (step 12 took
-//!   the queue) and `session_start`; `before_agent_start` takes it too (a prompt is about to
-//!   start), and `session_compact` keeps a live one for `COMPACTION_GRACE_MS` more (a prompt
-//!   that compacted in step 9 reaches before_agent_start within a few awaits). Its expiry is a real timer
-//!   (`tokio::time`), not a check at the next send: when it fires with content still owed, the
-//!   prompt failed without a run (an input handler claimed it, auth threw) and the coordinator
-//!   wakes again. G3 checks expiry lazily, so a failed wake strands what it was for (P-5).
+//!   the queue) and `session_start`. `before_agent_start` takes it (a prompt is about to start);
+//!   a `session_compact` keeps a live one for `PROMPT_STEP_GRACE_MS` more (a prompt that
+//!   compacted in step 9 reaches before_agent_start within a few awaits); a user's input typed
+//!   while streaming holds it only that long (queued into the run at step 5, or on as a full
+//!   prompt). Its expiry is a real timer (`tokio::time`), not a check at the next send: when it
+//!   fires with content still owed, the prompt failed without a run (an input handler claimed
+//!   it, auth threw) and the coordinator wakes again. G3 checks expiry lazily, so a failed wake
+//!   strands what it was for (P-5).
 //! - **A current view.** Every decision runs in one `Host::call_current`: `isIdle`, the route and
 //!   the sends in one synchronous segment on the host, and only if the coordinator has taken
 //!   every event the host posted. A coordinator task always lags the host by a few polls; acting
@@ -34,8 +36,11 @@ use crate::bridge::{Event, Events, Host};
 /// How long a wake prompt may take to start a run before the coordinator wakes again. Above any
 /// preparation without compaction (a compaction renews it), below the idle-latency bound.
 pub const WAKE_RESERVATION_MS: u64 = 30_000;
-/// How long a reservation outlives a `session_compact`: the compacting prompt's next steps.
-pub const COMPACTION_GRACE_MS: u64 = 2_000;
+/// A few awaits of `prompt()`: how long a reservation outlives a `session_compact` (the
+/// compacting prompt reaches before_agent_start next), and how long a user's input typed while
+/// streaming holds one (it is queued into the run at step 5, or goes on as a full prompt if the
+/// run settled first).
+pub const PROMPT_STEP_GRACE_MS: u64 = 2_000;
 /// How often held content is looked at again.
 pub const HOLD_RECHECK_MS: u64 = 1_000;
 
@@ -112,6 +117,12 @@ impl Coordinator {
         self.reserved_until = Some(Instant::now() + Duration::from_millis(WAKE_RESERVATION_MS));
     }
 
+    /// Hold the reservation for `ms` more at least, never shortening it.
+    fn reserve_at_least(&mut self, ms: u64) {
+        let after = Instant::now() + Duration::from_millis(ms);
+        self.reserved_until = Some(self.reserved_until.map_or(after, |until| until.max(after)));
+    }
+
     fn observe(&mut self, ev: Event) {
         match ev {
             Event::SessionStart(ctx) => {
@@ -131,20 +142,22 @@ impl Coordinator {
                 self.reserved_until = None;
             }
             Event::AgentSettled(_) => self.run_active = false,
-            Event::Input(_, input) if input.from_user => {
+            Event::Input(_, input) if input.from_user && input.streaming_behavior.is_none() => {
                 // A user prompt is on its way: it will take nextTurn, and a wake now would race it.
                 self.reserve();
+            }
+            Event::Input(_, input) if input.from_user => {
+                // Typed while streaming: queued into the run at step 5, unless the run settles
+                // first and it goes on as a full prompt. Cover the steps up to that point.
+                self.reserve_at_least(PROMPT_STEP_GRACE_MS);
             }
             // A prompt reached before_agent_start: step 12 follows, and a wake now would race it.
             Event::BeforeAgentStart(_) if !self.run_active => self.reserve(),
             // The prompt we wait for may have compacted (step 9) for long: it goes on to
             // before_agent_start within a few awaits, so keep the reservation until then at
             // least. Only that long: a /compact without a prompt proves nothing.
-            Event::SessionCompact(..) => {
-                if let Some(until) = self.reserved_until {
-                    let after = Instant::now() + Duration::from_millis(COMPACTION_GRACE_MS);
-                    self.reserved_until = Some(until.max(after));
-                }
+            Event::SessionCompact(..) if self.reserved_until.is_some() => {
+                self.reserve_at_least(PROMPT_STEP_GRACE_MS);
             }
             Event::Message(m) => self.pending.push_back(m),
             _ => {}
