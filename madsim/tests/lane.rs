@@ -275,3 +275,60 @@ fn a_coordinator_that_ignores_messages_loses_them() {
     assert!(broken.contains(&"no-loss"), "{broken:?}");
     assert!(lane.run_scenario(&scn, 0..5).met);
 }
+
+// ---------------------------------------------------------------------------------------------
+// The kernel's stepping API, which the bridge drives on madsim's clock, is `kernel::drive`.
+
+#[test]
+fn stepping_the_kernel_by_hand_reproduces_drive() {
+    use wakesim::check::{InvariantSet, Monitor};
+    use wakesim::host::pi::{Gen, PiHost};
+    use wakesim::kernel::choice::{Choices, Profile};
+    use wakesim::kernel::time::Ms;
+    use wakesim::kernel::{Kernel, World};
+    use wakesim::run::Runner;
+    use wakesim::wake::Registry;
+
+    let registry = Registry::builtin();
+    let rel = "scenarios/pi/g4-fixed-passes.toml";
+    let scn = Scenario::load(&root().join(rel), &registry).expect("loads");
+    let mut runner = Runner::new(&registry);
+    for seed in 0..50 {
+        let expected = runner.run_seed(&scn, seed, false);
+        let mut k = Kernel::new(
+            Choices::random(seed, Profile::default()),
+            Monitor::new(InvariantSet::of(scn.host.invariants()), scn.check, false),
+            scn.limits,
+        );
+        let wake = registry.pi(&scn.wake).expect("registered").make();
+        let mut world = PiHost::new(Gen::V099, scn.pi.clone(), wake);
+        let active_end = Ms(scn.limits.active_ms);
+        let horizon = active_end + scn.limits.quiesce_ms_max;
+        world.start(&mut k);
+        while k.steps() < scn.limits.steps_max {
+            let next = k.next_time();
+            if !k.quiescent() && next.is_none_or(|t| t >= active_end) {
+                k.advance_to(active_end);
+                k.begin_quiescence();
+                world.quiesce(&mut k);
+                continue;
+            }
+            match next {
+                Some(t) if t <= horizon => {
+                    let ev = k.pop_event().expect("peeked");
+                    world.step(&mut k, ev);
+                }
+                Some(_) => {
+                    k.advance_to(horizon);
+                    break;
+                }
+                None => break,
+            }
+        }
+        world.finish(&mut k);
+        let t = k.now();
+        k.monitor.finish(t);
+        assert_eq!(k.monitor.trace_hash(), expected.trace_hash, "seed {seed}");
+        assert_eq!(k.steps(), expected.events);
+    }
+}

@@ -175,6 +175,24 @@ mod tests {
     }
 
     #[test]
+    fn micro_pending_counts_microtasks_until_they_run() {
+        let mut q = Queue::default();
+        let mut c = Choices::random(1, Profile::default());
+        q.push(Ms(5), 'm');
+        assert!(!q.micro_pending());
+        q.push_micro(Ms(5), 'a');
+        q.push_micro(Ms(5), 'b');
+        assert!(q.micro_pending());
+        assert!(q.pop(&mut c).is_some_and(|(_, e)| e != 'm'));
+        assert!(q.micro_pending(), "one microtask left");
+        assert!(q.pop(&mut c).is_some_and(|(_, e)| e != 'm'));
+        assert!(!q.micro_pending());
+        q.push_micro(Ms(5), 'c');
+        q.clear();
+        assert!(!q.micro_pending());
+    }
+
+    #[test]
     fn simultaneous_events_take_every_order_over_seeds() {
         let mut seen = std::collections::BTreeSet::new();
         for seed in 0..64 {
