@@ -17,8 +17,8 @@
 //!   `Pi` handle the kernel lane's handlers get), and the driver that runs the host's events on
 //!   madsim's clock.
 //! - [`wake`]: the async wake logics ([`wake::AsyncWake`]): `madsim.is-idle` (buggy, no
-//!   reservation) and `madsim.reservation-timer` (the reference design, its reservation expiring
-//!   on a real timer).
+//!   reservation), `madsim.reservation-timer` (the reference design, its reservation expiring
+//!   on a real timer) and `madsim.reservation-stale-view` (the same, deciding on a stale view).
 //! - [`run`]: [`run::Lane`], which loads scenario files naming those logics, runs seeds and judges
 //!   expectations with wakesim's own code; [`run::replay_line`].
 //!

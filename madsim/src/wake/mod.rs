@@ -5,6 +5,7 @@
 //! |---|---|---|
 //! | `madsim.is-idle` | G2 as a coordinator task: ask `isIdle`, then wake with `nextTurn` + `sendUserMessage(" ")`; no reservation | caught: two wakes race to `Agent.prompt` (`single-starter`) |
 //! | `madsim.reservation-timer` | the reference design: one wake prompt at a time under a reservation that a real timer expires, route/hold, decisions on a current view only | passes with every fault on |
+//! | `madsim.reservation-stale-view` | the reference design deciding with `Host::call`, on whatever view it has | caught: a same-instant user prompt's `input` is still in the channel (`single-starter`) |
 //!
 //! Two rules every async logic run here must follow, or its runs stop being a function of the
 //! seed (this lane's determinism tests catch a breach; madsim's own check would not, as it only
