@@ -14,6 +14,7 @@ use crate::host::pi::config::PiFault;
 use crate::report;
 use crate::run::{Runner, describe};
 use crate::scenario::{Scenario, discover};
+use crate::trace::Window;
 use crate::wake::Registry;
 
 /// The environment variable that multiplies every scenario's seed budget (for nightly runs).
@@ -301,6 +302,11 @@ fn list(registry: &Registry, format: RunFormat) -> Result<i32> {
                 });
                 let _ = writeln!(out, "{line}");
             }
+            for w in Window::ALL {
+                let line =
+                    serde_json::json!({"type": "window", "name": w.name(), "about": w.describe()});
+                let _ = writeln!(out, "{line}");
+            }
         }
         RunFormat::Text => {
             let _ = writeln!(out, "hosts:");
@@ -318,6 +324,13 @@ fn list(registry: &Registry, format: RunFormat) -> Result<i32> {
             let _ = writeln!(out, "\nfaults (pi hosts; in [faults] of a scenario):");
             for f in PiFault::ALL {
                 let _ = writeln!(out, "  {:<24} {}", f.name(), f.describe());
+            }
+            let _ = writeln!(
+                out,
+                "\nrace windows (coverage marks; in [coverage] must_reach):"
+            );
+            for w in Window::ALL {
+                let _ = writeln!(out, "  {:<28} {}", w.name(), w.describe());
             }
         }
     }

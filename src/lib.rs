@@ -18,6 +18,7 @@
 //!   [`host::pi::api`] is the wake-logic API a pi extension sees.
 //! - [`wake`]: the built-in wake logics (buggy and fixed) and the [`wake::Registry`] users extend.
 //! - [`scenario`]: scenario files (TOML) and their validation.
+//! - [`swarm`]: the per-seed mix of faults and producers (swarm testing).
 //! - [`run`]: running seeds and judging a scenario's expectation.
 //! - [`report`]: the text timeline, JSON Lines and Mermaid.
 //! - [`cli`]: the `wakesim` command.
@@ -34,6 +35,7 @@ pub mod kernel;
 pub mod report;
 pub mod run;
 pub mod scenario;
+pub mod swarm;
 pub mod trace;
 pub mod wake;
 

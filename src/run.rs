@@ -15,9 +15,10 @@ use crate::host::pi::core::BudgetExceeded;
 use crate::host::pi::{Gen, PiEv, PiHost};
 use crate::kernel::choice::{Choice, Choices, Profile};
 use crate::kernel::time::Ms;
-use crate::kernel::{End, Kernel, drive};
+use crate::kernel::{End, Kernel, World, drive};
 use crate::scenario::{Expect, Scenario};
-use crate::trace::{MsgInfo, Record};
+use crate::swarm::Mix;
+use crate::trace::{MsgInfo, Record, Window};
 use crate::wake::Registry;
 
 /// How one seed ended.
@@ -65,7 +66,10 @@ pub struct RunResult {
     pub events: u64,
     pub trace_hash: u64,
     pub end: Ms,
-    pub faults_on: Vec<&'static str>,
+    /// The faults and producers this seed switched on.
+    pub mix: Mix,
+    /// The race windows the run reached, with how often.
+    pub marks: Vec<(Window, u32)>,
     pub messages: Vec<MsgInfo>,
     /// The timeline, when tracing was asked for.
     pub trace: Vec<Record>,
@@ -181,11 +185,11 @@ impl<'r> Runner<'r> {
         let result = catch_unwind(AssertUnwindSafe(|| {
             let mut world = PiHost::new(generation, scn.pi.clone(), entry.make());
             let end = drive(&mut world, k);
-            (end, world.faults_on())
+            (end, world.mix())
         }));
         IN_RUN.with(|r| *r.borrow_mut() = false);
 
-        let (outcome, faults_on) = match result {
+        let (outcome, mix) = match result {
             Ok((End::StepBudget, faults)) => (Outcome::StepBudget { steps: k.steps() }, faults),
             Ok((_, faults)) => {
                 let v = k.monitor.violations();
@@ -197,8 +201,8 @@ impl<'r> Runner<'r> {
                 (outcome, faults)
             }
             Err(payload) => match panic_message(payload) {
-                Ok(msg) => (Outcome::Panic(msg), Vec::new()),
-                Err(()) => (Outcome::StepBudget { steps: k.steps() }, Vec::new()),
+                Ok(msg) => (Outcome::Panic(msg), Mix::default()),
+                Err(()) => (Outcome::StepBudget { steps: k.steps() }, Mix::default()),
             },
         };
         RunResult {
@@ -207,7 +211,8 @@ impl<'r> Runner<'r> {
             events: k.steps(),
             trace_hash: k.monitor.trace_hash(),
             end: k.now(),
-            faults_on: faults_on.into_iter().map(|f| f.name()).collect(),
+            mix,
+            marks: k.monitor.marks(),
             messages: k.monitor.messages().to_vec(),
             trace: k.monitor.take_trace(),
             choices: k.choices.take_log(),
@@ -231,6 +236,8 @@ pub struct ScenarioReport {
     pub met: bool,
     /// Why the expectation is not met, in a sentence.
     pub why: Option<String>,
+    /// Seeds that reached each race window.
+    pub windows: std::collections::BTreeMap<&'static str, u64>,
 }
 
 impl ScenarioReport {
@@ -245,6 +252,7 @@ impl ScenarioReport {
             first_expected: None,
             met: false,
             why: None,
+            windows: Default::default(),
         }
     }
 
@@ -252,8 +260,12 @@ impl ScenarioReport {
         self.seeds.end - self.seeds.start
     }
 
-    fn add(&mut self, seed: u64, outcome: &Outcome, events: u64) {
-        self.events += events;
+    fn add(&mut self, seed: u64, r: &RunResult) {
+        let outcome = &r.outcome;
+        self.events += r.events;
+        for (w, _) in &r.marks {
+            *self.windows.entry(w.name()).or_default() += 1;
+        }
         if outcome.is_pass() {
             return;
         }
@@ -285,33 +297,49 @@ impl ScenarioReport {
         }
     }
 
-    fn judge(&mut self, expect: &Expect) {
+    fn judge(&mut self, expect: &Expect, must_reach: &[Window]) {
+        let unreached: Vec<&str> = must_reach
+            .iter()
+            .map(|w| w.name())
+            .filter(|w| !self.windows.contains_key(w))
+            .collect();
         self.met = match expect {
             Expect::Pass => self.unexpected.is_none(),
             _ => self.unexpected.is_none() && self.first_expected.is_some(),
-        };
-        if !self.met {
-            self.why = Some(match (&self.unexpected, expect) {
-                (Some((seed, o)), Expect::Fail { invariant, also })
-                    if matches!(o, Outcome::Fail(_)) =>
-                {
-                    let v = o
-                        .violations()
-                        .iter()
-                        .find(|v| v.invariant != *invariant && !also.contains(&v.invariant))
-                        .expect("an unexpected outcome breaks a disallowed invariant");
-                    format!(
-                        "seed {seed} also broke {}, which the scenario does not allow, at {} ms: {}",
-                        v.invariant, v.t.0, v.detail
-                    )
-                }
-                (Some((seed, o)), _) => format!("seed {seed} {}", describe(o)),
-                (None, e) => format!(
-                    "no seed in {}..{} showed {e}",
-                    self.seeds.start, self.seeds.end
-                ),
-            });
+        } && unreached.is_empty();
+        if self.met {
+            return;
         }
+        if !unreached.is_empty() && self.unexpected.is_none() {
+            self.why = Some(format!(
+                "no seed in {}..{} reached the race window{} {} (coverage.must_reach)",
+                self.seeds.start,
+                self.seeds.end,
+                if unreached.len() == 1 { "" } else { "s" },
+                unreached.join(", ")
+            ));
+            return;
+        }
+        self.why = Some(match (&self.unexpected, expect) {
+            (Some((seed, o)), Expect::Fail { invariant, also })
+                if matches!(o, Outcome::Fail(_)) =>
+            {
+                let v = o
+                    .violations()
+                    .iter()
+                    .find(|v| v.invariant != *invariant && !also.contains(&v.invariant))
+                    .expect("an unexpected outcome breaks a disallowed invariant");
+                format!(
+                    "seed {seed} also broke {}, which the scenario does not allow, at {} ms: {}",
+                    v.invariant, v.t.0, v.detail
+                )
+            }
+            (Some((seed, o)), _) => format!("seed {seed} {}", describe(o)),
+            (None, e) => format!(
+                "no seed in {}..{} showed {e}",
+                self.seeds.start, self.seeds.end
+            ),
+        });
     }
 }
 
@@ -352,12 +380,12 @@ impl Runner<'_> {
         let mut report = ScenarioReport::new(scn, range.clone());
         for seed in range {
             let r = self.run_seed(scn, seed, false);
-            report.add(seed, &r.outcome, r.events);
+            report.add(seed, &r);
             if !r.outcome.is_pass() {
                 report.judge_outcome(seed, &r.outcome, &scn.expect);
             }
         }
-        report.judge(&scn.expect);
+        report.judge(&scn.expect, &scn.must_reach);
         report
     }
 }

@@ -24,6 +24,9 @@
 //! [check]
 //! latency_ms_max = 40000
 //!
+//! [coverage]                       # race windows the seed budget must reach
+//! must_reach = ["wake-while-preparing"]
+//!
 //! [expect]
 //! verdict = "fail"                 # pass | fail | panic | step-budget
 //! invariant = "single-starter"
@@ -44,7 +47,7 @@ use crate::host::HostKind;
 use crate::host::pi::config::{FaultSpec, PiConfig, PiFault, PiTiming, Producers, Span};
 use crate::kernel::Limits;
 use crate::kernel::choice::Ratio;
-use crate::trace::MsgKind;
+use crate::trace::{MsgKind, Window};
 use crate::wake::Registry;
 
 /// What a scenario expects of its seed budget.
@@ -88,6 +91,8 @@ pub struct Scenario {
     pub pi: PiConfig,
     pub check: CheckParams,
     pub expect: Expect,
+    /// Race windows the seed budget must reach (`[coverage] must_reach`).
+    pub must_reach: Vec<Window>,
 }
 
 impl Scenario {
@@ -181,7 +186,16 @@ struct RawScenario {
     timing: RawTiming,
     #[serde(default)]
     check: RawCheck,
+    #[serde(default)]
+    coverage: RawCoverage,
     expect: Spanned<RawExpect>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawCoverage {
+    #[serde(default)]
+    must_reach: Vec<Spanned<String>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -569,7 +583,27 @@ impl RawScenario {
             }
         };
 
+        let must_reach = self
+            .coverage
+            .must_reach
+            .iter()
+            .map(|w| {
+                Window::from_name(w.get_ref()).ok_or_else(|| {
+                    let names: Vec<_> = Window::ALL.iter().map(|w| w.name()).collect();
+                    err(
+                        w.span(),
+                        format!(
+                            "unknown race window `{}`, expected one of {}",
+                            w.get_ref(),
+                            names.join(", ")
+                        ),
+                    )
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+
         Ok(Scenario {
+            must_reach,
             path: path.to_path_buf(),
             name: self.name,
             description: self.description,

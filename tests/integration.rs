@@ -248,14 +248,19 @@ fn the_main_job_over_the_pi_scenarios_meets_every_expectation() {
 #[test]
 fn replay_prints_the_same_run_every_time_in_every_format() {
     let file = "scenarios/pi/g2-two-wakes-during-preparation.toml";
+    let scn = scenario(file, &Registry::builtin());
+    let (dec, hex) = (
+        scn.snapshot_seed.to_string(),
+        format!("{:#x}", scn.snapshot_seed),
+    );
     for format in ["text", "json", "mermaid"] {
-        let a = wakesim(&["replay", file, "--seed", "7", "--format", format]);
-        let b = wakesim(&["replay", file, "--seed", "0x7", "--format", format]);
+        let a = wakesim(&["replay", file, "--seed", &dec, "--format", format]);
+        let b = wakesim(&["replay", file, "--seed", &hex, "--format", format]);
         assert_eq!(a.stdout, b.stdout, "{format}");
         assert_eq!(a.status.code(), Some(1));
     }
     let mermaid =
-        String::from_utf8(wakesim(&["replay", file, "--seed", "7", "--format", "mermaid"]).stdout)
+        String::from_utf8(wakesim(&["replay", file, "--seed", &dec, "--format", "mermaid"]).stdout)
             .expect("utf-8");
     assert!(mermaid.starts_with("sequenceDiagram\n"));
     // Every line after the header is a participant, a message or a note: what Mermaid parses.
@@ -292,7 +297,8 @@ fn list_names_hosts_wakes_invariants_and_faults() {
     for l in String::from_utf8_lossy(&json.stdout).lines() {
         let v: serde_json::Value = serde_json::from_str(l).expect("JSON line");
         assert!(
-            ["host", "wake", "invariant", "fault"].contains(&v["type"].as_str().expect("type"))
+            ["host", "wake", "invariant", "fault", "window"]
+                .contains(&v["type"].as_str().expect("type"))
         );
     }
 }
@@ -452,7 +458,7 @@ fn a_panicking_wake_logic_gets_its_own_verdict_and_other_seeds_still_run() {
     );
     // The process is fine afterwards: a normal scenario still runs.
     let ok = scenario("scenarios/pi/g4-fixed-passes.toml", &registry);
-    assert!(Runner::new(&registry).run_scenario(&ok, 0..20).met);
+    assert_eq!(Runner::new(&registry).run_scenario(&ok, 0..20).failures, 0);
 }
 
 #[test]
@@ -479,4 +485,40 @@ fn tempdir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("wakesim-test-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     dir
+}
+
+// ---------------------------------------------------------------------------------------------
+// Coverage marks: a scenario can require race windows its budget must reach.
+
+#[test]
+fn a_budget_that_never_reaches_a_required_window_fails() {
+    let registry = Registry::builtin();
+    let text = |must: &str| {
+        format!(
+            "name = \"g0 without compaction\"\nhost = \"pi\"\nwake = \"pi.raw-trigger-turn\"\nseeds = 30\nsnapshot_seed = 0\n\
+             [coverage]\nmust_reach = [\"{must}\"]\n[expect]\nverdict = \"fail\"\ninvariant = \"harness\"\n"
+        )
+    };
+    let unreachable = inline(&text("message-while-compacting"), &registry);
+    let rep = Runner::new(&registry).run_scenario(&unreachable, 0..30);
+    assert!(!rep.met);
+    assert!(
+        rep.why
+            .as_deref()
+            .unwrap_or("")
+            .contains("message-while-compacting"),
+        "{:?}",
+        rep.why
+    );
+    // With /compact on in every seed, the same budget reaches it.
+    let reachable = inline(
+        &text("message-while-compacting").replace(
+            "[coverage]",
+            "[producers]\nstart_ms = { min = 1000, max = 30000 }\n[faults]\nmanual_compaction = \"1/1\"\n[coverage]",
+        ),
+        &registry,
+    );
+    let rep = Runner::new(&registry).run_scenario(&reachable, 0..200);
+    assert!(rep.met, "{:?}", rep.why);
+    assert!(rep.windows["message-while-compacting"] > 0);
 }

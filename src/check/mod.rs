@@ -20,7 +20,7 @@ use std::fmt;
 pub use ledger::{Ledger, MsgLedger};
 
 use crate::kernel::time::Ms;
-use crate::trace::{Actor, Ev, MsgId, MsgInfo, Record, TraceHasher};
+use crate::trace::{Actor, Ev, MsgId, MsgInfo, Record, TraceHasher, Window};
 
 /// The invariants wakesim checks (`wake-systems.md` §3.2 and §4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -198,6 +198,8 @@ pub struct Monitor {
     params: CheckParams,
     violations: Vec<Violation>,
     scratch: Vec<Violation>,
+    /// How often each race window was reached in this run.
+    marks: [u32; Window::ALL.len()],
 }
 
 impl Monitor {
@@ -214,6 +216,7 @@ impl Monitor {
             params,
             violations: Vec::new(),
             scratch: Vec::new(),
+            marks: [0; Window::ALL.len()],
         }
     }
 
@@ -227,6 +230,7 @@ impl Monitor {
         self.ledger.clear();
         self.checkers = Checkers::default();
         self.violations.clear();
+        self.marks = [0; Window::ALL.len()];
     }
 
     pub fn params(&self) -> &CheckParams {
@@ -257,7 +261,9 @@ impl Monitor {
         };
         std::hash::Hash::hash(&record, &mut self.hash);
         self.records += 1;
-        if !matches!(record.ev, Ev::Pi(_)) {
+        if let Ev::Mark(w) = record.ev {
+            self.marks[w as usize] += 1;
+        } else if !matches!(record.ev, Ev::Pi(_)) {
             let view = View {
                 messages: &self.messages,
                 ledger: &self.ledger,
@@ -295,6 +301,15 @@ impl Monitor {
                 self.violations.push(v);
             }
         }
+    }
+
+    /// The race windows this run reached, with how often.
+    pub fn marks(&self) -> Vec<(Window, u32)> {
+        Window::ALL
+            .into_iter()
+            .filter(|w| self.marks[*w as usize] > 0)
+            .map(|w| (w, self.marks[w as usize]))
+            .collect()
     }
 
     pub fn violations(&self) -> &[Violation] {

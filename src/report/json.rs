@@ -49,6 +49,7 @@ pub fn scenario_line(scn: &Scenario, rep: &ScenarioReport) -> String {
         "events": rep.events,
         "failures": rep.failures,
         "failing_seeds_by_outcome": rep.counts,
+        "windows": rep.windows,
         "first_failure": first,
         "unexpected": unexpected,
         "expect": scn.expect.to_string(),
@@ -90,7 +91,9 @@ pub fn replay(scn: &Scenario, r: &RunResult) -> String {
             "host": scn.host.name(),
             "wake": scn.wake,
             "seed": r.seed,
-            "faults": r.faults_on,
+            "faults": r.mix.faults.iter().map(|(n, rate)| json!({"fault": n, "rate": rate.to_string()})).collect::<Vec<_>>(),
+            "producers": r.mix.producers,
+            "windows": r.marks.iter().map(|(w, n)| json!({"window": w.name(), "count": n})).collect::<Vec<_>>(),
             "version": env!("CARGO_PKG_VERSION"),
         })
         .to_string(),

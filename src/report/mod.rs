@@ -83,6 +83,7 @@ pub fn lines(
                 }
             }
             Ev::Dropped { msg, reason } => format!("{msg} dropped: {}", reason.text()),
+            Ev::Mark(w) => format!("◆ race window: {}", w.describe()),
             Ev::Pi(n) => n.render(),
             Ev::Idle { .. }
             | Ev::RunFlag { .. }

@@ -6,18 +6,14 @@ use super::{lines, replay_line};
 use crate::run::{Outcome, RunResult};
 use crate::scenario::Scenario;
 
-/// The header line: host, wake logic, seed, faults on, version.
+/// The header line: host, wake logic, seed, the seed's mix of faults and producers, version.
 pub fn header(scn: &Scenario, r: &RunResult) -> String {
-    let faults = if r.faults_on.is_empty() {
-        "none".to_string()
-    } else {
-        r.faults_on.join(", ")
-    };
     format!(
-        "host {} · wake {} · seed {} · faults: {faults} · wakesim {}",
+        "host {} · wake {} · seed {} · {} · wakesim {}",
         scn.host.version_label(),
         scn.wake,
         r.seed,
+        r.mix,
         env!("CARGO_PKG_VERSION")
     )
 }
