@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::host::HostKind;
 use crate::host::pi::config::PiFault;
 use crate::report;
-use crate::run::{Runner, describe};
+use crate::run::{Runner, describe, run_scenario_parallel};
 use crate::scenario::{Scenario, discover};
 use crate::trace::Window;
 use crate::wake::Registry;
@@ -56,6 +56,24 @@ enum Cmd {
         seeds: Option<std::ops::Range<u64>>,
         #[arg(long, value_enum, default_value = "text")]
         format: RunFormat,
+        /// Threads to spread seeds over (default: every core). The report does not depend on it.
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Run only shard K of N (1-based) of every seed range; `wakesim merge` joins the
+        /// JSON outputs of all shards into the report of the whole run.
+        #[arg(long, value_parser = parse_shard)]
+        shard: Option<(u64, u64)>,
+        /// Per failing scenario: the failure rate and the median seeds to the first failure.
+        #[arg(long)]
+        findability: bool,
+        /// Run each seed twice and compare traces; name the first divergent event.
+        #[arg(long)]
+        check_determinism: bool,
+    },
+    /// Merge the `--format json` outputs of `run --shard K/N` into one report.
+    Merge {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
     },
     /// Run one seed of a scenario and print its timeline.
     Replay {
@@ -79,6 +97,16 @@ fn parse_seed(s: &str) -> std::result::Result<u64, String> {
         None => s.parse(),
     };
     parsed.map_err(|_| format!("`{s}` is not a seed (a decimal or 0x-hex u64)"))
+}
+
+fn parse_shard(s: &str) -> std::result::Result<(u64, u64), String> {
+    let err = || format!("`{s}` is not a shard K/N with 1 <= K <= N");
+    let (k, n) = s.split_once('/').ok_or_else(err)?;
+    let (k, n): (u64, u64) = (k.parse().map_err(|_| err())?, n.parse().map_err(|_| err())?);
+    if k == 0 || k > n {
+        return Err(err());
+    }
+    Ok((k, n))
 }
 
 fn parse_range(s: &str) -> std::result::Result<std::ops::Range<u64>, String> {
@@ -120,7 +148,24 @@ pub fn main() -> i32 {
             paths,
             seeds,
             format,
-        } => run(&registry, &paths, seeds, format),
+            threads,
+            shard,
+            findability,
+            check_determinism,
+        } => run(
+            &registry,
+            &paths,
+            RunOpts {
+                seeds,
+                format,
+                threads: threads
+                    .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+                shard,
+                findability,
+                check_determinism,
+            },
+        ),
+        Cmd::Merge { files } => merge(&registry, &files),
         Cmd::Replay { file, seed, format } => replay(&registry, &file, seed, format),
         Cmd::List { format } => list(&registry, format),
     };
@@ -163,91 +208,214 @@ fn load_all(registry: &Registry, paths: &[PathBuf]) -> Result<Vec<Scenario>> {
     }
 }
 
-fn run(
-    registry: &Registry,
-    paths: &[PathBuf],
+/// Options of `wakesim run`.
+struct RunOpts {
     seeds: Option<std::ops::Range<u64>>,
     format: RunFormat,
-) -> Result<i32> {
+    threads: usize,
+    shard: Option<(u64, u64)>,
+    findability: bool,
+    check_determinism: bool,
+}
+
+/// The part of `range` that shard `k` of `n` (1-based) runs: contiguous blocks, so merged shard
+/// reports are the report of the whole range.
+pub fn shard_range(range: std::ops::Range<u64>, k: u64, n: u64) -> std::ops::Range<u64> {
+    let len = range.end - range.start;
+    let at = |i: u64| range.start + (len as u128 * i as u128 / n as u128) as u64;
+    at(k - 1)..at(k)
+}
+
+fn run(registry: &Registry, paths: &[PathBuf], opts: RunOpts) -> Result<i32> {
     let scenarios = load_all(registry, paths)?;
     let multiplier = seeds_multiplier()?;
-    let mut runner = Runner::new(registry);
     let out = std::io::stdout();
     let mut out = out.lock();
     let started = Instant::now();
-    let (mut total_seeds, mut total_events, mut unmet) = (0u64, 0u64, 0usize);
-    for scn in &scenarios {
-        let range = seeds
+    let progress = Progress::new(&scenarios, |scn: &Scenario| {
+        let r = opts
+            .seeds
             .clone()
             .unwrap_or(0..scn.seeds.saturating_mul(multiplier));
-        let rep = runner.run_scenario(scn, range);
+        opts.shard.map_or(r.clone(), |(k, n)| shard_range(r, k, n))
+    });
+    let (mut total_seeds, mut total_events, mut unmet) = (0u64, 0u64, 0usize);
+    for (i, scn) in scenarios.iter().enumerate() {
+        let range = progress.range(i);
+        progress.start(i, scn);
+        let rep = run_scenario_parallel(registry, scn, range.clone(), opts.threads, &|n| {
+            progress.advance(n)
+        });
         total_seeds += rep.seed_count();
         total_events += rep.events;
-        if !rep.met {
+        let mut met = rep.met;
+        let mut extra = Vec::new();
+        if opts.findability && matches!(scn.expect, crate::scenario::Expect::Fail { .. }) {
+            let f = crate::run::findability(registry, scn, range.clone(), opts.threads);
+            extra.push(("findability", f.to_json()));
+        }
+        if opts.check_determinism {
+            let divergences = crate::run::check_determinism(registry, scn, range.clone());
+            met &= divergences.is_empty();
+            extra.push((
+                "determinism",
+                serde_json::json!({
+                    "seeds_checked": range.end - range.start,
+                    "divergences": divergences,
+                }),
+            ));
+        }
+        if !met {
             unmet += 1;
         }
-        let line = match format {
-            RunFormat::Json => report::json::scenario_line(scn, &rep),
-            RunFormat::Text => {
-                let mark = if rep.met { "✓" } else { "✗" };
-                let mut line = format!(
-                    "{mark} {} · {} · {} · {} seeds · expect {}",
-                    scn.path.display(),
-                    scn.host.name(),
-                    scn.wake,
-                    rep.seed_count(),
-                    scn.expect
-                );
-                match (&rep.first_expected, &rep.first_failure) {
-                    (Some(seed), _) => {
-                        let counts: Vec<String> =
-                            rep.counts.iter().map(|(k, v)| format!("{k} {v}")).collect();
-                        line += &format!(
-                            " · caught at seed {seed} ({} failing: {})",
-                            rep.failures,
-                            counts.join(", ")
-                        );
-                    }
-                    (None, None) => line += " · no failures",
-                    (None, Some(_)) => {}
-                }
-                if let Some(why) = &rep.why {
-                    line += &format!("\n  {why}");
-                }
-                if let Some((seed, o)) = &rep.unexpected {
-                    let _ = o;
-                    line += &format!("\n  {}", report::replay_line(&scn.path, *seed));
-                }
-                line
-            }
+        progress.clear();
+        let line = match opts.format {
+            RunFormat::Json => report::json::scenario_line(scn, &rep, &extra),
+            RunFormat::Text => report::text::scenario_line(scn, &rep, &extra),
         };
         let _ = writeln!(out, "{line}");
     }
     let secs = started.elapsed().as_secs_f64();
-    match format {
+    let summary = match opts.format {
         RunFormat::Json => {
-            let _ = writeln!(
-                out,
-                "{}",
-                report::json::summary_line(scenarios.len(), total_seeds, total_events, secs, unmet)
-            );
+            report::json::summary_line(scenarios.len(), total_seeds, total_events, secs, unmet)
         }
         RunFormat::Text => {
-            let rate = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
-            let verdict = if unmet == 0 {
-                format!("all {} expectations met", scenarios.len())
-            } else {
-                format!("{unmet} of {} expectations NOT met", scenarios.len())
-            };
-            let _ = writeln!(
-                out,
-                "summary: {} scenarios, {total_seeds} seeds, {total_events} events in {secs:.2} s: {:.0} seeds/s, {:.0} events/s · {verdict}",
-                scenarios.len(),
-                rate(total_seeds),
-                rate(total_events),
-            );
+            report::text::summary_line(scenarios.len(), total_seeds, total_events, secs, unmet)
+        }
+    };
+    let _ = writeln!(out, "{summary}");
+    Ok(if unmet == 0 { 0 } else { 1 })
+}
+
+/// A one-line progress display on stderr, only when stderr is a terminal.
+struct Progress {
+    on: bool,
+    ranges: Vec<std::ops::Range<u64>>,
+    total: u64,
+    done: std::sync::atomic::AtomicU64,
+    current: std::sync::Mutex<String>,
+}
+
+impl Progress {
+    fn new(scenarios: &[Scenario], range: impl Fn(&Scenario) -> std::ops::Range<u64>) -> Progress {
+        use std::io::IsTerminal;
+        let ranges: Vec<_> = scenarios.iter().map(range).collect();
+        Progress {
+            on: std::io::stderr().is_terminal(),
+            total: ranges.iter().map(|r| r.end - r.start).sum(),
+            ranges,
+            done: Default::default(),
+            current: Default::default(),
         }
     }
+
+    fn range(&self, i: usize) -> std::ops::Range<u64> {
+        self.ranges[i].clone()
+    }
+
+    fn start(&self, i: usize, scn: &Scenario) {
+        if self.on {
+            *self.current.lock().expect("progress lock") =
+                format!("[{}/{}] {}", i + 1, self.ranges.len(), scn.path.display());
+            self.advance(0);
+        }
+    }
+
+    fn advance(&self, n: u64) {
+        if !self.on {
+            return;
+        }
+        let done = self.done.fetch_add(n, std::sync::atomic::Ordering::Relaxed) + n;
+        let width = 24u64;
+        let filled = (done * width / self.total.max(1)) as usize;
+        let bar = format!(
+            "{}{}",
+            "#".repeat(filled),
+            ".".repeat(width as usize - filled)
+        );
+        let current = self.current.lock().expect("progress lock");
+        eprint!("\r\x1b[2K{bar} {done}/{} seeds {current}", self.total);
+    }
+
+    fn clear(&self) {
+        if self.on {
+            eprint!("\r\x1b[2K");
+        }
+    }
+}
+
+/// `wakesim merge`: fold the JSON Lines of shard runs into the report of the whole run.
+fn merge(registry: &Registry, files: &[PathBuf]) -> Result<i32> {
+    let mut order: Vec<String> = Vec::new();
+    let mut parts: std::collections::BTreeMap<String, Vec<crate::run::ScenarioReport>> =
+        Default::default();
+    let mut secs = 0.0;
+    for f in files {
+        let text = std::fs::read_to_string(f).map_err(|source| Error::Io {
+            path: f.clone(),
+            source,
+        })?;
+        for (n, line) in text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+        {
+            let bad = |m: String| Error::Usage(format!("{}:{}: {m}", f.display(), n + 1));
+            let v: serde_json::Value =
+                serde_json::from_str(line).map_err(|e| bad(format!("not JSON: {e}")))?;
+            match v["type"].as_str() {
+                Some("scenario") => {
+                    let file = v["file"]
+                        .as_str()
+                        .ok_or_else(|| bad("scenario line without file".into()))?
+                        .to_string();
+                    let rep = report::json::report_from_line(&v).map_err(bad)?;
+                    if !parts.contains_key(&file) {
+                        order.push(file.clone());
+                    }
+                    parts.entry(file).or_default().push(rep);
+                }
+                Some("summary") => secs += v["seconds"].as_f64().unwrap_or(0.0),
+                _ => {
+                    return Err(bad(
+                        "expected a `scenario` or `summary` line of `wakesim run --format json`"
+                            .into(),
+                    ));
+                }
+            }
+        }
+    }
+    let out = std::io::stdout();
+    let mut out = out.lock();
+    let (mut seeds, mut events, mut unmet) = (0, 0, 0);
+    for file in &order {
+        let scn = Scenario::load(std::path::Path::new(file), registry)?;
+        let mut reps = parts.remove(file).expect("grouped");
+        reps.sort_by_key(|r| r.seeds.start);
+        let mut merged = crate::run::ScenarioReport::new(reps[0].seeds.start..reps[0].seeds.start);
+        for r in reps {
+            if r.seeds.start != merged.seeds.end {
+                return Err(Error::Usage(format!(
+                    "{file}: shard reports do not cover adjacent seed ranges ({}..{} then {}..{})",
+                    merged.seeds.start, merged.seeds.end, r.seeds.start, r.seeds.end
+                )));
+            }
+            merged.merge(r);
+        }
+        merged.judge(&scn.expect, &scn.must_reach);
+        seeds += merged.seed_count();
+        events += merged.events;
+        if !merged.met {
+            unmet += 1;
+        }
+        let _ = writeln!(out, "{}", report::json::scenario_line(&scn, &merged, &[]));
+    }
+    let _ = writeln!(
+        out,
+        "{}",
+        report::json::summary_line(order.len(), seeds, events, secs, unmet)
+    );
     Ok(if unmet == 0 { 0 } else { 1 })
 }
 

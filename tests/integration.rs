@@ -522,3 +522,96 @@ fn a_budget_that_never_reaches_a_required_window_fails() {
     assert!(rep.met, "{:?}", rep.why);
     assert!(rep.windows["message-while-compacting"] > 0);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Scale: the report does not depend on threads or shards.
+
+fn without_timing(jsonl: &[u8]) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(jsonl)
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).expect("JSON line");
+            if let Some(o) = v.as_object_mut() {
+                for k in ["seconds", "seeds_per_s", "events_per_s"] {
+                    o.remove(k);
+                }
+            }
+            v
+        })
+        .collect()
+}
+
+#[test]
+fn run_json_is_the_same_for_one_thread_many_threads_and_merged_shards() {
+    let args = [
+        "run",
+        "scenarios/pi",
+        "--seeds",
+        "0..300",
+        "--format",
+        "json",
+    ];
+    let one = wakesim(&[&args[..], &["--threads", "1"]].concat());
+    let many = wakesim(&[&args[..], &["--threads", "3"]].concat());
+    assert_eq!(without_timing(&one.stdout), without_timing(&many.stdout));
+
+    let dir = tempdir("shards");
+    let mut files = Vec::new();
+    for k in 1..=3 {
+        let shard = format!("{k}/3");
+        let out = wakesim(&[&args[..], &["--shard", &shard]].concat());
+        let f = dir.join(format!("shard-{k}.jsonl"));
+        std::fs::write(&f, &out.stdout).expect("write shard");
+        files.push(f.to_str().expect("utf-8").to_string());
+    }
+    files.reverse(); // merge does not care about the order of its inputs
+    let merged = wakesim(
+        &[
+            &["merge"][..],
+            &files.iter().map(String::as_str).collect::<Vec<_>>(),
+        ]
+        .concat(),
+    );
+    assert_eq!(merged.status.code(), one.status.code());
+    assert_eq!(without_timing(&merged.stdout), without_timing(&one.stdout));
+}
+
+#[test]
+fn findability_reports_rate_and_median_seeds_to_first_failure() {
+    let registry = Registry::builtin();
+    let scn = scenario(
+        "scenarios/pi/g2-two-wakes-during-preparation.toml",
+        &registry,
+    );
+    let f = wakesim::run::findability(&registry, &scn, 0..400, 2);
+    assert_eq!(f.seeds, 400);
+    assert!(f.failing > 0 && f.failing < 400, "{f:?}");
+    let median = f.median_seeds_to_first.expect("a failure");
+    assert!((1..=100).contains(&median), "{f:?}");
+    // Brute force over a few starting points agrees with the wrap-around scan.
+    let hits = wakesim::run::expected_hits(&registry, &scn, 0..400, 1);
+    for start in [0usize, 17, 399] {
+        let k = (0..400).find(|d| hits[(start + d) % 400]).expect("a hit") + 1;
+        assert!(k >= 1 && k <= 400);
+    }
+    let clean = scenario("scenarios/pi/g4-fixed-passes.toml", &registry);
+    assert_eq!(
+        wakesim::run::findability(&registry, &clean, 0..50, 2).median_seeds_to_first,
+        None
+    );
+}
+
+#[test]
+fn check_determinism_finds_no_divergence_in_the_real_models() {
+    let registry = Registry::builtin();
+    for rel in [
+        "scenarios/pi/g4-fixed-passes.toml",
+        "scenarios/pi/g2-pi058-wake-in-the-retry-gap.toml",
+    ] {
+        let scn = scenario(rel, &registry);
+        assert_eq!(
+            wakesim::run::check_determinism(&registry, &scn, 0..40),
+            Vec::<String>::new()
+        );
+    }
+}

@@ -15,6 +15,9 @@ use wakesim::run::{Runner, describe, shows_expected};
 use wakesim::scenario::{Scenario, discover};
 use wakesim::wake::Registry;
 
+/// Seeds per scenario the gate runs twice and compares trace by trace.
+const DETERMINISM_SAMPLE: u64 = 8;
+
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -50,10 +53,16 @@ fn check(rel: &Path) -> Result<(), Failed> {
             scn.expect,
             rep.why.clone().unwrap_or_default()
         );
-        if let Some((seed, _)) = &rep.unexpected {
-            msg += &format!("\n{}", report::replay_line(rel, *seed));
+        if let Some(u) = &rep.unexpected {
+            msg += &format!("\n{}", report::replay_line(rel, u.seed));
         }
         return Err(msg.into());
+    }
+
+    // Determinism self-check on a sample: each seed twice, in a fresh and a warm runner.
+    let divergences = wakesim::run::check_determinism(&registry, &scn, 0..DETERMINISM_SAMPLE);
+    if let Some(d) = divergences.first() {
+        return Err(format!("{}: nondeterministic: {d}", rel.display()).into());
     }
 
     let r = runner.run_seed(&scn, scn.snapshot_seed, true);

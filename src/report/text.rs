@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use super::{lines, replay_line};
-use crate::run::{Outcome, RunResult};
+use crate::run::{Outcome, RunResult, ScenarioReport};
 use crate::scenario::Scenario;
 
 /// The header line: host, wake logic, seed, the seed's mix of faults and producers, version.
@@ -72,4 +72,87 @@ pub fn timeline(scn: &Scenario, r: &RunResult) -> String {
         }
     }
     s
+}
+
+/// One line (and its notes) per scenario of `wakesim run`.
+pub fn scenario_line(
+    scn: &Scenario,
+    rep: &ScenarioReport,
+    extra: &[(&str, serde_json::Value)],
+) -> String {
+    let mark = if rep.met { "✓" } else { "✗" };
+    let mut line = format!(
+        "{mark} {} · {} · {} · {} seeds · expect {}",
+        scn.path.display(),
+        scn.host.name(),
+        scn.wake,
+        rep.seed_count(),
+        scn.expect
+    );
+    match (&rep.first_expected, &rep.first_failure) {
+        (Some(seed), _) => {
+            let counts: Vec<String> = rep.counts.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            let _ = write!(
+                line,
+                " · caught at seed {seed} ({} failing: {})",
+                rep.failures,
+                counts.join(", ")
+            );
+        }
+        (None, None) => line += " · no failures",
+        (None, Some(_)) => {}
+    }
+    for (name, v) in extra {
+        match *name {
+            "findability" => {
+                let _ = write!(
+                    line,
+                    "\n  findability: {} of {} seeds show it; median seeds to the first failure {} (p90 {})",
+                    v["failing_seeds"],
+                    rep.seed_count(),
+                    v["median_seeds_to_first_failure"],
+                    v["p90_seeds_to_first_failure"]
+                );
+            }
+            "determinism" => {
+                let divergences = v["divergences"].as_array().map_or(0, |d| d.len());
+                if divergences == 0 {
+                    let _ = write!(
+                        line,
+                        "\n  determinism: {} seeds run twice, identical traces",
+                        v["seeds_checked"]
+                    );
+                } else {
+                    let _ = write!(
+                        line,
+                        "\n  determinism: {divergences} seed(s) diverged: {}",
+                        v["divergences"][0]
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+    if let Some(why) = &rep.why {
+        let _ = write!(line, "\n  {why}");
+    }
+    if let Some(u) = &rep.unexpected {
+        let _ = write!(line, "\n  {}", replay_line(&scn.path, u.seed));
+    }
+    line
+}
+
+/// The last line of `wakesim run`.
+pub fn summary_line(scenarios: usize, seeds: u64, events: u64, secs: f64, unmet: usize) -> String {
+    let rate = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+    let verdict = if unmet == 0 {
+        format!("all {scenarios} expectations met")
+    } else {
+        format!("{unmet} of {scenarios} expectations NOT met")
+    };
+    format!(
+        "summary: {scenarios} scenarios, {seeds} seeds, {events} events in {secs:.2} s: {:.0} seeds/s, {:.0} events/s · {verdict}",
+        rate(seeds),
+        rate(events),
+    )
 }
