@@ -11,6 +11,7 @@ use crate::check::Invariant;
 use crate::error::{Error, Result};
 use crate::host::HostKind;
 use crate::host::pi::config::PiFault;
+use crate::regression::{Regression, Replayed, is_regression};
 use crate::report;
 use crate::run::{Runner, describe, run_scenario_parallel};
 use crate::scenario::{Scenario, discover};
@@ -70,17 +71,41 @@ enum Cmd {
         #[arg(long)]
         check_determinism: bool,
     },
+    /// Minimise a failing seed to the smallest run that breaks the same invariant, print it,
+    /// and write it as a regression file.
+    Shrink {
+        file: PathBuf,
+        #[arg(long, value_parser = parse_seed)]
+        seed: u64,
+        /// The invariant to keep broken (default: the seed's first).
+        #[arg(long)]
+        invariant: Option<String>,
+        /// Where to write the regression (default: `regressions/` beside the scenario's directory).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Candidate runs to try at most.
+        #[arg(long, default_value_t = 20_000)]
+        runs_max: u64,
+    },
     /// Merge the `--format json` outputs of `run --shard K/N` into one report.
     Merge {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
-    /// Run one seed of a scenario and print its timeline.
+    /// Run one seed of a scenario, or a regression file's recorded choices, and print the
+    /// timeline.
     Replay {
         file: PathBuf,
-        /// The seed, decimal or 0x-hex.
+        /// The seed, decimal or 0x-hex (not for a regression file).
         #[arg(long, value_parser = parse_seed)]
-        seed: u64,
+        seed: Option<u64>,
+        /// Also keep the run as a regression file expecting its current verdict: pins a passing
+        /// run of a fixed wake logic, or a failing one without shrinking it.
+        #[arg(long)]
+        record: bool,
+        /// Where `--record` writes (default: `regressions/` beside the scenario's directory).
+        #[arg(long, requires = "record")]
+        out: Option<PathBuf>,
         #[arg(long, value_enum, default_value = "text")]
         format: ReplayFormat,
     },
@@ -166,7 +191,30 @@ pub fn main() -> i32 {
             },
         ),
         Cmd::Merge { files } => merge(&registry, &files),
-        Cmd::Replay { file, seed, format } => replay(&registry, &file, seed, format),
+        Cmd::Shrink {
+            file,
+            seed,
+            invariant,
+            out,
+            runs_max,
+        } => shrink(
+            &registry,
+            &file,
+            seed,
+            invariant.as_deref(),
+            out.as_deref(),
+            runs_max,
+        ),
+        Cmd::Replay {
+            file,
+            seed,
+            format,
+            record,
+            out,
+        } => {
+            let record = record.then(|| out.unwrap_or_else(|| regressions_dir(&file)));
+            replay(&registry, &file, seed, format, record.as_deref())
+        }
         Cmd::List { format } => list(&registry, format),
     };
     match result {
@@ -178,8 +226,15 @@ pub fn main() -> i32 {
     }
 }
 
-/// Load every scenario under `paths`; report every bad file, not just the first.
-fn load_all(registry: &Registry, paths: &[PathBuf]) -> Result<Vec<Scenario>> {
+/// The scenario and regression files a run covers.
+struct Suite {
+    regressions: Vec<Regression>,
+    scenarios: Vec<Scenario>,
+}
+
+/// Load every scenario and regression file under `paths`; report every bad file, not just the
+/// first.
+fn load_all(registry: &Registry, paths: &[PathBuf]) -> Result<Suite> {
     let mut files = Vec::new();
     for p in paths {
         files.extend(discover(p)?);
@@ -187,16 +242,33 @@ fn load_all(registry: &Registry, paths: &[PathBuf]) -> Result<Vec<Scenario>> {
     if files.is_empty() {
         return Err(Error::Usage("no scenario files (*.toml) found".to_string()));
     }
-    let mut scenarios = Vec::new();
+    let mut suite = Suite {
+        regressions: Vec::new(),
+        scenarios: Vec::new(),
+    };
     let mut errors = Vec::new();
     for f in files {
-        match Scenario::load(&f, registry) {
-            Ok(s) => scenarios.push(s),
-            Err(e) => errors.push(e),
+        let text = match std::fs::read_to_string(&f) {
+            Ok(t) => t,
+            Err(source) => {
+                errors.push(Error::Io { path: f, source });
+                continue;
+            }
+        };
+        if is_regression(&text) {
+            match Regression::parse(&f, &text, registry) {
+                Ok(r) => suite.regressions.push(r),
+                Err(e) => errors.push(e),
+            }
+        } else {
+            match Scenario::parse(&f, &text, registry) {
+                Ok(s) => suite.scenarios.push(s),
+                Err(e) => errors.push(e),
+            }
         }
     }
     match errors.len() {
-        0 => Ok(scenarios),
+        0 => Ok(suite),
         1 => Err(errors.remove(0)),
         _ => {
             let last = errors.pop().expect("non-empty");
@@ -227,11 +299,28 @@ pub fn shard_range(range: std::ops::Range<u64>, k: u64, n: u64) -> std::ops::Ran
 }
 
 fn run(registry: &Registry, paths: &[PathBuf], opts: RunOpts) -> Result<i32> {
-    let scenarios = load_all(registry, paths)?;
+    let Suite {
+        regressions,
+        scenarios,
+    } = load_all(registry, paths)?;
     let multiplier = seeds_multiplier()?;
     let out = std::io::stdout();
     let mut out = out.lock();
     let started = Instant::now();
+    // Regressions first: a known failure pinned as a choice sequence is the cheapest check.
+    let mut regressions_unmet = 0;
+    let mut runner = Runner::new(registry);
+    for reg in &regressions {
+        let replayed = reg.replay(&mut runner, false);
+        let line = match opts.format {
+            RunFormat::Json => report::json::regression_line(reg, &replayed),
+            RunFormat::Text => report::text::regression_line(reg, &replayed),
+        };
+        if !matches!(replayed, Replayed::Run { met: true, .. }) {
+            regressions_unmet += 1;
+        }
+        let _ = writeln!(out, "{line}");
+    }
     let progress = Progress::new(&scenarios, |scn: &Scenario| {
         let r = opts
             .seeds
@@ -276,13 +365,24 @@ fn run(registry: &Registry, paths: &[PathBuf], opts: RunOpts) -> Result<i32> {
         let _ = writeln!(out, "{line}");
     }
     let secs = started.elapsed().as_secs_f64();
+    let unmet = unmet + regressions_unmet;
     let summary = match opts.format {
-        RunFormat::Json => {
-            report::json::summary_line(scenarios.len(), total_seeds, total_events, secs, unmet)
-        }
-        RunFormat::Text => {
-            report::text::summary_line(scenarios.len(), total_seeds, total_events, secs, unmet)
-        }
+        RunFormat::Json => report::json::summary_line(
+            regressions.len(),
+            scenarios.len(),
+            total_seeds,
+            total_events,
+            secs,
+            unmet,
+        ),
+        RunFormat::Text => report::text::summary_line(
+            regressions.len(),
+            scenarios.len(),
+            total_seeds,
+            total_events,
+            secs,
+            unmet,
+        ),
     };
     let _ = writeln!(out, "{summary}");
     Ok(if unmet == 0 { 0 } else { 1 })
@@ -351,6 +451,8 @@ fn merge(registry: &Registry, files: &[PathBuf]) -> Result<i32> {
     let mut parts: std::collections::BTreeMap<String, Vec<crate::run::ScenarioReport>> =
         Default::default();
     let mut secs = 0.0;
+    // Every shard replays every regression: keep one line each.
+    let mut regression_lines: Vec<(String, serde_json::Value)> = Vec::new();
     for f in files {
         let text = std::fs::read_to_string(f).map_err(|source| Error::Io {
             path: f.clone(),
@@ -377,6 +479,12 @@ fn merge(registry: &Registry, files: &[PathBuf]) -> Result<i32> {
                     parts.entry(file).or_default().push(rep);
                 }
                 Some("summary") => secs += v["seconds"].as_f64().unwrap_or(0.0),
+                Some("regression") => {
+                    let file = v["file"].as_str().unwrap_or_default().to_string();
+                    if !regression_lines.iter().any(|(f, _)| *f == file) {
+                        regression_lines.push((file, v));
+                    }
+                }
                 _ => {
                     return Err(bad(
                         "expected a `scenario` or `summary` line of `wakesim run --format json`"
@@ -389,6 +497,12 @@ fn merge(registry: &Registry, files: &[PathBuf]) -> Result<i32> {
     let out = std::io::stdout();
     let mut out = out.lock();
     let (mut seeds, mut events, mut unmet) = (0, 0, 0);
+    for (_, v) in &regression_lines {
+        if v["met"] != serde_json::Value::Bool(true) {
+            unmet += 1;
+        }
+        let _ = writeln!(out, "{v}");
+    }
     for file in &order {
         let scn = Scenario::load(std::path::Path::new(file), registry)?;
         let mut reps = parts.remove(file).expect("grouped");
@@ -414,7 +528,14 @@ fn merge(registry: &Registry, files: &[PathBuf]) -> Result<i32> {
     let _ = writeln!(
         out,
         "{}",
-        report::json::summary_line(order.len(), seeds, events, secs, unmet)
+        report::json::summary_line(
+            regression_lines.len(),
+            order.len(),
+            seeds,
+            events,
+            secs,
+            unmet
+        )
     );
     Ok(if unmet == 0 { 0 } else { 1 })
 }
@@ -422,26 +543,196 @@ fn merge(registry: &Registry, files: &[PathBuf]) -> Result<i32> {
 fn replay(
     registry: &Registry,
     file: &std::path::Path,
-    seed: u64,
+    seed: Option<u64>,
     format: ReplayFormat,
+    record: Option<&std::path::Path>,
 ) -> Result<i32> {
-    let scn = Scenario::load(file, registry)?;
+    let text = std::fs::read_to_string(file).map_err(|source| Error::Io {
+        path: file.to_path_buf(),
+        source,
+    })?;
     let mut runner = Runner::new(registry);
-    let r = runner.run_seed(&scn, seed, true);
-    let text = match format {
+    let (scn, r, stale) = if is_regression(&text) {
+        let reg = Regression::parse(file, &text, registry)?;
+        if let Some(seed) = seed {
+            return Err(Error::Usage(format!(
+                "{} is a regression file: it replays its recorded choices, not --seed {seed}",
+                file.display()
+            )));
+        }
+        match reg.replay(&mut runner, true) {
+            Replayed::Stale { result, why } => (reg.scenario, result, Some(why)),
+            Replayed::Run { result, .. } => (reg.scenario, result, None),
+        }
+    } else {
+        let seed = seed.ok_or_else(|| {
+            Error::Usage(format!(
+                "{} is a scenario: give the seed to replay with --seed N",
+                file.display()
+            ))
+        })?;
+        let scn = Scenario::parse(file, &text, registry)?;
+        let r = runner.run_seed(&scn, seed, true);
+        if let Some(dir) = record {
+            let comment = format!(
+                "wakesim regression: seed {seed} of {}, recorded by `wakesim replay --record`.",
+                file.display()
+            );
+            let path = write_regression(file, dir, seed, &r, None, &comment)?;
+            eprintln!("wrote {}", path.display());
+        }
+        (scn, r, None)
+    };
+    let out = match format {
         ReplayFormat::Text => report::text::timeline(&scn, &r),
         ReplayFormat::Json => report::json::replay(&scn, &r),
         ReplayFormat::Mermaid => report::mermaid::diagram(&scn, &r),
     };
-    print!("{text}");
-    if !r.outcome.is_pass() && !matches!(format, ReplayFormat::Text) {
+    print!("{out}");
+    if let Some(why) = stale {
         eprintln!(
-            "{}: {}",
-            report::replay_line(&scn.path, seed),
-            describe(&r.outcome)
+            "error: {} is stale: {why}; the model no longer consumes its choices the same way, so this is not the recorded run. Re-shrink: wakesim shrink {} --seed {}",
+            file.display(),
+            scn.path.display(),
+            r.seed
         );
+        return Ok(1);
+    }
+    if !r.outcome.is_pass() && !matches!(format, ReplayFormat::Text) {
+        eprintln!("{}: {}", report::reproduce(&scn, &r), describe(&r.outcome));
     }
     Ok(if r.outcome.is_pass() { 0 } else { 1 })
+}
+
+/// `wakesim shrink`: minimise a failing seed and keep it as a regression file.
+fn shrink(
+    registry: &Registry,
+    file: &std::path::Path,
+    seed: u64,
+    invariant: Option<&str>,
+    out_dir: Option<&std::path::Path>,
+    runs_max: u64,
+) -> Result<i32> {
+    let scn = Scenario::load(file, registry)?;
+    let invariant = match invariant {
+        None => None,
+        Some(name) => Some(Invariant::from_name(name).ok_or_else(|| {
+            let names: Vec<_> = Invariant::ALL.iter().map(|i| i.name()).collect();
+            Error::Usage(format!(
+                "unknown invariant `{name}`, expected one of {}",
+                names.join(", ")
+            ))
+        })?),
+    };
+    let mut runner = Runner::new(registry);
+    let Some(sh) = crate::shrink::shrink(&mut runner, &scn, seed, invariant, runs_max) else {
+        let r = runner.run_seed(&scn, seed, false);
+        return Err(Error::Usage(format!(
+            "seed {seed} of {} has nothing to shrink: it {}",
+            file.display(),
+            match invariant {
+                Some(i) if !r.outcome.is_pass() =>
+                    format!("does not break {i} ({})", describe(&r.outcome)),
+                _ => describe(&r.outcome),
+            }
+        )));
+    };
+    let target = Some(sh.invariant);
+    let lines = |r: &crate::run::RunResult| {
+        report::story(
+            scn.host,
+            &r.trace,
+            &r.messages,
+            r.outcome.violations(),
+            target,
+        )
+        .len()
+    };
+    let dir = out_dir
+        .map(PathBuf::from)
+        .unwrap_or_else(|| regressions_dir(file));
+    let comment = format!(
+        "wakesim regression: seed {seed} of {}, shrunk while it breaks {}:\n{} -> {} choices, a story of {} -> {} lines ({} runs tried).\nThe gate replays it exactly; `wakesim replay {}` prints its timeline.",
+        file.display(),
+        sh.invariant,
+        sh.original.choices.len(),
+        sh.minimal.choices.len(),
+        lines(&sh.original),
+        lines(&sh.minimal),
+        sh.runs,
+        regression_path(file, &dir, seed).display(),
+    );
+    let path = write_regression(file, &dir, seed, &sh.minimal, Some(sh.invariant), &comment)?;
+    let mut minimal = sh.minimal;
+    minimal.replay = Some(format!("wakesim replay {}", path.display()));
+    print!("{}", report::text::story(&scn, &minimal, target));
+    println!(
+        "shrunk seed {seed} while it breaks {}: {} -> {} choices, a story of {} -> {} lines, {} runs tried",
+        sh.invariant,
+        sh.original.choices.len(),
+        minimal.choices.len(),
+        lines(&sh.original),
+        lines(&minimal),
+        sh.runs
+    );
+    println!("wrote {}", path.display());
+    Ok(0)
+}
+
+fn regression_path(file: &std::path::Path, dir: &std::path::Path, seed: u64) -> PathBuf {
+    let stem = file
+        .file_stem()
+        .map_or("scenario".into(), |s| s.to_string_lossy().into_owned());
+    dir.join(format!("{stem}-seed-{seed}.toml"))
+}
+
+/// Write `r` as a regression of `file`, expecting what it shows now: a failure of `target` (or
+/// of its first invariant) with the others it breaks allowed, or a pass.
+fn write_regression(
+    file: &std::path::Path,
+    dir: &std::path::Path,
+    seed: u64,
+    r: &crate::run::RunResult,
+    target: Option<Invariant>,
+    comment: &str,
+) -> Result<PathBuf> {
+    use crate::run::Outcome;
+    use crate::scenario::Expect;
+    std::fs::create_dir_all(dir).map_err(|source| Error::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let path = regression_path(file, dir, seed);
+    let expect = match &r.outcome {
+        Outcome::Pass => Expect::Pass,
+        Outcome::Panic(_) => Expect::Panic,
+        Outcome::StepBudget { .. } => Expect::StepBudget,
+        Outcome::Fail(vs) => {
+            let invariant = target.unwrap_or(vs[0].invariant);
+            Expect::Fail {
+                invariant,
+                also: vs
+                    .iter()
+                    .map(|v| v.invariant)
+                    .filter(|i| *i != invariant)
+                    .collect(),
+            }
+        }
+    };
+    let rel = crate::regression::relative(path.parent().unwrap_or(std::path::Path::new(".")), file);
+    let text = Regression::render(&rel, seed, &expect, &r.choices, comment);
+    std::fs::write(&path, text).map_err(|source| Error::Io {
+        path: path.clone(),
+        source,
+    })?;
+    Ok(path)
+}
+
+/// `scenarios/pi/x.toml` → `scenarios/regressions`: the `regressions` directory beside the
+/// scenario's directory.
+fn regressions_dir(file: &std::path::Path) -> PathBuf {
+    let parent = file.parent().unwrap_or(std::path::Path::new("."));
+    parent.parent().unwrap_or(parent).join("regressions")
 }
 
 fn list(registry: &Registry, format: RunFormat) -> Result<i32> {

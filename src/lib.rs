@@ -20,6 +20,7 @@
 //! - [`scenario`]: scenario files (TOML) and their validation.
 //! - [`swarm`]: the per-seed mix of faults and producers (swarm testing).
 //! - [`run`]: running seeds and judging a scenario's expectation.
+//! - [`shrink`] and [`regression`]: minimising a failing run and keeping it as a regression file.
 //! - [`report`]: the text timeline, JSON Lines and Mermaid.
 //! - [`cli`]: the `wakesim` command.
 //!
@@ -32,9 +33,11 @@ pub mod cli;
 pub mod error;
 pub mod host;
 pub mod kernel;
+pub mod regression;
 pub mod report;
 pub mod run;
 pub mod scenario;
+pub mod shrink;
 pub mod swarm;
 pub mod trace;
 pub mod wake;

@@ -65,12 +65,21 @@ pub struct RunResult {
     pub outcome: Outcome,
     /// Kernel events processed.
     pub events: u64,
+    /// Trace records made, in all and when each broken invariant first broke.
+    pub records: u64,
+    pub records_at_violation: Vec<(Invariant, u64)>,
     pub trace_hash: u64,
     pub end: Ms,
     /// The faults and producers this seed switched on.
     pub mix: Mix,
     /// The race windows the run reached, with how often.
     pub marks: Vec<(Window, u32)>,
+    /// The command that reproduces this run, when it is not `wakesim replay SCENARIO --seed N`
+    /// (a regression file replays its recorded choices).
+    pub replay: Option<String>,
+    /// For a run from recorded choices: where the sequence stopped fitting the model (a choice
+    /// drawn with another bound or at another site, choices left unread, or draws past the end).
+    pub stale: Option<String>,
     pub messages: Vec<MsgInfo>,
     /// The timeline, when tracing was asked for.
     pub trace: Vec<Record>,
@@ -137,19 +146,29 @@ impl<'r> Runner<'r> {
         )
     }
 
-    /// Run a scenario from a recorded choice sequence (replay of a shrunk or enumerated run).
+    /// Run a scenario from a recorded choice sequence (a shrunk or enumerated run); `seed` only
+    /// labels the result. Past the end of `choices` every draw is 0; `RunResult::stale` says
+    /// where the sequence stopped fitting the model, if it did.
     pub fn run_choices(
         &mut self,
         scn: &Scenario,
+        seed: u64,
         choices: Vec<Choice>,
         tracing: bool,
     ) -> RunResult {
-        self.run_with(
-            scn,
-            0,
-            Choices::replay(choices, Profile::default()),
-            tracing,
-        )
+        self.run_profiled(scn, seed, choices, Profile::default(), tracing)
+    }
+
+    /// `run_choices` with a delay profile (explore runs draw delays from the boundary set only).
+    pub fn run_profiled(
+        &mut self,
+        scn: &Scenario,
+        seed: u64,
+        choices: Vec<Choice>,
+        profile: Profile,
+        tracing: bool,
+    ) -> RunResult {
+        self.run_with(scn, seed, Choices::replay(choices, profile), tracing)
     }
 
     fn run_with(
@@ -210,10 +229,17 @@ impl<'r> Runner<'r> {
             seed,
             outcome,
             events: k.steps(),
+            records: k.monitor.records(),
+            records_at_violation: Invariant::ALL
+                .into_iter()
+                .filter_map(|i| Some((i, k.monitor.records_at_violation(i)?)))
+                .collect(),
             trace_hash: k.monitor.trace_hash(),
             end: k.now(),
             mix,
             marks: k.monitor.marks(),
+            stale: stale_description(&k.choices),
+            replay: None,
             messages: k.monitor.messages().to_vec(),
             trace: k.monitor.take_trace(),
             choices: k.choices.take_log(),
@@ -617,4 +643,19 @@ pub fn check_determinism(registry: &Registry, scn: &Scenario, range: Range<u64>)
         ));
     }
     out
+}
+
+fn stale_description(c: &Choices) -> Option<String> {
+    if let Some(d) = c.divergence() {
+        return Some(format!(
+            "choice {} ({}) is now drawn with bound {}, recorded with bound {}",
+            d.index, d.label, d.bound, d.recorded_bound
+        ));
+    }
+    c.replay_mismatch()
+        .map(|(unread, extra)| match (unread, extra) {
+            (0, n) => format!("the run drew {n} choice(s) past the end of the recorded sequence"),
+            (n, 0) => format!("the run ended with {n} recorded choice(s) unread"),
+            (n, m) => format!("{n} recorded choice(s) unread and {m} drawn past the end"),
+        })
 }

@@ -115,7 +115,12 @@ impl Scenario {
     }
 }
 
-fn located(path: &Path, text: &str, span: std::ops::Range<usize>, message: String) -> Error {
+pub(crate) fn located(
+    path: &Path,
+    text: &str,
+    span: std::ops::Range<usize>,
+    message: String,
+) -> Error {
     let start = span.start.min(text.len());
     let before = &text[..start];
     let line = before.matches('\n').count() + 1;
@@ -230,12 +235,79 @@ struct RawCheck {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawExpect {
+pub(crate) struct RawExpect {
     verdict: Spanned<String>,
     #[serde(default)]
     invariant: Option<Spanned<String>>,
     #[serde(default)]
     also: Vec<Spanned<String>>,
+}
+
+impl RawExpect {
+    /// Validate into an `Expect`; `err` locates an error at a span.
+    pub(crate) fn to_expect(
+        &self,
+        err: &dyn Fn(std::ops::Range<usize>, String) -> Error,
+    ) -> Result<Expect> {
+        let invariant = |s: &Spanned<String>| {
+            Invariant::from_name(s.get_ref()).ok_or_else(|| {
+                let names: Vec<_> = Invariant::ALL.iter().map(|i| i.name()).collect();
+                err(
+                    s.span(),
+                    format!(
+                        "unknown invariant `{}`, expected one of {}",
+                        s.get_ref(),
+                        names.join(", ")
+                    ),
+                )
+            })
+        };
+        match self.verdict.get_ref().as_str() {
+            "fail" => {
+                let inv = self.invariant.as_ref().ok_or_else(|| {
+                    err(
+                        self.verdict.span(),
+                        "verdict \"fail\" needs `invariant`, the one the scenario must catch"
+                            .to_string(),
+                    )
+                })?;
+                let also = self
+                    .also
+                    .iter()
+                    .map(invariant)
+                    .collect::<Result<Vec<_>>>()?;
+                Ok(Expect::Fail {
+                    invariant: invariant(inv)?,
+                    also,
+                })
+            }
+            v @ ("pass" | "panic" | "step-budget") => {
+                if let Some(inv) = &self.invariant {
+                    return Err(err(
+                        inv.span(),
+                        format!("`invariant` is only for verdict \"fail\", not \"{v}\""),
+                    ));
+                }
+                if let Some(a) = self.also.first() {
+                    return Err(err(
+                        a.span(),
+                        format!("`also` is only for verdict \"fail\", not \"{v}\""),
+                    ));
+                }
+                Ok(match v {
+                    "pass" => Expect::Pass,
+                    "panic" => Expect::Panic,
+                    _ => Expect::StepBudget,
+                })
+            }
+            other => Err(err(
+                self.verdict.span(),
+                format!(
+                    "unknown verdict `{other}`, expected one of pass, fail, panic, step-budget"
+                ),
+            )),
+        }
+    }
 }
 
 /// A message kind, checked by name.
@@ -525,63 +597,7 @@ impl RawScenario {
             check.latency_requests_max = *v.get_ref();
         }
 
-        let invariant = |s: &Spanned<String>| {
-            Invariant::from_name(s.get_ref()).ok_or_else(|| {
-                let names: Vec<_> = Invariant::ALL.iter().map(|i| i.name()).collect();
-                err(
-                    s.span(),
-                    format!(
-                        "unknown invariant `{}`, expected one of {}",
-                        s.get_ref(),
-                        names.join(", ")
-                    ),
-                )
-            })
-        };
-        let e = self.expect.get_ref();
-        let expect = match e.verdict.get_ref().as_str() {
-            "fail" => {
-                let inv = e.invariant.as_ref().ok_or_else(|| {
-                    err(
-                        e.verdict.span(),
-                        "verdict \"fail\" needs `invariant`, the one the scenario must catch"
-                            .to_string(),
-                    )
-                })?;
-                let also = e.also.iter().map(invariant).collect::<Result<Vec<_>>>()?;
-                Expect::Fail {
-                    invariant: invariant(inv)?,
-                    also,
-                }
-            }
-            v @ ("pass" | "panic" | "step-budget") => {
-                if let Some(inv) = &e.invariant {
-                    return Err(err(
-                        inv.span(),
-                        format!("`invariant` is only for verdict \"fail\", not \"{v}\""),
-                    ));
-                }
-                if let Some(a) = e.also.first() {
-                    return Err(err(
-                        a.span(),
-                        format!("`also` is only for verdict \"fail\", not \"{v}\""),
-                    ));
-                }
-                match v {
-                    "pass" => Expect::Pass,
-                    "panic" => Expect::Panic,
-                    _ => Expect::StepBudget,
-                }
-            }
-            other => {
-                return Err(err(
-                    e.verdict.span(),
-                    format!(
-                        "unknown verdict `{other}`, expected one of pass, fail, panic, step-budget"
-                    ),
-                ));
-            }
-        };
+        let expect = self.expect.get_ref().to_expect(&err)?;
 
         let must_reach = self
             .coverage

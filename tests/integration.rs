@@ -115,7 +115,8 @@ fn replaying_the_recorded_choices_reproduces_the_run() {
     let mut runner = Runner::new(&registry);
     for seed in 0..30 {
         let first = runner.run_seed(&scn, seed, true);
-        let again = runner.run_choices(&scn, first.choices.clone(), true);
+        let again = runner.run_choices(&scn, seed, first.choices.clone(), true);
+        assert_eq!(again.stale, None, "seed {seed}");
         assert_eq!(first.trace, again.trace, "seed {seed}");
         assert_eq!(first.outcome, again.outcome);
     }
@@ -616,4 +617,147 @@ fn check_determinism_finds_no_divergence_in_the_real_models() {
             Vec::<String>::new()
         );
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shrinking and regressions
+
+#[test]
+fn shrink_keeps_the_invariant_and_never_grows_the_run() {
+    let registry = Registry::builtin();
+    let scn = scenario(
+        "scenarios/pi/g2-two-wakes-during-preparation.toml",
+        &registry,
+    );
+    let mut runner = Runner::new(&registry);
+    let first = (0..100)
+        .find(|&s| !runner.run_seed(&scn, s, false).outcome.is_pass())
+        .expect("a failing seed");
+    let sh = wakesim::shrink::shrink(
+        &mut runner,
+        &scn,
+        first,
+        Some(Invariant::SingleStarter),
+        5_000,
+    )
+    .expect("it fails");
+    assert!(
+        sh.minimal
+            .outcome
+            .violations()
+            .iter()
+            .any(|v| v.invariant == Invariant::SingleStarter)
+    );
+    assert!(sh.minimal.choices.len() <= sh.original.choices.len());
+    assert!(sh.minimal.records <= sh.original.records);
+    // The minimal sequence replays exactly, with nothing stale.
+    let again = runner.run_choices(&scn, first, sh.minimal.choices.clone(), true);
+    assert_eq!(again.stale, None);
+    assert_eq!(again.trace, sh.minimal.trace);
+}
+
+#[test]
+fn shrink_writes_a_regression_that_run_replays_and_a_stale_one_is_reported() {
+    let dir = tempdir("regressions");
+    let out = wakesim(&[
+        "shrink",
+        "scenarios/pi/g2-two-wakes-during-preparation.toml",
+        "--seed",
+        "2",
+        "--out",
+        dir.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let file = dir.join("g2-two-wakes-during-preparation-seed-2.toml");
+    let text = std::fs::read_to_string(&file).expect("regression written");
+    assert!(text.contains("format = \"wakesim-regression/1\""));
+    assert!(text.contains("invariant = \"single-starter\""));
+    let run = wakesim(&["run", file.to_str().expect("utf-8")]);
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stdout)
+    );
+    let replay = wakesim(&["replay", file.to_str().expect("utf-8")]);
+    assert!(String::from_utf8_lossy(&replay.stdout).contains("✗ single-starter"));
+
+    // Edit one recorded choice's bound: the model no longer draws it that way.
+    let stale_file = dir.join("stale.toml");
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    let i = lines
+        .iter()
+        .position(|l| l.contains("/3 await"))
+        .expect("an await choice");
+    lines[i] = lines[i].replace("/3 await", "/7 await");
+    std::fs::write(&stale_file, lines.join("\n")).expect("write");
+    let run = wakesim(&["run", stale_file.to_str().expect("utf-8")]);
+    assert_eq!(run.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        stdout.contains("STALE") && stdout.contains("bound 3, recorded with bound 7"),
+        "{stdout}"
+    );
+    let replay = wakesim(&["replay", stale_file.to_str().expect("utf-8")]);
+    assert_eq!(replay.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&replay.stderr).contains("is stale"));
+
+    // Drop the last choices: the run draws past the end of the recording.
+    let short = dir.join("short.toml");
+    let cut: Vec<String> = text
+        .lines()
+        .filter(|l| !l.contains("/3 model"))
+        .map(String::from)
+        .collect();
+    std::fs::write(&short, cut.join("\n")).expect("write");
+    let run = wakesim(&["run", short.to_str().expect("utf-8")]);
+    assert_eq!(run.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&run.stdout).contains("STALE"));
+}
+
+#[test]
+fn a_regression_recorded_against_a_fixed_logic_passes_and_fails_when_pointed_at_a_buggy_one() {
+    let dir = tempdir("record");
+    let out = wakesim(&[
+        "replay",
+        "scenarios/pi/g2-two-wakes-during-preparation.toml",
+        "--seed",
+        "0",
+        "--record",
+        "--out",
+        dir.to_str().expect("utf-8"),
+    ]);
+    assert!(out.status.code().is_some());
+    let file = dir.join("g2-two-wakes-during-preparation-seed-0.toml");
+    let text = std::fs::read_to_string(&file).expect("recorded");
+    // Whatever the seed showed is what the regression expects, so it replays as met.
+    let run = wakesim(&["run", file.to_str().expect("utf-8")]);
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stdout)
+    );
+    // Flip the expectation: the gate must notice.
+    let flipped = if text.contains("verdict = \"pass\"") {
+        text.replace(
+            "verdict = \"pass\"",
+            "verdict = \"fail\"\ninvariant = \"single-starter\"",
+        )
+    } else {
+        let start = text.find("[expect]").expect("expect table");
+        format!("{}[expect]\nverdict = \"pass\"\n", &text[..start])
+    };
+    std::fs::write(&file, flipped).expect("write");
+    assert_eq!(
+        wakesim(&["run", file.to_str().expect("utf-8")])
+            .status
+            .code(),
+        Some(1)
+    );
 }

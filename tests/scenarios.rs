@@ -1,4 +1,5 @@
-//! The regression gate: one test per scenario file under `scenarios/`.
+//! The regression gate: one test per scenario file under `scenarios/`, and first one per
+//! regression file (a shrunk or recorded run, replayed exactly; a stale one fails).
 //!
 //! Each test runs the scenario's seed budget (times `WAKESIM_SEEDS_MULTIPLIER`, for nightly runs)
 //! and asserts its expectation; a failure prints the line that replays the offending seed. Then it
@@ -10,6 +11,7 @@
 use std::path::{Path, PathBuf};
 
 use libtest_mimic::{Arguments, Failed, Trial};
+use wakesim::regression::{Regression, Replayed, is_regression};
 use wakesim::report;
 use wakesim::run::{Runner, describe, shows_expected};
 use wakesim::scenario::{Scenario, discover};
@@ -37,12 +39,7 @@ fn snapshot_name(rel: &Path) -> String {
 
 fn check(rel: &Path) -> Result<(), Failed> {
     let registry = Registry::builtin();
-    let scn = Scenario::load(&root().join(rel), &registry).map_err(|e| e.to_string())?;
-    // Report paths relative to the repository, as a user pastes them.
-    let scn = Scenario {
-        path: rel.to_path_buf(),
-        ..scn
-    };
+    let scn = Scenario::load(rel, &registry).map_err(|e| e.to_string())?;
     let multiplier = wakesim::cli::seeds_multiplier().map_err(|e| e.to_string())?;
     let mut runner = Runner::new(&registry);
     let rep = runner.run_scenario(&scn, 0..scn.seeds.saturating_mul(multiplier));
@@ -92,19 +89,70 @@ fn check(rel: &Path) -> Result<(), Failed> {
     Ok(())
 }
 
+fn check_regression(rel: &Path) -> Result<(), Failed> {
+    let registry = Registry::builtin();
+    let reg = Regression::load(rel, &registry).map_err(|e| e.to_string())?;
+    let mut runner = Runner::new(&registry);
+    let (r, met) = match reg.replay(&mut runner, true) {
+        Replayed::Stale { why, .. } => {
+            return Err(format!(
+                "{} is stale: {why}; the model no longer consumes its choices the same way. Re-shrink: wakesim shrink {} --seed {}",
+                rel.display(),
+                reg.scenario.path.display(),
+                reg.seed
+            )
+            .into());
+        }
+        Replayed::Run { result, met } => (result, met),
+    };
+    if !met {
+        return Err(format!(
+            "{}: expected {}, but it {}\nreproduce: wakesim replay {}",
+            rel.display(),
+            reg.expect,
+            describe(&r.outcome),
+            rel.display()
+        )
+        .into());
+    }
+    let target = match reg.expect {
+        wakesim::scenario::Expect::Fail { invariant, .. } => Some(invariant),
+        _ => None,
+    };
+    let story = report::text::story(&reg.scenario, &r, target).replace(
+        &format!("wakesim {}", env!("CARGO_PKG_VERSION")),
+        "wakesim [version]",
+    );
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path(root().join("snapshots"));
+    settings.set_prepend_module_to_snapshot(false);
+    settings.set_omit_expression(true);
+    settings.set_description(format!(
+        "regression: {} · {}",
+        reg.scenario.name, reg.expect
+    ));
+    let name = snapshot_name(rel);
+    settings.bind(|| insta::assert_snapshot!(name.as_str(), story));
+    Ok(())
+}
+
 fn main() {
     let args = Arguments::from_args();
-    let files = discover(&root().join("scenarios")).expect("scenarios/ is readable");
-    let trials = files
+    // Paths relative to the root, as users paste them: run from there.
+    std::env::set_current_dir(root()).expect("the crate root");
+    let files = discover(Path::new("scenarios")).expect("scenarios/ is readable");
+    let (regressions, scenarios): (Vec<PathBuf>, Vec<PathBuf>) = files
         .into_iter()
-        .map(|f| {
-            let rel = f
-                .strip_prefix(root())
-                .expect("under the root")
-                .to_path_buf();
-            let name = rel.display().to_string();
-            Trial::test(name, move || check(&rel))
-        })
+        .partition(|f| std::fs::read_to_string(f).is_ok_and(|t| is_regression(&t)));
+    // Regressions first: cheap, exact, and the first thing a reviewer wants to see fail.
+    let trials = regressions
+        .into_iter()
+        .map(|rel| Trial::test(rel.display().to_string(), move || check_regression(&rel)))
+        .chain(
+            scenarios
+                .into_iter()
+                .map(|rel| Trial::test(rel.display().to_string(), move || check(&rel))),
+        )
         .collect();
     libtest_mimic::run(&args, trials).exit();
 }

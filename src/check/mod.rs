@@ -200,6 +200,8 @@ pub struct Monitor {
     scratch: Vec<Violation>,
     /// How often each race window was reached in this run.
     marks: [u32; Window::ALL.len()],
+    /// For each invariant broken: how many records the run had made when it broke.
+    records_at_violation: Vec<(Invariant, u64)>,
 }
 
 impl Monitor {
@@ -217,6 +219,7 @@ impl Monitor {
             violations: Vec::new(),
             scratch: Vec::new(),
             marks: [0; Window::ALL.len()],
+            records_at_violation: Vec::new(),
         }
     }
 
@@ -231,6 +234,7 @@ impl Monitor {
         self.checkers = Checkers::default();
         self.violations.clear();
         self.marks = [0; Window::ALL.len()];
+        self.records_at_violation.clear();
     }
 
     pub fn params(&self) -> &CheckParams {
@@ -298,6 +302,7 @@ impl Monitor {
     fn keep_violations(&mut self) {
         for v in self.scratch.drain(..) {
             if !self.violations.iter().any(|w| w.invariant == v.invariant) {
+                self.records_at_violation.push((v.invariant, self.records));
                 self.violations.push(v);
             }
         }
@@ -330,5 +335,13 @@ impl Monitor {
 
     pub fn records(&self) -> u64 {
         self.records
+    }
+
+    /// How many records the run had made when `invariant` first broke.
+    pub fn records_at_violation(&self, invariant: Invariant) -> Option<u64> {
+        self.records_at_violation
+            .iter()
+            .find(|(i, _)| *i == invariant)
+            .map(|(_, n)| *n)
     }
 }

@@ -108,7 +108,14 @@ pub fn report_from_line(v: &Value) -> Result<ScenarioReport, String> {
 }
 
 /// The last line of `wakesim run`.
-pub fn summary_line(scenarios: usize, seeds: u64, events: u64, secs: f64, unmet: usize) -> String {
+pub fn summary_line(
+    regressions: usize,
+    scenarios: usize,
+    seeds: u64,
+    events: u64,
+    secs: f64,
+    unmet: usize,
+) -> String {
     let rate = |n: u64| {
         if secs > 0.0 {
             (n as f64 / secs).round()
@@ -118,6 +125,7 @@ pub fn summary_line(scenarios: usize, seeds: u64, events: u64, secs: f64, unmet:
     };
     json!({
         "type": "summary",
+        "regressions": regressions,
         "scenarios": scenarios,
         "unmet": unmet,
         "seeds": seeds,
@@ -165,15 +173,38 @@ pub fn replay(scn: &Scenario, r: &RunResult) -> String {
     obj.insert("end_ms".into(), json!(r.end.0));
     obj.insert("trace_hash".into(), json!(format!("{:016x}", r.trace_hash)));
     if !r.outcome.is_pass() {
+        let line = super::reproduce(scn, r);
         obj.insert(
             "reproduce".into(),
-            json!(format!(
-                "wakesim replay {} --seed {}",
-                scn.path.display(),
-                r.seed
-            )),
+            json!(line.trim_start_matches("reproduce: ")),
         );
     }
     out.push(verdict.to_string());
     out.join("\n") + "\n"
+}
+
+/// The `"type":"regression"` line of `wakesim run`.
+pub fn regression_line(
+    reg: &crate::regression::Regression,
+    r: &crate::regression::Replayed,
+) -> String {
+    use crate::regression::Replayed;
+    let (result, met, stale) = match r {
+        Replayed::Stale { result, why } => (result, false, Some(why.clone())),
+        Replayed::Run { result, met } => (result, *met, None),
+    };
+    json!({
+        "type": "regression",
+        "file": reg.path.display().to_string(),
+        "scenario": reg.scenario.path.display().to_string(),
+        "seed": reg.seed,
+        "expect": reg.expect.to_string(),
+        "outcome": result.outcome.label(),
+        "detail": crate::run::describe(&result.outcome),
+        "events": result.events,
+        "stale": stale,
+        "met": met,
+        "reproduce": format!("wakesim replay {}", reg.path.display()),
+    })
+    .to_string()
 }

@@ -2,17 +2,20 @@
 
 use std::fmt::Write;
 
-use super::{lines, replay_line};
+use super::{lines, replay_line, reproduce};
 use crate::run::{Outcome, RunResult, ScenarioReport};
 use crate::scenario::Scenario;
 
 /// The header line: host, wake logic, seed, the seed's mix of faults and producers, version.
 pub fn header(scn: &Scenario, r: &RunResult) -> String {
+    let origin = match &r.replay {
+        Some(_) => format!("seed {} (recorded choices)", r.seed),
+        None => format!("seed {}", r.seed),
+    };
     format!(
-        "host {} · wake {} · seed {} · {} · wakesim {}",
+        "host {} · wake {} · {origin} · {} · wakesim {}",
         scn.host.version_label(),
         scn.wake,
-        r.seed,
         r.mix,
         env!("CARGO_PKG_VERSION")
     )
@@ -57,18 +60,18 @@ pub fn timeline(scn: &Scenario, r: &RunResult) -> String {
                 "{} events · ends at {} ms · trace {:016x}",
                 r.events, r.end.0, r.trace_hash
             );
-            let _ = writeln!(s, "{}", replay_line(&scn.path, r.seed));
+            let _ = writeln!(s, "{}", reproduce(scn, r));
         }
         Outcome::Panic(m) => {
             let _ = writeln!(s, "✗ the wake logic panicked: {m}");
-            let _ = writeln!(s, "{}", replay_line(&scn.path, r.seed));
+            let _ = writeln!(s, "{}", reproduce(scn, r));
         }
         Outcome::StepBudget { steps } => {
             let _ = writeln!(
                 s,
                 "✗ step budget exhausted after {steps} events (a runaway wake logic?)"
             );
-            let _ = writeln!(s, "{}", replay_line(&scn.path, r.seed));
+            let _ = writeln!(s, "{}", reproduce(scn, r));
         }
     }
     s
@@ -143,16 +146,83 @@ pub fn scenario_line(
 }
 
 /// The last line of `wakesim run`.
-pub fn summary_line(scenarios: usize, seeds: u64, events: u64, secs: f64, unmet: usize) -> String {
+pub fn summary_line(
+    regressions: usize,
+    scenarios: usize,
+    seeds: u64,
+    events: u64,
+    secs: f64,
+    unmet: usize,
+) -> String {
     let rate = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+    let total = regressions + scenarios;
     let verdict = if unmet == 0 {
-        format!("all {scenarios} expectations met")
+        format!("all {total} expectations met")
     } else {
-        format!("{unmet} of {scenarios} expectations NOT met")
+        format!("{unmet} of {total} expectations NOT met")
     };
     format!(
-        "summary: {scenarios} scenarios, {seeds} seeds, {events} events in {secs:.2} s: {:.0} seeds/s, {:.0} events/s · {verdict}",
+        "summary: {regressions} regressions, {scenarios} scenarios, {seeds} seeds, {events} events in {secs:.2} s: {:.0} seeds/s, {:.0} events/s · {verdict}",
         rate(seeds),
         rate(events),
     )
+}
+
+/// One line per regression file of `wakesim run`.
+pub fn regression_line(
+    reg: &crate::regression::Regression,
+    r: &crate::regression::Replayed,
+) -> String {
+    use crate::regression::Replayed;
+    let head = format!(
+        "{} · regression of {} (seed {}) · expect {}",
+        reg.path.display(),
+        reg.scenario.path.display(),
+        reg.seed,
+        reg.expect
+    );
+    match r {
+        Replayed::Stale { why, .. } => format!(
+            "✗ {head} · STALE: {why}\n  the model no longer consumes these choices the same way; re-shrink: wakesim shrink {} --seed {}",
+            reg.scenario.path.display(),
+            reg.seed
+        ),
+        Replayed::Run { result, met: true } => {
+            format!("✓ {head} · shown · {} events", result.events)
+        }
+        Replayed::Run { result, met: false } => format!(
+            "✗ {head} · it {}\n  reproduce: wakesim replay {}",
+            crate::run::describe(&result.outcome),
+            reg.path.display()
+        ),
+    }
+}
+
+/// The story of a run (see `report::story`) with the header and verdict, as `shrink` prints it.
+pub fn story(scn: &Scenario, r: &RunResult, target: Option<crate::check::Invariant>) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "{}", header(scn, r));
+    let _ = writeln!(
+        s,
+        "{:>8}  {:<9} {:<70} host state",
+        "t(ms)", "actor", "event"
+    );
+    for l in super::story(
+        scn.host,
+        &r.trace,
+        &r.messages,
+        r.outcome.violations(),
+        target,
+    ) {
+        let line = format!(
+            "{:>8}  {:<9} {:<70} {}",
+            l.t,
+            l.actor.name(),
+            l.text,
+            l.state
+        );
+        let _ = writeln!(s, "{}", line.trim_end());
+    }
+    let _ = writeln!(s, "{}", reproduce(scn, r));
+    s
 }
