@@ -18,6 +18,20 @@ use crate::scenario::{Scenario, discover};
 use crate::trace::Window;
 use crate::wake::Registry;
 
+/// Print to stdout, ignoring a closed pipe (`wakesim ... | head` must not panic).
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        let _ = write!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
+/// `out!` with a newline.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
 /// The environment variable that multiplies every scenario's seed budget (for nightly runs).
 pub const SEEDS_MULTIPLIER_ENV: &str = "WAKESIM_SEEDS_MULTIPLIER";
 
@@ -86,6 +100,26 @@ enum Cmd {
         /// Candidate runs to try at most.
         #[arg(long, default_value_t = 20_000)]
         runs_max: u64,
+    },
+    /// Enumerate every run of a small scope: few messages, delays from the boundary set, every
+    /// same-instant order, a bounded number of unusual choices per run.
+    Explore {
+        file: PathBuf,
+        /// Producer messages at most (default: the scenario's `[explore]`, else 2).
+        #[arg(long)]
+        messages: Option<u64>,
+        /// Choices per run away from their simplest value, at most (default: the scenario's
+        /// `[explore]`, else 3).
+        #[arg(long)]
+        deviations: Option<usize>,
+        /// Runs at most; beyond it the scope is reported as not exhausted (default 200,000).
+        #[arg(long)]
+        runs_max: Option<u64>,
+        /// Keep the smallest run showing the expected failure as a regression file.
+        #[arg(long)]
+        record: bool,
+        #[arg(long, value_enum, default_value = "text")]
+        format: RunFormat,
     },
     /// Merge the `--format json` outputs of `run --shard K/N` into one report.
     Merge {
@@ -191,6 +225,24 @@ pub fn main() -> i32 {
             },
         ),
         Cmd::Merge { files } => merge(&registry, &files),
+        Cmd::Explore {
+            file,
+            messages,
+            deviations,
+            runs_max,
+            format,
+            record,
+        } => explore(
+            &registry,
+            &file,
+            ScopeFlags {
+                messages,
+                deviations,
+                runs_max,
+            },
+            format,
+            record,
+        ),
         Cmd::Shrink {
             file,
             seed,
@@ -588,7 +640,7 @@ fn replay(
         ReplayFormat::Json => report::json::replay(&scn, &r),
         ReplayFormat::Mermaid => report::mermaid::diagram(&scn, &r),
     };
-    print!("{out}");
+    out!("{out}");
     if let Some(why) = stale {
         eprintln!(
             "error: {} is stale: {why}; the model no longer consumes its choices the same way, so this is not the recorded run. Re-shrink: wakesim shrink {} --seed {}",
@@ -602,6 +654,127 @@ fn replay(
         eprintln!("{}: {}", report::reproduce(&scn, &r), describe(&r.outcome));
     }
     Ok(if r.outcome.is_pass() { 0 } else { 1 })
+}
+
+/// Scope flags of `wakesim explore`; unset ones come from the scenario.
+struct ScopeFlags {
+    messages: Option<u64>,
+    deviations: Option<usize>,
+    runs_max: Option<u64>,
+}
+
+/// `wakesim explore`: enumerate a small scope exhaustively.
+fn explore(
+    registry: &Registry,
+    file: &std::path::Path,
+    flags: ScopeFlags,
+    format: RunFormat,
+    record: bool,
+) -> Result<i32> {
+    use crate::scenario::Expect;
+    let scn = Scenario::load(file, registry)?;
+    let scope = crate::explore::Scope {
+        messages_max: flags.messages.unwrap_or(scn.explore.messages_max),
+        deviations_max: flags.deviations.unwrap_or(scn.explore.deviations_max),
+        runs_max: flags.runs_max.unwrap_or(scn.explore.runs_max),
+    };
+    let mut runner = Runner::new(registry);
+    let started = Instant::now();
+    let ex = crate::explore::explore(&mut runner, &scn, scope);
+    let secs = started.elapsed().as_secs_f64();
+    let met = match scn.expect {
+        Expect::Pass => ex.failing == 0 && ex.exhausted,
+        _ => ex.smallest_expected.is_some(),
+    };
+    let scoped = crate::explore::scoped(&scn, &scope);
+    if record && let Some(r) = ex.smallest_expected.as_ref().or(ex.smallest.as_ref()) {
+        let dir = regressions_dir(file);
+        let stem = file
+            .file_stem()
+            .map_or("scenario".into(), |s| s.to_string_lossy().into_owned());
+        let path = dir.join(format!("{stem}-explored.toml"));
+        let comment = format!(
+            "wakesim regression: the smallest failure `wakesim explore {}` found in {} runs\n(at most {} message(s), {} deviation(s)); delays from the boundary set.",
+            file.display(),
+            ex.runs,
+            scope.messages_max,
+            scope.deviations_max
+        );
+        write_regression_at(&path, file, 0, r, None, &comment, Some(scope.messages_max))?;
+        eprintln!("wrote {}", path.display());
+    }
+    match format {
+        RunFormat::Json => {
+            let line = serde_json::json!({
+                "type": "explore",
+                "file": file.display().to_string(),
+                "wake": scn.wake,
+                "expect": scn.expect.to_string(),
+                "scope": {"messages_max": scope.messages_max, "deviations_max": scope.deviations_max, "runs_max": scope.runs_max, "delays": "boundary set"},
+                "runs": ex.runs,
+                "distinct": ex.distinct,
+                "exhausted": ex.exhausted,
+                "failing": ex.failing,
+                "runs_to_expected_failure": ex.runs_to_expected,
+                "failing_runs_by_invariant": ex.by_invariant.iter().map(|(i, n)| (i.name(), *n)).collect::<std::collections::BTreeMap<_, _>>(),
+                "smallest_failure": ex.smallest.as_ref().map(|r| serde_json::json!({
+                    "invariant": r.outcome.label(), "records": r.records, "detail": describe(&r.outcome),
+                })),
+                "seconds": (secs * 1000.0).round() / 1000.0,
+                "met": met,
+            });
+            outln!("{line}");
+        }
+        RunFormat::Text => {
+            outln!(
+                "explored {} ({}): at most {} message(s), delays from the boundary set, at most {} deviation(s) per run",
+                file.display(),
+                scn.wake,
+                scope.messages_max,
+                scope.deviations_max
+            );
+            outln!(
+                "  {} runs ({} distinct) in {secs:.2} s · {}",
+                ex.runs,
+                ex.distinct,
+                if ex.exhausted {
+                    "scope exhausted"
+                } else {
+                    "NOT exhausted: --runs-max reached"
+                }
+            );
+            if ex.failing == 0 {
+                outln!("  no run breaks any invariant");
+            } else {
+                let by: Vec<String> = ex
+                    .by_invariant
+                    .iter()
+                    .map(|(i, n)| format!("{i} {n}"))
+                    .collect();
+                outln!("  failing runs: {} ({})", ex.failing, by.join(", "));
+            }
+            let shown = ex.smallest_expected.as_ref().or(ex.smallest.as_ref());
+            if let Some(r) = shown {
+                let target = match &scn.expect {
+                    Expect::Fail { invariant, .. } => Some(*invariant),
+                    _ => r.outcome.violations().first().map(|v| v.invariant),
+                };
+                outln!("  the smallest failure ({} records):", r.records);
+                let story = report::text::story(&scoped, r, target);
+                for l in story.lines() {
+                    if !l.starts_with("reproduce:") {
+                        outln!("    {l}");
+                    }
+                }
+            }
+            outln!(
+                "  expect {}: {}",
+                scn.expect,
+                if met { "met" } else { "NOT met" }
+            );
+        }
+    }
+    Ok(if met { 0 } else { 1 })
 }
 
 /// `wakesim shrink`: minimise a failing seed and keep it as a regression file.
@@ -665,8 +838,8 @@ fn shrink(
     let path = write_regression(file, &dir, seed, &sh.minimal, Some(sh.invariant), &comment)?;
     let mut minimal = sh.minimal;
     minimal.replay = Some(format!("wakesim replay {}", path.display()));
-    print!("{}", report::text::story(&scn, &minimal, target));
-    println!(
+    out!("{}", report::text::story(&scn, &minimal, target));
+    outln!(
         "shrunk seed {seed} while it breaks {}: {} -> {} choices, a story of {} -> {} lines, {} runs tried",
         sh.invariant,
         sh.original.choices.len(),
@@ -675,7 +848,7 @@ fn shrink(
         lines(&minimal),
         sh.runs
     );
-    println!("wrote {}", path.display());
+    outln!("wrote {}", path.display());
     Ok(0)
 }
 
@@ -696,13 +869,30 @@ fn write_regression(
     target: Option<Invariant>,
     comment: &str,
 ) -> Result<PathBuf> {
+    let path = regression_path(file, dir, seed);
+    write_regression_at(&path, file, seed, r, target, comment, None)?;
+    Ok(path)
+}
+
+/// Write `r` as a regression of `file` at `path`. `explored` records that its choices were
+/// drawn by `explore` (delays from the boundary set), with that message cap.
+fn write_regression_at(
+    path: &std::path::Path,
+    file: &std::path::Path,
+    seed: u64,
+    r: &crate::run::RunResult,
+    target: Option<Invariant>,
+    comment: &str,
+    explored: Option<u64>,
+) -> Result<()> {
     use crate::run::Outcome;
     use crate::scenario::Expect;
-    std::fs::create_dir_all(dir).map_err(|source| Error::Io {
-        path: dir.to_path_buf(),
-        source,
-    })?;
-    let path = regression_path(file, dir, seed);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|source| Error::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+    }
     let expect = match &r.outcome {
         Outcome::Pass => Expect::Pass,
         Outcome::Panic(_) => Expect::Panic,
@@ -720,12 +910,11 @@ fn write_regression(
         }
     };
     let rel = crate::regression::relative(path.parent().unwrap_or(std::path::Path::new(".")), file);
-    let text = Regression::render(&rel, seed, &expect, &r.choices, comment);
-    std::fs::write(&path, text).map_err(|source| Error::Io {
-        path: path.clone(),
+    let text = Regression::render(&rel, seed, &expect, &r.choices, comment, explored);
+    std::fs::write(path, text).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
         source,
-    })?;
-    Ok(path)
+    })
 }
 
 /// `scenarios/pi/x.toml` → `scenarios/regressions`: the `regressions` directory beside the

@@ -20,6 +20,7 @@
 //! - [`scenario`]: scenario files (TOML) and their validation.
 //! - [`swarm`]: the per-seed mix of faults and producers (swarm testing).
 //! - [`run`]: running seeds and judging a scenario's expectation.
+//! - [`explore`]: exhaustive enumeration of a small scope.
 //! - [`shrink`] and [`regression`]: minimising a failing run and keeping it as a regression file.
 //! - [`report`]: the text timeline, JSON Lines and Mermaid.
 //! - [`cli`]: the `wakesim` command.
@@ -31,6 +32,7 @@
 pub mod check;
 pub mod cli;
 pub mod error;
+pub mod explore;
 pub mod host;
 pub mod kernel;
 pub mod regression;

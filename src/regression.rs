@@ -12,6 +12,8 @@
 //! seed = 11
 //! wakesim = "0.1.0"
 //! choices = ["1/2 fault on", "0/3 fault rate", "3/4 await"]  # value/bound site
+//! profile = "boundary"        # optional, from `explore`: delays from the boundary set,
+//! messages_max = 2              # and its message cap
 //!
 //! [expect]                                                    # as in scenario files
 //! verdict = "fail"
@@ -26,7 +28,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::error::{Error, Result};
-use crate::kernel::choice::Choice;
+use crate::kernel::choice::{Choice, Profile};
 use crate::run::{Outcome, RunResult, Runner, shows_expected};
 use crate::scenario::{Expect, RawExpect, Scenario, located};
 use crate::wake::Registry;
@@ -44,6 +46,8 @@ pub struct Regression {
     pub wakesim: String,
     pub expect: Expect,
     pub choices: Vec<Choice>,
+    /// The choices were drawn by `explore` (delays from the boundary set only).
+    pub profile: Profile,
 }
 
 /// How replaying a regression went.
@@ -62,6 +66,11 @@ struct RawRegression {
     seed: u64,
     wakesim: String,
     choices: Vec<Spanned<String>>,
+    #[serde(default)]
+    profile: Option<Spanned<String>>,
+    /// Explore's message cap the choices were drawn under.
+    #[serde(default)]
+    messages_max: Option<u64>,
     expect: Spanned<RawExpect>,
 }
 
@@ -137,7 +146,7 @@ impl Regression {
                 .unwrap_or(Path::new("."))
                 .join(raw.scenario.get_ref()),
         );
-        let scenario = Scenario::load(&scenario_path, registry).map_err(|e| match e {
+        let mut scenario = Scenario::load(&scenario_path, registry).map_err(|e| match e {
             Error::Io { .. } => err(
                 raw.scenario.span(),
                 format!(
@@ -147,13 +156,37 @@ impl Regression {
             ),
             other => other,
         })?;
+        if let Some(m) = raw.messages_max {
+            let scope = crate::explore::Scope {
+                messages_max: m,
+                ..crate::explore::Scope::default()
+            };
+            scenario = crate::explore::scoped(&scenario, &scope);
+        }
         let choices = raw
             .choices
             .iter()
             .map(|c| parse_choice(c.get_ref()).map_err(|m| err(c.span(), m)))
             .collect::<Result<Vec<_>>>()?;
         let expect = raw.expect.get_ref().to_expect(&err)?;
+        let profile = match raw
+            .profile
+            .as_ref()
+            .map(|p| (p.get_ref().as_str(), p.span()))
+        {
+            None | Some(("random", _)) => Profile::default(),
+            Some(("boundary", _)) => Profile {
+                boundary_only: true,
+            },
+            Some((other, span)) => {
+                return Err(err(
+                    span,
+                    format!("unknown profile `{other}`, expected random or boundary"),
+                ));
+            }
+        };
         Ok(Regression {
+            profile,
             path: path.to_path_buf(),
             scenario,
             seed: raw.seed,
@@ -165,8 +198,13 @@ impl Regression {
 
     /// Replay strictly and judge the expectation.
     pub fn replay(&self, runner: &mut Runner<'_>, tracing: bool) -> Replayed {
-        let mut result =
-            runner.run_choices(&self.scenario, self.seed, self.choices.clone(), tracing);
+        let mut result = runner.run_profiled(
+            &self.scenario,
+            self.seed,
+            self.choices.clone(),
+            self.profile,
+            tracing,
+        );
         result.replay = Some(format!("wakesim replay {}", self.path.display()));
         if let Some(why) = result.stale.clone() {
             return Replayed::Stale { result, why };
@@ -182,6 +220,7 @@ impl Regression {
         expect: &Expect,
         choices: &[Choice],
         comment: &str,
+        explored: Option<u64>,
     ) -> String {
         let mut s = String::new();
         for line in comment.lines() {
@@ -191,6 +230,10 @@ impl Regression {
         s += &format!("scenario = {}\n", toml_str(scenario_rel));
         s += &format!("seed = {seed}\n");
         s += &format!("wakesim = \"{}\"\n", env!("CARGO_PKG_VERSION"));
+        if let Some(messages_max) = explored {
+            s += "profile = \"boundary\"\n";
+            s += &format!("messages_max = {messages_max}\n");
+        }
         s += "choices = [\n";
         for c in choices {
             s += &format!(

@@ -60,6 +60,7 @@ impl Outcome {
 }
 
 /// Everything one seed produced.
+#[derive(Clone)]
 pub struct RunResult {
     pub seed: u64,
     pub outcome: Outcome,
@@ -84,6 +85,28 @@ pub struct RunResult {
     /// The timeline, when tracing was asked for.
     pub trace: Vec<Record>,
     pub choices: Vec<Choice>,
+}
+
+impl RunResult {
+    /// A copy without the timeline (cheap to keep while exploring).
+    pub fn clone_untraced(&self) -> RunResult {
+        RunResult {
+            trace: Vec::new(),
+            messages: Vec::new(),
+            seed: self.seed,
+            outcome: self.outcome.clone(),
+            events: self.events,
+            records: self.records,
+            records_at_violation: self.records_at_violation.clone(),
+            trace_hash: self.trace_hash,
+            end: self.end,
+            mix: self.mix.clone(),
+            marks: self.marks.clone(),
+            replay: self.replay.clone(),
+            stale: self.stale.clone(),
+            choices: self.choices.clone(),
+        }
+    }
 }
 
 thread_local! {

@@ -27,6 +27,10 @@
 //! [coverage]                       # race windows the seed budget must reach
 //! must_reach = ["wake-while-preparing"]
 //!
+//! [explore]                        # the default scope of `wakesim explore`
+//! deviations = 3                   # unusual choices per run (default 3)
+//! messages = 2                     # producer messages at most (default 2)
+//!
 //! [expect]
 //! verdict = "fail"                 # pass | fail | panic | step-budget
 //! invariant = "single-starter"
@@ -93,6 +97,8 @@ pub struct Scenario {
     pub expect: Expect,
     /// Race windows the seed budget must reach (`[coverage] must_reach`).
     pub must_reach: Vec<Window>,
+    /// The scope `wakesim explore` enumerates by default (`[explore]`).
+    pub explore: crate::explore::Scope,
 }
 
 impl Scenario {
@@ -193,7 +199,17 @@ struct RawScenario {
     check: RawCheck,
     #[serde(default)]
     coverage: RawCoverage,
+    #[serde(default)]
+    explore: RawExplore,
     expect: Spanned<RawExpect>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawExplore {
+    messages: Option<u64>,
+    deviations: Option<Spanned<usize>>,
+    runs_max: Option<u64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -618,7 +634,25 @@ impl RawScenario {
             })
             .collect::<Result<Vec<_>>>()?;
 
+        let mut explore = crate::explore::Scope::default();
+        if let Some(m) = self.explore.messages {
+            explore.messages_max = m.clamp(1, 16);
+        }
+        if let Some(d) = &self.explore.deviations {
+            if *d.get_ref() > 8 {
+                return Err(err(
+                    d.span(),
+                    format!("{} is out of range 0..=8", d.get_ref()),
+                ));
+            }
+            explore.deviations_max = *d.get_ref();
+        }
+        if let Some(r) = self.explore.runs_max {
+            explore.runs_max = r.max(1);
+        }
+
         Ok(Scenario {
+            explore,
             must_reach,
             path: path.to_path_buf(),
             name: self.name,

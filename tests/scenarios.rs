@@ -1,6 +1,10 @@
 //! The regression gate: one test per scenario file under `scenarios/`, and first one per
 //! regression file (a shrunk or recorded run, replayed exactly; a stale one fails).
 //!
+//! Per scenario: its seed budget and expectation, its required race windows, an exhaustive
+//! exploration of its scope (which must find a failing scenario's bug, and find nothing in a
+//! passing one), a determinism check on a sample of seeds, and its snapshot.
+//!
 //! Each test runs the scenario's seed budget (times `WAKESIM_SEEDS_MULTIPLIER`, for nightly runs)
 //! and asserts its expectation; a failure prints the line that replays the offending seed. Then it
 //! replays the scenario's `snapshot_seed` and compares its timeline with the committed insta
@@ -54,6 +58,38 @@ fn check(rel: &Path) -> Result<(), Failed> {
             msg += &format!("\n{}", report::replay_line(rel, u.seed));
         }
         return Err(msg.into());
+    }
+
+    // Exhaustive exploration of the scenario's scope finds its bug, or proves the scope clean.
+    let stop_when_found = !matches!(scn.expect, wakesim::scenario::Expect::Pass);
+    let ex = wakesim::explore::explore_until(&mut runner, &scn, scn.explore, stop_when_found);
+    match &scn.expect {
+        wakesim::scenario::Expect::Pass if ex.failing > 0 || !ex.exhausted => {
+            let why = ex
+                .smallest
+                .as_ref()
+                .map_or("the scope was not exhausted".to_string(), |r| {
+                    describe(&r.outcome)
+                });
+            return Err(format!(
+                "{}: explore ({} runs, exhausted: {}) found a failing run: {why}",
+                rel.display(),
+                ex.runs,
+                ex.exhausted
+            )
+            .into());
+        }
+        wakesim::scenario::Expect::Pass => {}
+        expect if ex.smallest_expected.is_none() => {
+            return Err(format!(
+                "{}: explore did not find {expect} in its scope ({} runs, exhausted: {})",
+                rel.display(),
+                ex.runs,
+                ex.exhausted
+            )
+            .into());
+        }
+        _ => {}
     }
 
     // Determinism self-check on a sample: each seed twice, in a fresh and a warm runner.
