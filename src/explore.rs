@@ -144,7 +144,7 @@ pub fn explore_until(
         }
         let next = (0..log.len()).rev().find(|&i| {
             let c = log[i];
-            c.value + 1 < c.bound && deviations[i] + 1 <= scope.deviations_max
+            c.value + 1 < c.bound && deviations[i] < scope.deviations_max
         });
         match next {
             Some(i) => {
