@@ -41,6 +41,23 @@ fn snapshot_name(rel: &Path) -> String {
     parts.join("__")
 }
 
+/// insta settings for the top-level `snapshots/` directory.
+fn snapshot_settings() -> insta::Settings {
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path(root().join("snapshots"));
+    settings.set_prepend_module_to_snapshot(false);
+    settings.set_omit_expression(true);
+    settings
+}
+
+/// A timeline or story without the version, so a version bump does not touch every snapshot.
+fn versionless(text: &str) -> String {
+    text.replace(
+        &format!("wakesim {}", env!("CARGO_PKG_VERSION")),
+        "wakesim [version]",
+    )
+}
+
 fn check(rel: &Path) -> Result<(), Failed> {
     let registry = Registry::builtin();
     let scn = Scenario::load(rel, &registry).map_err(|e| e.to_string())?;
@@ -110,14 +127,8 @@ fn check(rel: &Path) -> Result<(), Failed> {
         )
         .into());
     }
-    let timeline = report::text::timeline(&scn, &r).replace(
-        &format!("wakesim {}", env!("CARGO_PKG_VERSION")),
-        "wakesim [version]",
-    );
-    let mut settings = insta::Settings::clone_current();
-    settings.set_snapshot_path(root().join("snapshots"));
-    settings.set_prepend_module_to_snapshot(false);
-    settings.set_omit_expression(true);
+    let timeline = versionless(&report::text::timeline(&scn, &r));
+    let mut settings = snapshot_settings();
     settings.set_description(format!("{} · seed {}", scn.name, scn.snapshot_seed));
     let name = snapshot_name(rel);
     // A mismatch panics with insta's diff; libtest-mimic reports the panic as this test's failure.
@@ -155,14 +166,8 @@ fn check_regression(rel: &Path) -> Result<(), Failed> {
         wakesim::scenario::Expect::Fail { invariant, .. } => Some(invariant),
         _ => None,
     };
-    let story = report::text::story(&reg.scenario, &r, target).replace(
-        &format!("wakesim {}", env!("CARGO_PKG_VERSION")),
-        "wakesim [version]",
-    );
-    let mut settings = insta::Settings::clone_current();
-    settings.set_snapshot_path(root().join("snapshots"));
-    settings.set_prepend_module_to_snapshot(false);
-    settings.set_omit_expression(true);
+    let story = versionless(&report::text::story(&reg.scenario, &r, target));
+    let mut settings = snapshot_settings();
     settings.set_description(format!(
         "regression: {} · {}",
         reg.scenario.name, reg.expect

@@ -210,6 +210,14 @@ impl PiHost {
         self.core.live_prompts -= 1;
     }
 
+    /// A prompt throws `error` (to its caller, or the extension error channel) and ends.
+    fn reject_prompt(&mut self, k: &mut Kernel<PiEv>, id: u32, error: HostError) {
+        let prompt = Some(id);
+        self.core
+            .note(k, Actor::Host, Note::Error { prompt, error });
+        self.fail_prompt(k, id);
+    }
+
     /// A prompt ended without starting a run.
     fn fail_prompt(&mut self, k: &mut Kernel<PiEv>, id: u32) {
         if !self.core.prompts[id as usize - 1].from_user {
@@ -270,16 +278,7 @@ impl PiHost {
                             self.prompt_note(k, id, Step::QueuedWhileStreaming(d));
                         }
                         None => {
-                            let error = HostError::AlreadyProcessing;
-                            self.core.note(
-                                k,
-                                Actor::Host,
-                                Note::Error {
-                                    prompt: Some(id),
-                                    error,
-                                },
-                            );
-                            self.fail_prompt(k, id);
+                            self.reject_prompt(k, id, HostError::AlreadyProcessing);
                             return;
                         }
                     }
@@ -295,16 +294,7 @@ impl PiHost {
             }
             PStep::Auth => {
                 if self.core.prompts[i].auth_fails {
-                    let error = HostError::AuthFailed;
-                    self.core.note(
-                        k,
-                        Actor::Host,
-                        Note::Error {
-                            prompt: Some(id),
-                            error,
-                        },
-                    );
-                    self.fail_prompt(k, id);
+                    self.reject_prompt(k, id, HostError::AuthFailed);
                 } else if self.core.compacting == Compacting::None
                     && self.core.fires(k, PiFault::PrePromptCompaction)
                 {
