@@ -18,7 +18,10 @@
 //!   [`host::pi::api`] is the wake-logic API a pi extension sees.
 //! - [`wake`]: the built-in wake logics (buggy and fixed) and the [`wake::Registry`] users extend.
 //! - [`scenario`]: scenario files (TOML) and their validation.
+//! - [`swarm`]: the per-seed mix of faults and producers (swarm testing).
 //! - [`run`]: running seeds and judging a scenario's expectation.
+//! - [`explore`]: exhaustive enumeration of a small scope.
+//! - [`shrink`] and [`regression`]: minimising a failing run and keeping it as a regression file.
 //! - [`report`]: the text timeline, JSON Lines and Mermaid.
 //! - [`cli`]: the `wakesim` command.
 //!
@@ -29,11 +32,15 @@
 pub mod check;
 pub mod cli;
 pub mod error;
+pub mod explore;
 pub mod host;
 pub mod kernel;
+pub mod regression;
 pub mod report;
 pub mod run;
 pub mod scenario;
+pub mod shrink;
+pub mod swarm;
 pub mod trace;
 pub mod wake;
 

@@ -1,7 +1,7 @@
 //! Replay one seed of a madsim-lane scenario: the timeline, as the lane's failures print it.
 //!
 //! ```sh
-//! cargo run -p wakesim-madsim --example replay -- madsim/scenarios/is-idle-two-wakes-during-preparation.toml --seed 7
+//! cargo run -p wakesim-madsim --example replay -- madsim/scenarios/is-idle-two-wakes-during-preparation.toml --seed 2
 //! ```
 //!
 //! Exit codes as `wakesim replay`: 0 when the seed passes, 1 when it fails, 2 for a usage or

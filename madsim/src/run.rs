@@ -5,14 +5,15 @@ use std::ops::Range;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 
-use wakesim::check::{InvariantSet, Monitor};
+use wakesim::check::{Invariant, InvariantSet, Monitor};
 use wakesim::host::HostKind;
 use wakesim::host::pi::core::BudgetExceeded;
 use wakesim::host::pi::{Gen, PiHost};
 use wakesim::kernel::choice::{Choices, Profile};
-use wakesim::kernel::{End, Kernel};
-use wakesim::run::{Outcome, RunResult, ScenarioReport, judge_seeds};
+use wakesim::kernel::{End, Kernel, World};
+use wakesim::run::{Outcome, RunResult, ScenarioReport};
 use wakesim::scenario::Scenario;
+use wakesim::swarm::Mix;
 
 use crate::bridge::{self, Driven};
 use crate::wake::{self, AsyncWake};
@@ -104,7 +105,7 @@ impl Lane {
             })
         }));
         drop(rt);
-        let (outcome, calls, faults_on) = match result {
+        let (outcome, calls, mix) = match result {
             Ok(Driven {
                 end: End::StepBudget,
                 calls,
@@ -113,7 +114,7 @@ impl Lane {
                     steps: k.steps() + calls,
                 },
                 calls,
-                world.faults_on(),
+                world.mix(),
             ),
             Ok(Driven { calls, .. }) => {
                 let v = k.monitor.violations();
@@ -122,32 +123,45 @@ impl Lane {
                 } else {
                     Outcome::Fail(v.to_vec())
                 };
-                (outcome, calls, world.faults_on())
+                (outcome, calls, world.mix())
             }
             Err(payload) if payload.is::<BudgetExceeded>() => {
-                (Outcome::StepBudget { steps: k.steps() }, 0, Vec::new())
+                (Outcome::StepBudget { steps: k.steps() }, 0, Mix::default())
             }
-            Err(payload) => (Outcome::Panic(panic_text(&*payload)), 0, Vec::new()),
+            Err(payload) => (Outcome::Panic(panic_text(&*payload)), 0, Mix::default()),
         };
         RunResult {
             seed,
             outcome,
             events: k.steps() + calls,
+            records: k.monitor.records(),
+            records_at_violation: Invariant::ALL
+                .into_iter()
+                .filter_map(|i| Some((i, k.monitor.records_at_violation(i)?)))
+                .collect(),
             trace_hash: k.monitor.trace_hash(),
             end: k.now(),
-            faults_on: faults_on.into_iter().map(|f| f.name()).collect(),
+            mix,
+            marks: k.monitor.marks(),
+            // Printed by `timeline_with(.., replay_line(..))`; `replay` is for recorded choices,
+            // which this lane has none of.
+            replay: None,
+            stale: None,
             messages: k.monitor.messages().to_vec(),
             trace: k.monitor.take_trace(),
             choices: k.choices.take_log(),
         }
     }
 
-    /// Run seeds `range` of a scenario and judge its expectation (wakesim's own logic).
+    /// Run seeds `range` of a scenario and judge its expectation (wakesim's own logic, race
+    /// windows required by `coverage.must_reach` included).
     pub fn run_scenario(&self, scn: &Scenario, range: Range<u64>) -> ScenarioReport {
-        judge_seeds(scn, range, |seed| {
-            let r = self.run_seed(scn, seed, false);
-            (r.outcome, r.events)
-        })
+        let mut report = ScenarioReport::new(range.clone());
+        for seed in range {
+            report.add(&self.run_seed(scn, seed, false), &scn.expect);
+        }
+        report.judge(&scn.expect, &scn.must_reach);
+        report
     }
 }
 

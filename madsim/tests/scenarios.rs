@@ -4,7 +4,9 @@
 //! (times `WAKESIM_SEEDS_MULTIPLIER`) through the lane and asserts its expectation with wakesim's
 //! own judging code; a failure prints the lane's replay line. Then it replays `snapshot_seed` and
 //! compares its timeline with the committed insta snapshot `snapshots/madsim__<file>.snap` (CI
-//! never writes snapshots). A snapshot seed of a failing scenario must show that failure.
+//! never writes snapshots). A snapshot seed of a failing scenario must show that failure. A
+//! sample of seeds runs twice and must give the same trace. There is no exploration step: this
+//! lane's schedules are madsim's, not a choice sequence wakesim could enumerate.
 //!
 //! These files live outside `scenarios/`, whose gate resolves wake logics through the kernel
 //! lane's `Registry`, which holds none of the async ones.
@@ -16,6 +18,9 @@ use wakesim::report;
 use wakesim::run::{describe, shows_expected};
 use wakesim::scenario::{Scenario, discover};
 use wakesim_madsim::run::{Lane, replay_line};
+
+/// Seeds per scenario the gate runs twice and compares by trace hash.
+const DETERMINISM_SAMPLE: u64 = 8;
 
 /// The repository root: the lane's paths are given relative to it, as `cargo run` takes them.
 fn root() -> PathBuf {
@@ -47,10 +52,27 @@ fn check(rel: &Path) -> Result<(), Failed> {
             scn.expect,
             rep.why.clone().unwrap_or_default()
         );
-        if let Some((seed, _)) = &rep.unexpected {
-            msg += &format!("\n{}", replay_line(rel, *seed));
+        if let Some(u) = &rep.unexpected {
+            msg += &format!("\n{}", replay_line(rel, u.seed));
         }
         return Err(msg.into());
+    }
+
+    // Determinism on a sample, by wakesim's trace hash: each seed in a fresh lane and again after
+    // the others (madsim's own check would compare only its draws and its clock).
+    for seed in 0..DETERMINISM_SAMPLE {
+        let fresh = Lane::builtin().run_seed(&scn, seed, false);
+        let warm = lane.run_seed(&scn, seed, false);
+        if fresh.trace_hash != warm.trace_hash || fresh.outcome != warm.outcome {
+            return Err(format!(
+                "{}: nondeterministic: seed {seed} gave traces {:016x} and {:016x}\n{}",
+                rel.display(),
+                fresh.trace_hash,
+                warm.trace_hash,
+                replay_line(rel, seed)
+            )
+            .into());
+        }
     }
 
     let r = lane.run_seed(&scn, scn.snapshot_seed, true);
