@@ -6,8 +6,9 @@ pub mod text;
 
 use crate::check::Violation;
 use crate::host::HostKind;
+use crate::host::gptme::note as gptme_note;
 use crate::host::pi::note;
-use crate::trace::{Actor, Ev, MsgId, MsgInfo, Record};
+use crate::trace::{Actor, Ev, MsgId, MsgInfo, MsgKind, Record};
 
 /// One rendered line of a timeline.
 pub struct Line {
@@ -58,11 +59,16 @@ pub fn lines(
         let text = match &r.ev {
             Ev::Produced { msg } => {
                 let info = &messages[msg.0 as usize];
-                format!(
-                    "{msg} ready ({} from {})",
-                    info.kind.name(),
-                    info.source_name()
-                )
+                match info.kind {
+                    MsgKind::Watch => format!("{msg} ready: {} fired", info.source_name()),
+                    MsgKind::Job => format!("{msg} ready: {} finished", info.source_name()),
+                    MsgKind::Prompt => format!("{msg} ready: a record for {}", info.source_name()),
+                    _ => format!(
+                        "{msg} ready ({} from {})",
+                        info.kind.name(),
+                        info.source_name()
+                    ),
+                }
             }
             Ev::Appended { msg } => {
                 carried.push(*msg);
@@ -85,11 +91,22 @@ pub fn lines(
             Ev::Dropped { msg, reason } => format!("{msg} dropped: {}", reason.text()),
             Ev::Mark(w) => format!("◆ race window: {}", w.describe()),
             Ev::Pi(n) => n.render(),
+            Ev::Gptme(n) => n.render(),
+            Ev::SessionEnd { cause } => format!("session ends: {}", cause.text()),
+            Ev::InputInterrupt { input } => {
+                format!("outside input interrupts the idle wait (fingerprint {input:016x})")
+            }
             Ev::Idle { .. }
             | Ev::RunFlag { .. }
             | Ev::AgentRun { .. }
             | Ev::Starter { .. }
-            | Ev::Settled => {
+            | Ev::Settled
+            | Ev::Pass { .. }
+            | Ev::Wake { .. }
+            | Ev::Work { .. }
+            | Ev::WorkNoticed { .. }
+            | Ev::Waiting { .. }
+            | Ev::OwnerClaimed { .. } => {
                 continue;
             }
         };
@@ -101,6 +118,8 @@ pub fn lines(
             kind: match &r.ev {
                 Ev::Pi(note::Note::Handler(_)) => LineKind::Handler,
                 Ev::Pi(n) if n.is_wake_call() => LineKind::Call,
+                Ev::Gptme(n) if n.is_handler() => LineKind::Handler,
+                Ev::Gptme(n) if n.is_wake_call() => LineKind::Call,
                 _ => LineKind::Plain,
             },
         });
@@ -118,5 +137,7 @@ pub fn replay_line(file: &std::path::Path, seed: u64) -> String {
 pub fn state_name(host: HostKind, code: u8) -> &'static str {
     match host {
         HostKind::Pi | HostKind::Pi058 => note::state_name(code),
+        HostKind::GptmeServer => gptme_note::server_state_name(code),
+        HostKind::GptmeCli => gptme_note::cli_state_name(code),
     }
 }
