@@ -127,6 +127,25 @@ impl MsgInfo {
     }
 }
 
+/// Ids as a list, runs of three or more consecutive ids shortened: `m1 m2`, `m4–m104 m200`.
+pub fn id_list(ids: &[MsgId]) -> String {
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < ids.len() {
+        let mut j = i + 1;
+        while j < ids.len() && ids[j].0 == ids[j - 1].0 + 1 {
+            j += 1;
+        }
+        if j - i >= 3 {
+            parts.push(format!("{}–{}", ids[i], ids[j - 1]));
+        } else {
+            parts.extend(ids[i..j].iter().map(|m| m.to_string()));
+        }
+        i = j;
+    }
+    parts.join(" ")
+}
+
 /// Conversations are named A (the one under test), B, C, ...
 pub fn conv_name(conv: u8) -> char {
     (b'A' + conv % 26) as char
@@ -206,6 +225,9 @@ pub enum DropReason {
     TimedOutAtExit,
     /// gptme: another conversation's completion purged by the reset at process exit.
     OtherConversation,
+    /// gptme: a subagent report still queued when the session exited (#3843 waits for shell
+    /// jobs only).
+    SubagentAtExit,
 }
 
 impl DropReason {
@@ -226,6 +248,9 @@ impl DropReason {
             }
             DropReason::OtherConversation => {
                 "another conversation's output, purged when this process exited (not this session's to deliver)"
+            }
+            DropReason::SubagentAtExit => {
+                "a subagent report queued when the session exited: #3843 waits for shell jobs only, not subagents (its documented scope)"
             }
         }
     }
@@ -345,7 +370,8 @@ pub enum WorkOp {
     Started,
     /// It finished and its completion is the message `msg`.
     Finished(MsgId),
-    /// It was killed (teardown reset, SIGTERM, exit) before it finished.
+    /// A reset (teardown, SIGTERM, exit) popped it before its completion was queued: killed if
+    /// still running; its result will never come.
     Killed,
 }
 
@@ -421,10 +447,12 @@ pub enum Window {
     ResetDuringWait,
     /// gptme CLI: more prompts are queued on disk than one wait may take (100).
     PromptsOverCap,
+    /// gptme CLI: control.jsonl is rewritten with new contents of the same size during a wait.
+    SameSizeRewrite,
 }
 
 impl Window {
-    pub const ALL: [Window; 18] = [
+    pub const ALL: [Window; 19] = [
         Window::WakeWhilePreparing,
         Window::ConcurrentPrompts,
         Window::MessageBetweenInnerRuns,
@@ -443,6 +471,7 @@ impl Window {
         Window::WaitTimeout,
         Window::ResetDuringWait,
         Window::PromptsOverCap,
+        Window::SameSizeRewrite,
     ];
 
     pub fn name(self) -> &'static str {
@@ -465,6 +494,7 @@ impl Window {
             Window::WaitTimeout => "wait-timeout",
             Window::ResetDuringWait => "reset-during-wait",
             Window::PromptsOverCap => "prompts-over-cap",
+            Window::SameSizeRewrite => "same-size-rewrite",
         }
     }
 
@@ -500,6 +530,9 @@ impl Window {
             Window::WaitTimeout => "the idle wait reaches GPTME_WATCH_IDLE_MAX",
             Window::ResetDuringWait => "a teardown reset while the waiter is in cond.wait",
             Window::PromptsOverCap => "more prompts wait on disk than one wait may take (100)",
+            Window::SameSizeRewrite => {
+                "control.jsonl is rewritten with new contents of the same size during a wait"
+            }
         }
     }
 

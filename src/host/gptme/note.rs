@@ -2,8 +2,12 @@
 //! hosts. Observations (appends, model requests, wakes, session ends) are rendered by `report`.
 
 use crate::host::gptme::ConvId;
-use crate::host::pi::note::payload;
-use crate::trace::{MsgId, Payload, Refusal, conv_name};
+use crate::trace::{MsgId, Payload, Refusal, conv_name, id_list};
+
+/// `[m1 m2]`, `[m1–m101]`: what an item carries.
+fn payload(p: &Payload) -> String {
+    format!("[{}]", id_list(p.ids()))
+}
 
 /// Server states, as the timeline's last column shows them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -298,6 +302,14 @@ pub enum Note {
     Sigterm,
 }
 
+/// `n` cond.wait timeouts, in words.
+fn timeouts(n: u32) -> String {
+    match n {
+        1 => "its cond.wait timed out once".to_string(),
+        n => format!("its cond.wait timed out {n} times"),
+    }
+}
+
 impl Note {
     pub fn render(&self) -> String {
         match self {
@@ -345,7 +357,7 @@ impl Note {
                 }
             }
             Note::TakeWatchEvents { payload: p } => {
-                format!("take_queued_watch_events → {}", payload(p))
+                format!("take_queued_watch_events → {} (removed from the queue)", payload(p))
             }
             Note::Requeue { msg } => format!("requeue_watch_event({msg}): back at the head"),
             Note::Defer { msg } => format!("{msg} deferred: appended to _pending_deliveries"),
@@ -488,11 +500,13 @@ impl Note {
                 "cond.wait({timeout_ms} ms): {own} own job{} pending",
                 if *own == 1 { "" } else { "s" }
             ),
-            Note::Woken { rechecks } => {
-                format!("waiter woken by notify_all (after {rechecks} timed re-checks)")
-            }
+            Note::Woken { rechecks: 0 } => "waiter woken by notify_all".to_string(),
+            Note::Woken { rechecks } => format!(
+                "waiter woken by notify_all (after {})",
+                timeouts(*rechecks)
+            ),
             Note::WaitEnded { rechecks } => {
-                format!("the wait ends after {rechecks} timed re-checks")
+                format!("the wait ends after {}", timeouts(*rechecks))
             }
             Note::Nudge { count } => format!(
                 "auto_reply: no tool call and nothing queued: nudge #{count}"
@@ -501,9 +515,9 @@ impl Note {
                 format!("reset_background_jobs({c}): kill, purge, pop and notify its condition")
             }
             Note::Reset { cid: None } => {
-                "reset_background_jobs(): every job killed, queue purged, control keys cleared".to_string()
+                "exit cleanup: reset_background_jobs() kills every job, purges the queue, clears control keys".to_string()
             }
-            Note::Killed { job } => format!("{job} killed"),
+            Note::Killed { job } => format!("{job} popped before its completion was queued: killed"),
             Note::Purged { msg } => format!("{msg} purged from the completion queue"),
             Note::Writer {
                 payload: p,
@@ -527,13 +541,13 @@ impl Note {
                     format!("the parent writes control.jsonl ({size} B); nobody consumes it")
                 }
             }
-            Note::ForeignJob { job } => format!("conversation B starts its {job}"),
+            Note::ForeignJob { job } => format!("conversation B starts {job}"),
             Note::OwnerClaims { job, msg } => match msg {
-                Some(m) => format!("conversation B claims its {job}'s completion {m}"),
-                None => format!("conversation B finds its {job}'s completion gone"),
+                Some(m) => format!("conversation B claims {m}, {job}'s completion"),
+                None => format!("conversation B finds {job}'s completion gone"),
             },
             Note::ConcurrentDrain { payload: p } => format!(
-                "a concurrent drain (another session of A at STEP_PRE) claims {} into the log",
+                "concurrent drain: another session of A runs a step; its STEP_PRE claims {} into the log",
                 payload(p)
             ),
             Note::Sigterm => "SIGTERM".to_string(),

@@ -157,6 +157,10 @@ impl CliWake for BackgroundWait {
         "background_job_wait_hook"
     }
 
+    fn step_pre_name(&self) -> &'static str {
+        "background_job_completion_hook (900)"
+    }
+
     fn step_pre(&mut self, cli: &mut Cli<'_>) -> Vec<Item> {
         BackgroundWait::completions(cli)
     }

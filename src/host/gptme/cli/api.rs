@@ -153,6 +153,11 @@ pub trait CliWake {
     /// The hook's name in timelines.
     fn name(&self) -> &'static str;
 
+    /// The STEP_PRE hook's name in timelines.
+    fn step_pre_name(&self) -> &'static str {
+        "the wake logic's STEP_PRE hook"
+    }
+
     /// STEP_PRE (priority 900 in #3843): what to append before the model request.
     fn step_pre(&mut self, _cli: &mut Cli<'_>) -> Vec<Item> {
         Vec::new()

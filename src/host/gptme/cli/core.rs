@@ -135,8 +135,9 @@ impl CliCore {
         }
     }
 
-    /// Unfinished work of conversation `conv` a wait could be for: jobs running or with a
-    /// completion still queued, not expired.
+    /// Unfinished work of conversation `conv` a wait could be for: jobs not expired whose
+    /// completion is not queued yet (running, or their reader still draining) or queued and not
+    /// claimed.
     pub(super) fn unfinished(&self, conv: u8) -> u32 {
         self.jobs
             .iter()
@@ -145,7 +146,7 @@ impl CliCore {
                 j.name.conv == conv
                     && j.registered
                     && !j.wait_expired
-                    && (j.running || self.completions.contains(&(*i as u32)))
+                    && (!j.notified || self.completions.contains(&(*i as u32)))
             })
             .count() as u32
     }

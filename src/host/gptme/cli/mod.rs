@@ -29,7 +29,9 @@ use crate::host::gptme::note::{CliReply, CliState, JobName, Note, Popped};
 use crate::kernel::choice::Ratio;
 use crate::kernel::{Kernel, World};
 use crate::swarm::Mix;
-use crate::trace::{Actor, DropReason, EndCause, Ev, MsgFrom, MsgId, MsgKind, Payload, WorkOp};
+use crate::trace::{
+    Actor, DropReason, EndCause, Ev, MsgFrom, MsgId, MsgKind, Payload, Window, WorkOp,
+};
 
 /// The conversation under test (A) and the other one in the process (B).
 const OWN: u8 = 0;
@@ -263,7 +265,7 @@ impl CliHost {
             for i in &items {
                 self.append_item(k, i);
             }
-            let hook = self.wake.name();
+            let hook = self.wake.step_pre_name();
             self.core.note(
                 k,
                 Actor::Wake,
@@ -332,10 +334,10 @@ impl CliHost {
                 } else {
                     kind
                 };
+                self.state(CliState::Tools);
                 self.core.note(k, Actor::Host, Note::CliReply { reply });
                 self.last_reply_tool = true;
                 self.nudges = 0;
-                self.state(CliState::Tools);
                 let d = self.core.cfg.timing.tool_ms.delay(k, "tool");
                 k.schedule(d, CliEv::ToolDone);
             }
@@ -653,7 +655,7 @@ impl CliHost {
             return;
         }
         if self.core.hook_unlocked {
-            self.core.mark(k, crate::trace::Window::NotifyBeforeWait);
+            self.core.mark(k, Window::NotifyBeforeWait);
         }
         let woke = self.notify_waiter(k);
         self.core.note(
@@ -670,8 +672,9 @@ impl CliHost {
         }
     }
 
-    /// Another session of A runs the completion hook at its STEP_PRE: what it claims enters A's
-    /// log (the next model request carries it).
+    /// Another session of A (a server or ACP client on the same conversation) runs a step: its
+    /// STEP_PRE completion hook claims A's queued completions into the shared log, and its model
+    /// request reads them.
     fn concurrent_drain(&mut self, k: &mut Kernel<CliEv>) {
         if self.core.ended.is_some() {
             return;
@@ -681,7 +684,7 @@ impl CliHost {
             return;
         }
         if self.run.is_some() {
-            self.core.mark(k, crate::trace::Window::ConcurrentDrain);
+            self.core.mark(k, Window::ConcurrentDrain);
         }
         let ids: Vec<MsgId> = claimed.iter().map(|c| c.msg).collect();
         for &msg in &ids {
@@ -694,6 +697,11 @@ impl CliHost {
                 payload: Payload::from_slice(&ids),
             },
         );
+        // That session's step goes on to its model request, which reads the same log.
+        self.core.requests += 1;
+        let req = self.core.requests;
+        self.core
+            .emit(k, Actor::Host, Ev::Request { req, harness: true });
     }
 
     fn owner_claim(&mut self, k: &mut Kernel<CliEv>, index: u32) {
@@ -726,7 +734,7 @@ impl CliHost {
             },
         );
         if self.core.waiter.is_some() {
-            self.core.mark(k, crate::trace::Window::ResetDuringWait);
+            self.core.mark(k, Window::ResetDuringWait);
         }
         self.pop_jobs(k, |j| j.name.conv == conv);
         let jobs = &self.core.jobs;
@@ -750,7 +758,7 @@ impl CliHost {
     }
 
     /// Unregister the jobs `which` selects, killing those still running; their readers call back
-    /// later and find them gone.
+    /// later and find them gone. A job popped before its completion was queued never delivers it.
     fn pop_jobs(&mut self, k: &mut Kernel<CliEv>, which: impl Fn(&Job) -> bool) {
         for index in 0..self.core.jobs.len() as u32 {
             let j = self.core.jobs[index as usize];
@@ -758,10 +766,12 @@ impl CliHost {
                 continue;
             }
             self.core.jobs[index as usize].registered = false;
-            if j.running {
+            if !j.notified {
+                // Popped before its completion was queued: running (killed now) or exited with
+                // its reader still draining; either way its reader's callback will be dropped.
                 let job = &mut self.core.jobs[index as usize];
+                job.killed = j.running;
                 job.running = false;
-                job.killed = true;
                 self.core.emit(
                     k,
                     Actor::Host,
@@ -773,7 +783,7 @@ impl CliHost {
                     },
                 );
                 self.core.note(k, Actor::Host, Note::Killed { job: j.name });
-                if self.core.ended.is_none() {
+                if j.running && self.core.ended.is_none() {
                     let d = self.core.cfg.timing.drain_ms.delay(k, "reader drain");
                     k.schedule(d, CliEv::Notify(index));
                 }
@@ -818,6 +828,10 @@ impl CliHost {
                 let reason = DropReason::LeftOnDisk;
                 self.core.emit(k, Actor::Host, Ev::Dropped { msg, reason });
             }
+        }
+        for msg in std::mem::take(&mut self.core.subagents) {
+            let reason = DropReason::SubagentAtExit;
+            self.core.emit(k, Actor::Host, Ev::Dropped { msg, reason });
         }
         if cause == EndCause::Signal {
             let owed: Vec<MsgId> = k
@@ -889,10 +903,10 @@ impl CliHost {
                     });
                 }
                 if waiting && !malformed {
-                    self.core.mark(k, crate::trace::Window::InputDuringWait);
+                    self.core.mark(k, Window::InputDuringWait);
                 }
                 if self.core.records_on_disk() as usize > PROMPTS_MAX {
-                    self.core.mark(k, crate::trace::Window::PromptsOverCap);
+                    self.core.mark(k, Window::PromptsOverCap);
                 }
                 self.core.note(
                     k,
@@ -910,7 +924,10 @@ impl CliHost {
                     self.core.control.is_some() && k.chance(Ratio::new(1, 2), "same-size rewrite");
                 self.write_control(k, same_size);
                 if waiting {
-                    self.core.mark(k, crate::trace::Window::InputDuringWait);
+                    self.core.mark(k, Window::InputDuringWait);
+                    if same_size {
+                        self.core.mark(k, Window::SameSizeRewrite);
+                    }
                 }
             }
             CliFault::SubagentReports => {
@@ -925,7 +942,7 @@ impl CliHost {
                 let msg = k.produce_from(from, self.core.state as u8);
                 self.core.subagents.push_back(msg);
                 if waiting {
-                    self.core.mark(k, crate::trace::Window::InputDuringWait);
+                    self.core.mark(k, Window::InputDuringWait);
                 }
             }
             CliFault::ForeignJobs => {

@@ -60,6 +60,8 @@ pub struct ServerCore {
     pub(super) wakes: u32,
     pub(super) passes: u32,
     pub(super) pass: u32,
+    /// The current pass is a retry (not the watch thread's `_deliver`).
+    pub(super) retrying: bool,
     pub(super) requests: u32,
     pub(super) idle: bool,
     /// Calls the wake logic made in the current invocation.
@@ -81,6 +83,7 @@ impl ServerCore {
             wakes: 0,
             passes: 0,
             pass: 0,
+            retrying: false,
             requests: 0,
             idle: true,
             calls: 0,
@@ -205,7 +208,7 @@ impl Server<'_> {
             None => None,
         };
         if let Some(r) = refused {
-            if !matches!(r, Refusal::Wake(_)) {
+            if c.retrying && !matches!(r, Refusal::Wake(_)) {
                 c.mark(self.k, Window::WakeWhileBusy);
             }
             c.emit(
@@ -239,6 +242,10 @@ impl Server<'_> {
         s.generating = Some(StepOrigin::Wake(wake));
         s.last_activity = self.k.now();
         let dispatched = !c.faults.fires(self.k, ServerFault::DispatchFailure);
+        if !dispatched {
+            // The reservation is undone; the message stays persisted (True, not a duplicate).
+            c.sessions[session].generating = None;
+        }
         c.emit(
             self.k,
             Actor::Host,
@@ -264,9 +271,6 @@ impl Server<'_> {
         );
         if dispatched {
             c.start_step(self.k, session);
-        } else {
-            // The reservation is undone; the message stays persisted (True, not a duplicate).
-            c.sessions[session].generating = None;
         }
         true
     }
@@ -286,6 +290,9 @@ impl Server<'_> {
         });
         if taken.len() >= 2 {
             c.mark(self.k, Window::BurstDrained);
+        }
+        if taken.is_empty() {
+            return taken;
         }
         let ids: Vec<_> = taken.iter().map(|e| e.msg).collect();
         c.note(
@@ -326,6 +333,9 @@ impl Server<'_> {
             }
             !mine
         });
+        if taken.is_empty() {
+            return taken;
+        }
         let ids: Vec<_> = taken.iter().map(|e| e.msg).collect();
         c.note(
             self.k,

@@ -121,6 +121,7 @@ impl ServerHost {
         self.core.passes += 1;
         let pass = self.core.passes;
         self.core.pass = pass;
+        self.core.retrying = matches!(note, Note::Retry { .. });
         self.core.emit(k, Actor::Host, Ev::Pass { pass, on: true });
         self.core.note(k, Actor::Wake, note);
         let r = self.call(k, f);
@@ -297,6 +298,9 @@ impl ServerHost {
                 self.core.sessions[session].last_activity = k.now();
                 let s = session as u8 + 1;
                 if self.core.faults.fires(k, ServerFault::ToolConfirmation) {
+                    let sess = &mut self.core.sessions[session];
+                    sess.pending_tools = true;
+                    sess.generating = None;
                     self.core.note(
                         k,
                         Actor::Host,
@@ -305,9 +309,6 @@ impl ServerHost {
                             reply: Reply::ToolNeedsConfirmation,
                         },
                     );
-                    let sess = &mut self.core.sessions[session];
-                    sess.pending_tools = true;
-                    sess.generating = None;
                     self.end_step(id);
                     let d = timing.confirm_ms.delay(k, "confirmation");
                     k.schedule(d, SrvEv::Confirm(id));
@@ -326,6 +327,7 @@ impl ServerHost {
                     let d = timing.tool_ms.delay(k, "tools");
                     k.schedule(d, SrvEv::Step(id));
                 } else {
+                    self.core.sessions[session].generating = None;
                     self.core.note(
                         k,
                         Actor::Host,
@@ -334,7 +336,6 @@ impl ServerHost {
                             reply: Reply::Done,
                         },
                     );
-                    self.core.sessions[session].generating = None;
                     self.end_step(id);
                     self.retry(k, RetryCause::StepCompletion(s));
                 }
