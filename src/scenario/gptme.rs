@@ -7,7 +7,6 @@ use toml::Spanned;
 use super::values::SpanValue;
 use super::{Cx, HostConfig, MESSAGES_MAX, Sections};
 use crate::error::Result;
-use crate::host::Span;
 use crate::host::faults::FaultSpec;
 use crate::host::gptme::cli::config::{CliConfig, CliFault, CliProducers, CliTiming};
 use crate::host::gptme::note::CliReply;
@@ -39,14 +38,6 @@ pub(super) struct RawServerTiming {
     command_ms: Option<SpanValue>,
 }
 
-/// A count range must stay below `max`.
-fn at_most(cx: Cx<'_>, key: &str, span: Span, max: u64) -> Result<Span> {
-    if span.max > max {
-        return Err(cx.key_err(key, format!("max {} is out of range 0..={max}", span.max)));
-    }
-    Ok(span)
-}
-
 impl Sections for ServerSections {
     type Producers = RawServerProducers;
     type Timing = RawServerTiming;
@@ -60,17 +51,11 @@ impl Sections for ServerSections {
     ) -> Result<HostConfig> {
         let d = ServerProducers::default();
         let mut producers = ServerProducers {
-            events: at_most(
-                cx,
-                "events",
-                SpanValue::or(p.events, d.events),
-                MESSAGES_MAX,
-            )?,
+            events: cx.at_most("events", SpanValue::or(p.events, d.events), MESSAGES_MAX)?,
             watches: d.watches,
             start_ms: SpanValue::or(p.start_ms, d.start_ms),
             spacing_ms: SpanValue::or(p.spacing_ms, d.spacing_ms),
-            completions: at_most(
-                cx,
+            completions: cx.at_most(
                 "completions",
                 SpanValue::or(p.completions, d.completions),
                 26,
@@ -178,9 +163,8 @@ impl Sections for CliSections {
         };
         let producers = CliProducers {
             script,
-            jobs: at_most(cx, "jobs", SpanValue::or(p.jobs, d.jobs), 100)?,
-            prompt_records: at_most(
-                cx,
+            jobs: cx.at_most("jobs", SpanValue::or(p.jobs, d.jobs), 100)?,
+            prompt_records: cx.at_most(
                 "prompt_records",
                 SpanValue::or(p.prompt_records, d.prompt_records),
                 MESSAGES_MAX,

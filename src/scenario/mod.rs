@@ -167,6 +167,15 @@ impl Cx<'_> {
         self.err(key_span(self.text, key), message)
     }
 
+    /// A range whose `max` must stay within `0..=max` (a count, so a typo cannot ask for a run
+    /// that never ends).
+    fn at_most(&self, key: &str, span: crate::host::Span, max: u64) -> Result<crate::host::Span> {
+        if span.max > max {
+            return Err(self.key_err(key, format!("max {} is out of range 0..={max}", span.max)));
+        }
+        Ok(span)
+    }
+
     fn toml(&self, e: toml::de::Error) -> Error {
         let span = e.span().unwrap_or(0..0);
         self.err(span, e.message().to_string())

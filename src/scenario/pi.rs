@@ -51,13 +51,11 @@ impl Sections for PiSections {
         };
         let p = &mut pi.producers;
         let d = Producers::default();
-        p.messages = SpanValue::or(producers.messages, d.messages);
-        if p.messages.max > MESSAGES_MAX {
-            return Err(cx.key_err(
-                "messages",
-                format!("max {} is out of range 0..={MESSAGES_MAX}", p.messages.max),
-            ));
-        }
+        p.messages = cx.at_most(
+            "messages",
+            SpanValue::or(producers.messages, d.messages),
+            MESSAGES_MAX,
+        )?;
         p.start_ms = SpanValue::or(producers.start_ms, d.start_ms);
         p.spacing_ms = SpanValue::or(producers.spacing_ms, d.spacing_ms);
         if let Some(kinds) = &producers.kinds {
@@ -83,16 +81,14 @@ impl Sections for PiSections {
         t.handler_ms = SpanValue::or(timing.handler_ms, d.handler_ms);
         t.model_ms = SpanValue::or(timing.model_ms, d.model_ms);
         t.tool_ms = SpanValue::or(timing.tool_ms, d.tool_ms);
-        t.tool_turns = SpanValue::or(timing.tool_turns, d.tool_turns);
+        t.tool_turns = cx.at_most(
+            "tool_turns",
+            SpanValue::or(timing.tool_turns, d.tool_turns),
+            1_000,
+        )?;
         t.compaction_ms = SpanValue::or(timing.compaction_ms, d.compaction_ms);
         t.retry_ms = SpanValue::or(timing.retry_ms, d.retry_ms);
         t.user_delay_ms = SpanValue::or(timing.user_delay_ms, d.user_delay_ms);
-        if t.tool_turns.max > 1_000 {
-            return Err(cx.key_err(
-                "tool_turns",
-                format!("max {} is out of range 0..=1000", t.tool_turns.max),
-            ));
-        }
         Ok(HostConfig::Pi(pi))
     }
 }

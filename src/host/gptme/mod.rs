@@ -17,3 +17,21 @@ impl std::fmt::Display for ConvId {
         write!(f, "{}", crate::trace::conv_name(self.0))
     }
 }
+
+/// Remove and return, in order, the items of `queue` that `take` selects; the others keep their
+/// order. The queue operations of both hosts (take this logdir's events, claim this
+/// conversation's completions, purge a reset conversation's) are this one pass.
+pub(crate) fn take_where<T: Copy>(
+    queue: &mut std::collections::VecDeque<T>,
+    take: impl Fn(&T) -> bool,
+) -> Vec<T> {
+    let mut taken = Vec::new();
+    queue.retain(|e| {
+        let mine = take(e);
+        if mine {
+            taken.push(*e);
+        }
+        !mine
+    });
+    taken
+}

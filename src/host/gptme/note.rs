@@ -159,7 +159,9 @@ pub enum Note {
         payload: Payload,
         result: WakeResult,
     },
-    TakeWatchEvents {
+    /// A take call removed these from its queue.
+    Take {
+        call: &'static str,
         payload: Payload,
     },
     Requeue {
@@ -167,9 +169,6 @@ pub enum Note {
     },
     Defer {
         msg: MsgId,
-    },
-    TakeCompletions {
-        payload: Payload,
     },
     PutCompletion {
         msg: MsgId,
@@ -356,14 +355,11 @@ impl Note {
                     WakeResult::Refused(r) => format!("{call} → False ({})", r.text()),
                 }
             }
-            Note::TakeWatchEvents { payload: p } => {
-                format!("take_queued_watch_events → {} (removed from the queue)", payload(p))
+            Note::Take { call, payload: p } => {
+                format!("{call} → {} (removed from the queue)", payload(p))
             }
             Note::Requeue { msg } => format!("requeue_watch_event({msg}): back at the head"),
             Note::Defer { msg } => format!("{msg} deferred: appended to _pending_deliveries"),
-            Note::TakeCompletions { payload: p } => {
-                format!("take_queued_completions → {}", payload(p))
-            }
             Note::PutCompletion { msg } => {
                 format!("_completion_queue.put({msg}): at the tail")
             }
@@ -567,10 +563,9 @@ impl Note {
         matches!(
             self,
             Note::RequestWake { .. }
-                | Note::TakeWatchEvents { .. }
+                | Note::Take { .. }
                 | Note::Requeue { .. }
                 | Note::Defer { .. }
-                | Note::TakeCompletions { .. }
                 | Note::PutCompletion { .. }
                 | Note::Claim { .. }
                 | Note::TakePrompts { .. }

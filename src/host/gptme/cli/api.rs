@@ -103,6 +103,17 @@ pub enum Item {
     Timeout(Vec<JobRef>),
 }
 
+impl Item {
+    /// The producer message the item carries, if any (notices carry none).
+    pub fn msg(&self) -> Option<MsgId> {
+        match self {
+            Item::Completion(c) => Some(c.msg),
+            Item::Prompt(r) => Some(r.msg),
+            Item::InputPending(_) | Item::Timeout(_) => None,
+        }
+    }
+}
+
 /// What a LOOP_CONTINUE hook does next.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Flow {

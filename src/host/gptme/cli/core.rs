@@ -8,8 +8,8 @@ use super::CliEv;
 use super::api::{Claimed, ControlFile, Item, JobRef, JobView, PromptRecord};
 use super::config::{CliConfig, CliFault};
 use crate::host::faults::Faults;
-use crate::host::gptme::ConvId;
 use crate::host::gptme::note::{CliState, JobName, Note};
+use crate::host::gptme::{ConvId, take_where};
 use crate::kernel::Kernel;
 use crate::kernel::time::Ms;
 use crate::trace::{Actor, EndCause, Ev, MsgId, Payload, Window};
@@ -154,23 +154,23 @@ impl CliCore {
     /// `background_job_completion_hook`'s claim: atomically remove the queued completions of
     /// `cid` whose jobs are still registered.
     pub(super) fn claim(&mut self, cid: ConvId) -> Vec<Claimed> {
-        let mut out = Vec::new();
         let jobs = &self.jobs;
-        self.completions.retain(|&i| {
+        take_where(&mut self.completions, |&i| {
             let j = &jobs[i as usize];
-            let mine = j.name.conv == cid.0 && j.registered;
-            if mine {
-                out.push(Claimed {
-                    job: JobRef {
-                        index: i,
-                        name: j.name,
-                    },
-                    msg: j.msg.expect("a queued completion has its message"),
-                });
+            j.name.conv == cid.0 && j.registered
+        })
+        .into_iter()
+        .map(|i| {
+            let j = &jobs[i as usize];
+            Claimed {
+                job: JobRef {
+                    index: i,
+                    name: j.name,
+                },
+                msg: j.msg.expect("a queued completion has its message"),
             }
-            !mine
-        });
-        out
+        })
+        .collect()
     }
 
     /// Move up to `max` records of the file into a list, in file order within each kind:

@@ -24,8 +24,8 @@ use config::{CliConfig, CliFault};
 use core::{CliCore, FileRecord, Job, PROMPTS_MAX, QItem};
 
 use crate::host::faults::{FaultKind, TimedFaults};
-use crate::host::gptme::ConvId;
 use crate::host::gptme::note::{CliReply, CliState, JobName, Note, Popped};
+use crate::host::gptme::{ConvId, take_where};
 use crate::kernel::choice::Ratio;
 use crate::kernel::{Kernel, World};
 use crate::swarm::Mix;
@@ -236,15 +236,13 @@ impl CliHost {
 
     /// What entering the log means for each item.
     fn append_item(&mut self, k: &mut Kernel<CliEv>, item: &Item) {
-        match item {
-            Item::Completion(c) => self.core.emit(k, Actor::Host, Ev::Appended { msg: c.msg }),
-            Item::Prompt(r) => self.core.emit(k, Actor::Host, Ev::Appended { msg: r.msg }),
-            Item::InputPending(_) => {}
-            Item::Timeout(jobs) => {
-                for j in jobs {
-                    let work = j.index;
-                    self.core.emit(k, Actor::Host, Ev::WorkNoticed { work });
-                }
+        if let Some(msg) = item.msg() {
+            self.core.emit(k, Actor::Host, Ev::Appended { msg });
+        }
+        if let Item::Timeout(jobs) = item {
+            for j in jobs {
+                let work = j.index;
+                self.core.emit(k, Actor::Host, Ev::WorkNoticed { work });
             }
         }
     }
@@ -254,14 +252,7 @@ impl CliHost {
         self.steps_in_turn += 1;
         let items = self.call(k, |w, cli| w.step_pre(cli));
         if !items.is_empty() {
-            let ids: Vec<MsgId> = items
-                .iter()
-                .filter_map(|i| match i {
-                    Item::Completion(c) => Some(c.msg),
-                    Item::Prompt(r) => Some(r.msg),
-                    _ => None,
-                })
-                .collect();
+            let ids: Vec<MsgId> = items.iter().filter_map(Item::msg).collect();
             for i in &items {
                 self.append_item(k, i);
             }
@@ -452,14 +443,7 @@ impl CliHost {
                     let rechecks = run.rechecks;
                     self.core.note(k, Actor::Host, Note::WaitEnded { rechecks });
                 }
-                let ids: Vec<MsgId> = items
-                    .iter()
-                    .filter_map(|i| match i {
-                        Item::Completion(c) => Some(c.msg),
-                        Item::Prompt(r) => Some(r.msg),
-                        _ => None,
-                    })
-                    .collect();
+                let ids: Vec<MsgId> = items.iter().filter_map(Item::msg).collect();
                 let input = items.iter().any(|i| matches!(i, Item::InputPending(_)));
                 let timeout = items.iter().any(|i| matches!(i, Item::Timeout(_)));
                 self.core.note(
@@ -738,14 +722,12 @@ impl CliHost {
         }
         self.pop_jobs(k, |j| j.name.conv == conv);
         let jobs = &self.core.jobs;
-        let mut purged = Vec::new();
-        self.core.completions.retain(|&i| {
-            let mine = jobs[i as usize].name.conv == conv;
-            if mine {
-                purged.push(jobs[i as usize].msg.expect("queued with its message"));
-            }
-            !mine
-        });
+        let purged: Vec<MsgId> = take_where(&mut self.core.completions, |&i| {
+            jobs[i as usize].name.conv == conv
+        })
+        .into_iter()
+        .map(|i| jobs[i as usize].msg.expect("queued with its message"))
+        .collect();
         for msg in purged {
             self.core.note(k, Actor::Host, Note::Purged { msg });
             let reason = DropReason::JobReset;

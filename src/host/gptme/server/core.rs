@@ -8,8 +8,8 @@ use super::SrvEv;
 use super::api::{SubagentCompletion, SystemMessage, WatchEvent};
 use super::config::{ServerConfig, ServerFault};
 use crate::host::faults::Faults;
-use crate::host::gptme::ConvId;
 use crate::host::gptme::note::{Note, ServerState, StepOrigin, WakeResult};
+use crate::host::gptme::{ConvId, take_where};
 use crate::kernel::Kernel;
 use crate::kernel::time::Ms;
 use crate::trace::{Actor, Ev, Payload, Refusal, Window};
@@ -163,6 +163,17 @@ impl ServerCore {
         }
     }
 
+    /// `take_queued_watch_events(logdir)` on the state: every deferred event of `logdir` (all of
+    /// them for `None`), in FIFO order.
+    pub(super) fn take_watch(&mut self, logdir: Option<ConvId>) -> Vec<WatchEvent> {
+        take_where(&mut self.pending, |e| logdir.is_none_or(|l| l == e.logdir))
+    }
+
+    /// `take_queued_completions(logdir)` on the state.
+    pub(super) fn take_completions(&mut self, logdir: ConvId) -> Vec<SubagentCompletion> {
+        take_where(&mut self.completions, |e| e.logdir == logdir)
+    }
+
     /// Start a step thread on `session`; its `generating` flag is already set.
     pub(super) fn start_step(&mut self, k: &mut Kernel<SrvEv>, session: usize) -> u32 {
         let id = self.steps.len() as u32;
@@ -279,29 +290,12 @@ impl Server<'_> {
     /// (all of them for `None`), in FIFO order.
     pub fn take_queued_watch_events(&mut self, logdir: Option<ConvId>) -> Vec<WatchEvent> {
         crate::host::count_call(&mut self.core.calls);
-        let c = &mut *self.core;
-        let mut taken = Vec::new();
-        c.pending.retain(|e| {
-            let mine = logdir.is_none_or(|l| l == e.logdir);
-            if mine {
-                taken.push(*e);
-            }
-            !mine
-        });
+        let taken = self.core.take_watch(logdir);
         if taken.len() >= 2 {
-            c.mark(self.k, Window::BurstDrained);
-        }
-        if taken.is_empty() {
-            return taken;
+            self.core.mark(self.k, Window::BurstDrained);
         }
         let ids: Vec<_> = taken.iter().map(|e| e.msg).collect();
-        c.note(
-            self.k,
-            Actor::Wake,
-            Note::TakeWatchEvents {
-                payload: Payload::from_slice(&ids),
-            },
-        );
+        self.taken("take_queued_watch_events", &ids);
         taken
     }
 
@@ -324,27 +318,19 @@ impl Server<'_> {
     /// `take_queued_completions(logdir)`: remove and return this parent's subagent completions.
     pub fn take_queued_completions(&mut self, logdir: ConvId) -> Vec<SubagentCompletion> {
         crate::host::count_call(&mut self.core.calls);
-        let c = &mut *self.core;
-        let mut taken = Vec::new();
-        c.completions.retain(|e| {
-            let mine = e.logdir == logdir;
-            if mine {
-                taken.push(*e);
-            }
-            !mine
-        });
-        if taken.is_empty() {
-            return taken;
-        }
+        let taken = self.core.take_completions(logdir);
         let ids: Vec<_> = taken.iter().map(|e| e.msg).collect();
-        c.note(
-            self.k,
-            Actor::Wake,
-            Note::TakeCompletions {
-                payload: Payload::from_slice(&ids),
-            },
-        );
+        self.taken("take_queued_completions", &ids);
         taken
+    }
+
+    /// Narrate what a take removed from its queue (nothing, when it was empty).
+    fn taken(&mut self, call: &'static str, ids: &[crate::trace::MsgId]) {
+        if !ids.is_empty() {
+            let payload = Payload::from_slice(ids);
+            self.core
+                .note(self.k, Actor::Wake, Note::Take { call, payload });
+        }
     }
 
     /// `_completion_queue.put(c)`: at the tail.

@@ -25,7 +25,7 @@ use crate::host::gptme::note::{Note, Reply, RetryCause, StepOrigin};
 use crate::kernel::time::Ms;
 use crate::kernel::{Kernel, World};
 use crate::swarm::{self, Mix};
-use crate::trace::{Actor, DropReason, Ev, MsgFrom, MsgKind, Payload, Window};
+use crate::trace::{Actor, DropReason, Ev, MsgFrom, MsgId, MsgKind, Payload, Window};
 
 /// The conversation under test; the only one the server model runs.
 const CONV: ConvId = ConvId(0);
@@ -362,49 +362,33 @@ impl ServerHost {
     /// tool's `_watch_drain_hook` (priority 940, when loaded) takes its deferred events; each
     /// yields one system message per item, appended before the model request.
     fn step_pre(&mut self, k: &mut Kernel<SrvEv>) {
-        let c = &mut self.core;
-        let mut done = Vec::new();
-        c.completions.retain(|e| {
-            let mine = e.logdir == CONV;
-            if mine {
-                done.push(e.msg);
-            }
-            !mine
-        });
-        if !done.is_empty() {
-            let payload = Payload::from_slice(&done);
-            c.append(k, &payload);
-            c.note(
-                k,
-                Actor::Host,
-                Note::StepPre {
-                    hook: "subagent completions",
-                    payload,
-                },
-            );
+        let done: Vec<MsgId> = self
+            .core
+            .take_completions(CONV)
+            .iter()
+            .map(|c| c.msg)
+            .collect();
+        self.step_pre_appends(k, "subagent completions", &done);
+        if self.core.faults.on(ServerFault::WatchTool) {
+            let events: Vec<MsgId> = self
+                .core
+                .take_watch(Some(CONV))
+                .iter()
+                .map(|e| e.msg)
+                .collect();
+            self.step_pre_appends(k, "_watch_drain_hook", &events);
         }
-        if c.faults.on(ServerFault::WatchTool) {
-            let mut events = Vec::new();
-            c.pending.retain(|e| {
-                let mine = e.logdir == CONV;
-                if mine {
-                    events.push(e.msg);
-                }
-                !mine
-            });
-            if !events.is_empty() {
-                let payload = Payload::from_slice(&events);
-                c.append(k, &payload);
-                c.note(
-                    k,
-                    Actor::Host,
-                    Note::StepPre {
-                        hook: "_watch_drain_hook",
-                        payload,
-                    },
-                );
-            }
+    }
+
+    /// A STEP_PRE hook yielded one system message per item: append them.
+    fn step_pre_appends(&mut self, k: &mut Kernel<SrvEv>, hook: &'static str, ids: &[MsgId]) {
+        if ids.is_empty() {
+            return;
         }
+        let payload = Payload::from_slice(ids);
+        self.core.append(k, &payload);
+        self.core
+            .note(k, Actor::Host, Note::StepPre { hook, payload });
     }
 
     fn confirm(&mut self, k: &mut Kernel<SrvEv>, id: u32) {
