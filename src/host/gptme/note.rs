@@ -272,8 +272,10 @@ pub enum Note {
     Reset {
         cid: Option<ConvId>,
     },
+    /// A reset popped a job before its completion was queued.
     Killed {
         job: JobName,
+        running: bool,
     },
     Purged {
         msg: MsgId,
@@ -513,7 +515,11 @@ impl Note {
             Note::Reset { cid: None } => {
                 "exit cleanup: reset_background_jobs() kills every job, purges the queue, clears control keys".to_string()
             }
-            Note::Killed { job } => format!("{job} popped before its completion was queued: killed"),
+            Note::Killed { job, running: true } => format!("{job} killed: its result will never come"),
+            Note::Killed {
+                job,
+                running: false,
+            } => format!("{job} popped while its reader drained: its completion will be dropped"),
             Note::Purged { msg } => format!("{msg} purged from the completion queue"),
             Note::Writer {
                 payload: p,

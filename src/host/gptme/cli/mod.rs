@@ -764,7 +764,9 @@ impl CliHost {
                         op: WorkOp::Killed,
                     },
                 );
-                self.core.note(k, Actor::Host, Note::Killed { job: j.name });
+                let (job, running) = (j.name, j.running);
+                self.core
+                    .note(k, Actor::Host, Note::Killed { job, running });
                 if j.running && self.core.ended.is_none() {
                     let d = self.core.cfg.timing.drain_ms.delay(k, "reader drain");
                     k.schedule(d, CliEv::Notify(index));
@@ -835,6 +837,7 @@ impl CliHost {
         if k.quiescent() || self.core.ended.is_some() {
             return;
         }
+        // LOOP_CONTINUE in progress: the session is in (or on its way into) its idle wait.
         let waiting = self.core.waiter.is_some() || self.run.is_some();
         let f = self.timed.fault(i);
         match f {
@@ -1014,6 +1017,4 @@ impl World for CliHost {
         }
         self.core.sync_idle(k);
     }
-
-    fn quiesce(&mut self, _k: &mut Kernel<CliEv>) {}
 }
