@@ -6,8 +6,8 @@
 //! Each test runs scenarios through the public API and asserts on the recorded observations
 //! (`trace::Ev`), the checkers' verdicts or the CLI's output, so a regression fails here.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
+use common::{inline, insta_settings, root, scenario, wakesim};
 
 use wakesim::check::Invariant;
 use wakesim::host::gptme::ConvId;
@@ -18,32 +18,8 @@ use wakesim::scenario::Scenario;
 use wakesim::trace::{Ev, MsgKind, Window, WorkOp};
 use wakesim::wake::Registry;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn scenario(rel: &str, registry: &Registry) -> Scenario {
-    let scn = Scenario::load(&root().join(rel), registry).expect("scenario loads");
-    Scenario {
-        path: PathBuf::from(rel),
-        ..scn
-    }
-}
-
-fn inline(text: &str, registry: &Registry) -> Scenario {
-    Scenario::parse(Path::new("inline.toml"), text, registry).expect("inline scenario parses")
-}
-
 fn run(scn: &Scenario, seed: u64, registry: &Registry) -> RunResult {
     Runner::new(registry).run_seed(scn, seed, true)
-}
-
-fn wakesim(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_wakesim"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("wakesim runs")
 }
 
 /// The model requests of a run, each with the messages appended since the previous one.
@@ -432,11 +408,7 @@ fn bad_gptme_scenario_files_name_file_line_and_key_and_exit_2() {
         assert!(out.stdout.is_empty());
         all += &err;
     }
-    let mut s = insta::Settings::clone_current();
-    s.set_snapshot_path(root().join("snapshots"));
-    s.set_prepend_module_to_snapshot(false);
-    s.set_omit_expression(true);
-    s.bind(|| insta::assert_snapshot!("errors__bad-gptme-scenarios", all));
+    insta_settings().bind(|| insta::assert_snapshot!("errors__bad-gptme-scenarios", all));
 }
 
 #[test]

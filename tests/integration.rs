@@ -5,47 +5,17 @@
 //! Each test builds what it needs from the public API (or runs the built binary) and asserts on
 //! observable output, so a regression in any of them fails here.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
+use common::{inline, insta_settings, root, scenario, wakesim};
+
+use std::path::PathBuf;
 
 use wakesim::check::Invariant;
 use wakesim::host::pi::api::{Ctx, CustomMessage, Message, Pi, PiWake, SendOptions};
 use wakesim::report;
 use wakesim::run::{Outcome, Runner};
-use wakesim::scenario::{Expect, Scenario};
+use wakesim::scenario::Expect;
 use wakesim::wake::Registry;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn scenario(rel: &str, registry: &Registry) -> Scenario {
-    let scn = Scenario::load(&root().join(rel), registry).expect("scenario loads");
-    Scenario {
-        path: PathBuf::from(rel),
-        ..scn
-    }
-}
-
-fn inline(text: &str, registry: &Registry) -> Scenario {
-    Scenario::parse(Path::new("inline.toml"), text, registry).expect("inline scenario parses")
-}
-
-fn wakesim(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_wakesim"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("wakesim runs")
-}
-
-fn insta_settings() -> insta::Settings {
-    let mut s = insta::Settings::clone_current();
-    s.set_snapshot_path(root().join("snapshots"));
-    s.set_prepend_module_to_snapshot(false);
-    s.set_omit_expression(true);
-    s
-}
 
 // ---------------------------------------------------------------------------------------------
 // Determinism

@@ -218,45 +218,34 @@ impl Server<'_> {
             }
             None => None,
         };
-        if let Some(r) = refused {
-            if c.retrying && !matches!(r, Refusal::Wake(_)) {
-                c.mark(self.k, Window::WakeWhileBusy);
+        let result = match refused {
+            Some(r) => {
+                if c.retrying && !matches!(r, Refusal::Wake(_)) {
+                    c.mark(self.k, Window::WakeWhileBusy);
+                }
+                WakeResult::Refused(r)
             }
-            c.emit(
-                self.k,
-                Actor::Host,
-                Ev::Wake {
-                    pass,
-                    wake,
-                    msgs: payload.clone(),
-                    refused: Some(r),
-                },
-            );
-            c.note(
-                self.k,
-                Actor::Wake,
-                Note::RequestWake {
-                    cid,
-                    wake,
-                    payload,
-                    result: WakeResult::Refused(r),
-                },
-            );
-            return false;
-        }
-        let session = (0..c.sessions.len())
-            .max_by_key(|&i| (c.sessions[i].last_activity, std::cmp::Reverse(i)))
-            .expect("a conversation has a session");
-        c.append(self.k, &payload);
-        let s = &mut c.sessions[session];
-        s.step_seq += 1;
-        s.generating = Some(StepOrigin::Wake(wake));
-        s.last_activity = self.k.now();
-        let dispatched = !c.faults.fires(self.k, ServerFault::DispatchFailure);
-        if !dispatched {
-            // The reservation is undone; the message stays persisted (True, not a duplicate).
-            c.sessions[session].generating = None;
-        }
+            None => {
+                let session = (0..c.sessions.len())
+                    .max_by_key(|&i| (c.sessions[i].last_activity, std::cmp::Reverse(i)))
+                    .expect("a conversation has a session");
+                c.append(self.k, &payload);
+                let s = &mut c.sessions[session];
+                s.step_seq += 1;
+                s.generating = Some(StepOrigin::Wake(wake));
+                s.last_activity = self.k.now();
+                let dispatched = !c.faults.fires(self.k, ServerFault::DispatchFailure);
+                if !dispatched {
+                    // The reservation is undone; the message stays persisted (True, not a
+                    // duplicate).
+                    c.sessions[session].generating = None;
+                }
+                WakeResult::Accepted {
+                    session: session as u8 + 1,
+                    dispatched,
+                }
+            }
+        };
         c.emit(
             self.k,
             Actor::Host,
@@ -264,7 +253,7 @@ impl Server<'_> {
                 pass,
                 wake,
                 msgs: payload.clone(),
-                refused: None,
+                refused,
             },
         );
         c.note(
@@ -274,16 +263,17 @@ impl Server<'_> {
                 cid,
                 wake,
                 payload,
-                result: WakeResult::Accepted {
-                    session: session as u8 + 1,
-                    dispatched,
-                },
+                result,
             },
         );
-        if dispatched {
-            c.start_step(self.k, session);
+        if let WakeResult::Accepted {
+            session,
+            dispatched: true,
+        } = result
+        {
+            c.start_step(self.k, usize::from(session) - 1);
         }
-        true
+        refused.is_none()
     }
 
     /// `take_queued_watch_events(logdir)`: remove and return every deferred event of `logdir`

@@ -1,0 +1,46 @@
+//! Helpers the integration test crates share: paths, loading scenarios, running the binary,
+//! snapshot settings.
+
+#![allow(dead_code)] // each test crate uses its own subset
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use wakesim::scenario::Scenario;
+use wakesim::wake::Registry;
+
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A scenario file of the repository, its path reported relative to the root.
+pub fn scenario(rel: &str, registry: &Registry) -> Scenario {
+    let scn = Scenario::load(&root().join(rel), registry).expect("scenario loads");
+    Scenario {
+        path: PathBuf::from(rel),
+        ..scn
+    }
+}
+
+/// A scenario written in the test.
+pub fn inline(text: &str, registry: &Registry) -> Scenario {
+    Scenario::parse(Path::new("inline.toml"), text, registry).expect("inline scenario parses")
+}
+
+/// Run the built `wakesim` binary from the repository root.
+pub fn wakesim(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_wakesim"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("wakesim runs")
+}
+
+/// insta, writing to the top-level `snapshots/`.
+pub fn insta_settings() -> insta::Settings {
+    let mut s = insta::Settings::clone_current();
+    s.set_snapshot_path(root().join("snapshots"));
+    s.set_prepend_module_to_snapshot(false);
+    s.set_omit_expression(true);
+    s
+}
