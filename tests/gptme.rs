@@ -7,7 +7,7 @@
 //! (`trace::Ev`), the checkers' verdicts or the CLI's output, so a regression fails here.
 
 mod common;
-use common::{inline, insta_settings, root, scenario, wakesim};
+use common::{bad_file_errors, inline, insta_settings, scenario, wakesim};
 
 use wakesim::check::Invariant;
 use wakesim::host::gptme::ConvId;
@@ -389,25 +389,7 @@ fn a_panicking_gptme_wake_logic_gets_its_own_verdict() {
 
 #[test]
 fn bad_gptme_scenario_files_name_file_line_and_key_and_exit_2() {
-    let dir = root().join("tests/data/bad-gptme");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .expect("bad-gptme dir")
-        .map(|e| e.expect("entry").path())
-        .collect();
-    files.sort();
-    let mut all = String::new();
-    for f in &files {
-        let rel = f.strip_prefix(root()).expect("under root");
-        let out = wakesim(&["run", rel.to_str().expect("utf-8")]);
-        assert_eq!(out.status.code(), Some(2), "{}", rel.display());
-        let err = String::from_utf8_lossy(&out.stderr).to_string();
-        assert!(
-            err.starts_with(&format!("error: {}:", rel.display())),
-            "{err}"
-        );
-        assert!(out.stdout.is_empty());
-        all += &err;
-    }
+    let all = bad_file_errors("tests/data/bad-gptme", 7);
     insta_settings().bind(|| insta::assert_snapshot!("errors__bad-gptme-scenarios", all));
 }
 

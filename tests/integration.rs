@@ -6,7 +6,7 @@
 //! observable output, so a regression in any of them fails here.
 
 mod common;
-use common::{inline, insta_settings, root, scenario, wakesim};
+use common::{bad_file_errors, inline, insta_settings, scenario, wakesim};
 
 use std::path::PathBuf;
 
@@ -96,24 +96,7 @@ fn replaying_the_recorded_choices_reproduces_the_run() {
 
 #[test]
 fn bad_scenario_files_name_file_line_and_key_and_exit_2() {
-    let dir = root().join("tests/data/bad");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .expect("bad dir")
-        .map(|e| e.expect("entry").path())
-        .collect();
-    files.sort();
-    assert!(files.len() >= 8);
-    let mut all = String::new();
-    for f in &files {
-        let rel = f.strip_prefix(root()).expect("under root");
-        let out = wakesim(&["run", rel.to_str().expect("utf-8")]);
-        assert_eq!(out.status.code(), Some(2), "{}", rel.display());
-        let err = String::from_utf8_lossy(&out.stderr).to_string();
-        let prefix = format!("error: {}:", rel.display());
-        assert!(err.starts_with(&prefix), "{err}");
-        assert!(out.stdout.is_empty(), "no partial run on bad input");
-        all += &err;
-    }
+    let all = bad_file_errors("tests/data/bad", 8);
     insta_settings().bind(|| insta::assert_snapshot!("errors__bad-scenarios", all));
 }
 

@@ -44,3 +44,26 @@ pub fn insta_settings() -> insta::Settings {
     s.set_omit_expression(true);
     s
 }
+
+/// Run every scenario file under `dir` (each with one error): each must exit 2 with an error that
+/// starts with its path and no output on stdout. Returns the errors, in file order, for a snapshot.
+pub fn bad_file_errors(dir: &str, at_least: usize) -> String {
+    let mut files: Vec<_> = std::fs::read_dir(root().join(dir))
+        .expect("bad dir")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    files.sort();
+    assert!(files.len() >= at_least);
+    let mut all = String::new();
+    for f in &files {
+        let rel = f.strip_prefix(root()).expect("under root");
+        let out = wakesim(&["run", rel.to_str().expect("utf-8")]);
+        assert_eq!(out.status.code(), Some(2), "{}", rel.display());
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        let prefix = format!("error: {}:", rel.display());
+        assert!(err.starts_with(&prefix), "{err}");
+        assert!(out.stdout.is_empty(), "no partial run on bad input");
+        all += &err;
+    }
+    all
+}
