@@ -60,6 +60,8 @@ const CONTROL_RECORD_BYTES: u32 = 40;
 pub enum CliEv {
     /// The chat loop's next iteration.
     Loop,
+    /// Nothing was queued: the loop touches its closed sentinel.
+    Close,
     /// A model reply arrives.
     Reply,
     /// A tool call finished; the next step runs.
@@ -179,7 +181,18 @@ impl CliHost {
             self.steps_in_turn = 0;
             return self.step(k);
         }
-        // Noninteractive with nothing queued: touch the sentinel, drain again, then break.
+        // Noninteractive with nothing queued: touch the sentinel (after the file I/O of the
+        // drain above, in which a writer may still append), drain again, then break.
+        let d = self.core.cfg.timing.io_ms.delay(k, "file io");
+        k.schedule(d, CliEv::Close);
+    }
+
+    /// The closing protocol: `prompt-queue-closed` tells writers the loop has closed; what was
+    /// written before it is drained once more, and reopens the loop.
+    fn close(&mut self, k: &mut Kernel<CliEv>) {
+        if self.core.ended.is_some() {
+            return;
+        }
         self.core.closed = true;
         self.drain_file(k);
         if !self.core.queue.is_empty() {
@@ -1002,6 +1015,7 @@ impl World for CliHost {
     fn step(&mut self, k: &mut Kernel<CliEv>, ev: CliEv) {
         match ev {
             CliEv::Loop => self.loop_top(k),
+            CliEv::Close => self.close(k),
             CliEv::Reply => {
                 if self.core.ended.is_none() {
                     self.reply(k);
