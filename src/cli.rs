@@ -9,7 +9,11 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::check::Invariant;
 use crate::error::{Error, Result};
+use crate::host::Family;
 use crate::host::HostKind;
+use crate::host::faults::FaultKind;
+use crate::host::gptme::cli::config::CliFault;
+use crate::host::gptme::server::config::ServerFault;
 use crate::host::pi::config::PiFault;
 use crate::regression::{Regression, Replayed, is_regression};
 use crate::report;
@@ -924,6 +928,29 @@ fn regressions_dir(file: &std::path::Path) -> PathBuf {
     parent.parent().unwrap_or(parent).join("regressions")
 }
 
+/// One fault of one family, for `list`.
+struct FaultRow {
+    family: Family,
+    name: &'static str,
+    timed: bool,
+    about: &'static str,
+}
+
+fn fault_rows() -> Vec<FaultRow> {
+    fn of<F: FaultKind>(family: Family) -> impl Iterator<Item = FaultRow> {
+        F::LIST.iter().map(move |f| FaultRow {
+            family,
+            name: f.name(),
+            timed: f.is_timed(),
+            about: f.describe(),
+        })
+    }
+    of::<PiFault>(Family::Pi)
+        .chain(of::<ServerFault>(Family::GptmeServer))
+        .chain(of::<CliFault>(Family::GptmeCli))
+        .collect()
+}
+
 fn list(registry: &Registry, format: RunFormat) -> Result<i32> {
     let out = std::io::stdout();
     let mut out = out.lock();
@@ -931,22 +958,27 @@ fn list(registry: &Registry, format: RunFormat) -> Result<i32> {
         RunFormat::Json => {
             for h in HostKind::ALL {
                 let line = serde_json::json!({
-                    "type": "host", "name": h.name(), "family": h.family(), "about": h.describe(),
+                    "type": "host", "name": h.name(), "family": h.family().name(), "about": h.describe(),
                     "invariants": h.invariants().iter().map(|i| i.name()).collect::<Vec<_>>(),
                 });
                 let _ = writeln!(out, "{line}");
             }
-            for e in registry.pi_entries() {
-                let line = serde_json::json!({"type": "wake", "name": e.name, "family": "pi", "about": e.summary});
+            for e in registry.entries() {
+                let line = serde_json::json!({"type": "wake", "name": e.name, "family": e.family().name(), "about": e.summary});
                 let _ = writeln!(out, "{line}");
             }
             for i in Invariant::ALL {
-                let line = serde_json::json!({"type": "invariant", "name": i.name(), "about": i.statement()});
+                let hosts: Vec<&str> = HostKind::ALL
+                    .iter()
+                    .filter(|h| h.invariants().contains(&i))
+                    .map(|h| h.name())
+                    .collect();
+                let line = serde_json::json!({"type": "invariant", "name": i.name(), "about": i.statement(), "hosts": hosts});
                 let _ = writeln!(out, "{line}");
             }
-            for f in PiFault::ALL {
+            for f in fault_rows() {
                 let line = serde_json::json!({
-                    "type": "fault", "name": f.name(), "family": "pi", "timed": f.is_timed(), "about": f.describe(),
+                    "type": "fault", "name": f.name, "family": f.family.name(), "timed": f.timed, "about": f.about,
                 });
                 let _ = writeln!(out, "{line}");
             }
@@ -961,17 +993,34 @@ fn list(registry: &Registry, format: RunFormat) -> Result<i32> {
             for h in HostKind::ALL {
                 let _ = writeln!(out, "  {:<24} {}", h.name(), h.describe());
             }
-            let _ = writeln!(out, "\nwake logics:");
-            for e in registry.pi_entries() {
-                let _ = writeln!(out, "  {:<24} {}", e.name, e.summary);
+            let _ = writeln!(out, "\nwake logics (by host family):");
+            for e in registry.entries() {
+                let _ = writeln!(
+                    out,
+                    "  {:<28} {:<13} {}",
+                    e.name,
+                    e.family().name(),
+                    e.summary
+                );
             }
             let _ = writeln!(out, "\ninvariants:");
             for i in Invariant::ALL {
-                let _ = writeln!(out, "  {:<24} {}", i.name(), i.statement());
+                let hosts: Vec<&str> = HostKind::ALL
+                    .iter()
+                    .filter(|h| h.invariants().contains(&i))
+                    .map(|h| h.name())
+                    .collect();
+                let _ = writeln!(
+                    out,
+                    "  {:<24} {} [{}]",
+                    i.name(),
+                    i.statement(),
+                    hosts.join(", ")
+                );
             }
-            let _ = writeln!(out, "\nfaults (pi hosts; in [faults] of a scenario):");
-            for f in PiFault::ALL {
-                let _ = writeln!(out, "  {:<24} {}", f.name(), f.describe());
+            let _ = writeln!(out, "\nfaults (by host family; in [faults] of a scenario):");
+            for f in fault_rows() {
+                let _ = writeln!(out, "  {:<24} {:<13} {}", f.name, f.family.name(), f.about);
             }
             let _ = writeln!(
                 out,

@@ -21,7 +21,7 @@ use std::collections::BTreeSet;
 use crate::check::Invariant;
 use crate::kernel::choice::{Choice, Profile};
 use crate::run::{Outcome, RunResult, Runner};
-use crate::scenario::{Expect, Scenario};
+use crate::scenario::{Expect, HostConfig, Scenario};
 
 /// What exploration enumerates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,12 +62,24 @@ pub struct Explored {
     pub runs_to_expected: Option<u64>,
 }
 
-/// The scenario restricted to the scope.
+/// The scenario restricted to the scope: every producer count capped at `messages_max`.
 pub fn scoped(scn: &Scenario, scope: &Scope) -> Scenario {
     let mut s = scn.clone();
-    let m = &mut s.pi.producers.messages;
-    m.max = m.max.min(scope.messages_max.max(1));
-    m.min = m.min.min(m.max);
+    let cap = |span: &mut crate::host::Span| {
+        span.max = span.max.min(scope.messages_max.max(1));
+        span.min = span.min.min(span.max);
+    };
+    match &mut s.config {
+        HostConfig::Pi(c) => cap(&mut c.producers.messages),
+        HostConfig::GptmeServer(c) => {
+            cap(&mut c.producers.events);
+            cap(&mut c.producers.completions);
+        }
+        HostConfig::GptmeCli(c) => {
+            cap(&mut c.producers.jobs);
+            cap(&mut c.producers.prompt_records);
+        }
+    }
     s
 }
 

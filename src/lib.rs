@@ -15,7 +15,9 @@
 //! - [`trace`]: the records of a run: observations for checkers, notes for people.
 //! - [`check`]: the invariants and their checkers (observers only).
 //! - [`host`]: host models. [`host::pi`] plays pi's `AgentSession` (0.99) and the 0.58 host;
-//!   [`host::pi::api`] is the wake-logic API a pi extension sees.
+//!   [`host::pi::api`] is the wake-logic API a pi extension sees. [`host::gptme::server`] plays
+//!   gptme's server (`request_watch_wake`, the deferred watch queue), [`host::gptme::cli`] its
+//!   noninteractive chat loop with background jobs; each has its `api` module.
 //! - [`wake`]: the built-in wake logics (buggy and fixed) and the [`wake::Registry`] users extend.
 //! - [`scenario`]: scenario files (TOML) and their validation.
 //! - [`swarm`]: the per-seed mix of faults and producers (swarm testing).
@@ -27,7 +29,9 @@
 //!
 //! ## Plugging in a wake logic
 //! Implement [`host::pi::api::PiWake`], register it with [`wake::Registry::with_pi`], and run
-//! scenario files that name it; see `examples/custom_wake.rs`.
+//! scenario files that name it; see `examples/custom_wake.rs`. For gptme, implement
+//! [`host::gptme::server::api::ServerWake`] or [`host::gptme::cli::api::CliWake`] and register it
+//! with [`wake::Registry::with_gptme_server`] or [`wake::Registry::with_gptme_cli`].
 
 pub mod check;
 pub mod cli;

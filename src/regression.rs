@@ -168,7 +168,7 @@ impl Regression {
             .iter()
             .map(|c| parse_choice(c.get_ref()).map_err(|m| err(c.span(), m)))
             .collect::<Result<Vec<_>>>()?;
-        let expect = raw.expect.get_ref().to_expect(&err)?;
+        let expect = raw.expect.get_ref().to_expect(&err, scenario.host)?;
         let profile = match raw
             .profile
             .as_ref()

@@ -11,13 +11,14 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Once;
 
 use crate::check::{Invariant, InvariantSet, Monitor, Violation};
-use crate::host::HostKind;
-use crate::host::pi::core::BudgetExceeded;
+use crate::host::gptme::cli::{CliEv, CliHost};
+use crate::host::gptme::server::{ServerHost, SrvEv};
 use crate::host::pi::{Gen, PiEv, PiHost};
+use crate::host::{BudgetExceeded, HostKind};
 use crate::kernel::choice::{Choice, Choices, Profile};
 use crate::kernel::time::Ms;
 use crate::kernel::{End, Kernel, World, drive};
-use crate::scenario::{Expect, Scenario};
+use crate::scenario::{Expect, HostConfig, Scenario};
 use crate::swarm::Mix;
 use crate::trace::{MsgInfo, Record, Window};
 use crate::wake::Registry;
@@ -71,6 +72,8 @@ pub struct RunResult {
     pub records_at_violation: Vec<(Invariant, u64)>,
     pub trace_hash: u64,
     pub end: Ms,
+    /// Model requests the run made.
+    pub requests: u32,
     /// The faults and producers this seed switched on.
     pub mix: Mix,
     /// The race windows the run reached, with how often.
@@ -100,6 +103,7 @@ impl RunResult {
             records_at_violation: self.records_at_violation.clone(),
             trace_hash: self.trace_hash,
             end: self.end,
+            requests: self.requests,
             mix: self.mix.clone(),
             marks: self.marks.clone(),
             replay: self.replay.clone(),
@@ -140,10 +144,12 @@ fn panic_message(payload: Box<dyn std::any::Any + Send>) -> Result<String, ()> {
     })
 }
 
-/// Runs seeds of scenarios, reusing the kernel's allocations between seeds.
+/// Runs seeds of scenarios, reusing each host's kernel allocations between seeds.
 pub struct Runner<'r> {
     registry: &'r Registry,
     pi_kernel: Option<Kernel<PiEv>>,
+    server_kernel: Option<Kernel<SrvEv>>,
+    cli_kernel: Option<Kernel<CliEv>>,
 }
 
 impl<'r> Runner<'r> {
@@ -152,6 +158,8 @@ impl<'r> Runner<'r> {
         Runner {
             registry,
             pi_kernel: None,
+            server_kernel: None,
+            cli_kernel: None,
         }
     }
 
@@ -201,32 +209,72 @@ impl<'r> Runner<'r> {
         choices: Choices,
         tracing: bool,
     ) -> RunResult {
-        let entry = self.registry.pi(&scn.wake).unwrap_or_else(|| {
+        let entry = self.registry.get(&scn.wake).unwrap_or_else(|| {
             panic!(
                 "scenario {} names unknown wake {}",
                 scn.path.display(),
                 scn.wake
             )
         });
-        let generation = match scn.host {
-            HostKind::Pi => Gen::V099,
-            HostKind::Pi058 => Gen::V058,
+        let run = RunSpec {
+            scn,
+            seed,
+            choices,
+            tracing,
         };
+        match &scn.config {
+            HostConfig::Pi(cfg) => {
+                let generation = match scn.host {
+                    HostKind::Pi058 => Gen::V058,
+                    _ => Gen::V099,
+                };
+                run.drive(&mut self.pi_kernel, || {
+                    PiHost::new(generation, cfg.clone(), entry.make())
+                })
+            }
+            HostConfig::GptmeServer(cfg) => run.drive(&mut self.server_kernel, || {
+                ServerHost::new(cfg.clone(), entry.make_server())
+            }),
+            HostConfig::GptmeCli(cfg) => run.drive(&mut self.cli_kernel, || {
+                CliHost::new(cfg.clone(), entry.make_cli())
+            }),
+        }
+    }
+}
+
+/// One run to drive, whatever the host.
+struct RunSpec<'s> {
+    scn: &'s Scenario,
+    seed: u64,
+    choices: Choices,
+    tracing: bool,
+}
+
+impl RunSpec<'_> {
+    /// Build the world (host model and a fresh wake logic) and drive it on `slot`'s kernel, made
+    /// on first use and reset for every seed. A panic of the wake logic ends the run as an
+    /// outcome.
+    fn drive<W: World>(
+        self,
+        slot: &mut Option<Kernel<W::Ev>>,
+        make: impl FnOnce() -> W,
+    ) -> RunResult {
+        let scn = self.scn;
         let enabled = InvariantSet::of(scn.host.invariants());
-        let k = self.pi_kernel.get_or_insert_with(|| {
+        let k = slot.get_or_insert_with(|| {
             Kernel::new(
                 Choices::random(0, Profile::default()),
-                Monitor::new(enabled, scn.check, tracing),
+                Monitor::new(enabled, scn.check, self.tracing),
                 scn.limits,
             )
         });
         k.reset(scn.limits);
-        k.choices = choices;
-        k.monitor = Monitor::new(enabled, scn.check, tracing);
+        k.choices = self.choices;
+        k.monitor = Monitor::new(enabled, scn.check, self.tracing);
 
         IN_RUN.with(|r| *r.borrow_mut() = true);
         let result = catch_unwind(AssertUnwindSafe(|| {
-            let mut world = PiHost::new(generation, scn.pi.clone(), entry.make());
+            let mut world = make();
             let end = drive(&mut world, k);
             (end, world.mix())
         }));
@@ -249,7 +297,7 @@ impl<'r> Runner<'r> {
             },
         };
         RunResult {
-            seed,
+            seed: self.seed,
             outcome,
             events: k.steps(),
             records: k.monitor.records(),
@@ -259,6 +307,7 @@ impl<'r> Runner<'r> {
                 .collect(),
             trace_hash: k.monitor.trace_hash(),
             end: k.now(),
+            requests: k.monitor.requests(),
             mix,
             marks: k.monitor.marks(),
             stale: stale_description(&k.choices),
@@ -363,6 +412,22 @@ impl ScenarioReport {
         }
     }
 
+    /// A scripted scenario fixes the number of model requests every seed makes
+    /// (`[expect] requests`): another count is an outcome the expectation does not allow.
+    pub fn check_requests(&mut self, r: &RunResult, requests: Option<u32>) {
+        let Some(n) = requests else { return };
+        if r.requests != n && self.unexpected.is_none() {
+            self.unexpected = Some(SeedNote {
+                seed: r.seed,
+                outcome: "requests".to_string(),
+                detail: format!(
+                    "seed {} made {} model requests; the scenario expects exactly {n}",
+                    r.seed, r.requests
+                ),
+            });
+        }
+    }
+
     /// Fold in the report of the adjacent range that follows this one.
     pub fn merge(&mut self, later: ScenarioReport) {
         debug_assert_eq!(
@@ -438,6 +503,7 @@ impl Runner<'_> {
         for seed in range {
             let r = self.run_seed(scn, seed, false);
             report.add(&r, &scn.expect);
+            report.check_requests(&r, scn.requests);
         }
         report
     }

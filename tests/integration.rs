@@ -5,47 +5,17 @@
 //! Each test builds what it needs from the public API (or runs the built binary) and asserts on
 //! observable output, so a regression in any of them fails here.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
+use common::{bad_file_errors, inline, insta_settings, scenario, wakesim};
+
+use std::path::PathBuf;
 
 use wakesim::check::Invariant;
 use wakesim::host::pi::api::{Ctx, CustomMessage, Message, Pi, PiWake, SendOptions};
 use wakesim::report;
 use wakesim::run::{Outcome, Runner};
-use wakesim::scenario::{Expect, Scenario};
+use wakesim::scenario::Expect;
 use wakesim::wake::Registry;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn scenario(rel: &str, registry: &Registry) -> Scenario {
-    let scn = Scenario::load(&root().join(rel), registry).expect("scenario loads");
-    Scenario {
-        path: PathBuf::from(rel),
-        ..scn
-    }
-}
-
-fn inline(text: &str, registry: &Registry) -> Scenario {
-    Scenario::parse(Path::new("inline.toml"), text, registry).expect("inline scenario parses")
-}
-
-fn wakesim(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_wakesim"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("wakesim runs")
-}
-
-fn insta_settings() -> insta::Settings {
-    let mut s = insta::Settings::clone_current();
-    s.set_snapshot_path(root().join("snapshots"));
-    s.set_prepend_module_to_snapshot(false);
-    s.set_omit_expression(true);
-    s
-}
 
 // ---------------------------------------------------------------------------------------------
 // Determinism
@@ -127,24 +97,7 @@ fn replaying_the_recorded_choices_reproduces_the_run() {
 
 #[test]
 fn bad_scenario_files_name_file_line_and_key_and_exit_2() {
-    let dir = root().join("tests/data/bad");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .expect("bad dir")
-        .map(|e| e.expect("entry").path())
-        .collect();
-    files.sort();
-    assert!(files.len() >= 8);
-    let mut all = String::new();
-    for f in &files {
-        let rel = f.strip_prefix(root()).expect("under root");
-        let out = wakesim(&["run", rel.to_str().expect("utf-8")]);
-        assert_eq!(out.status.code(), Some(2), "{}", rel.display());
-        let err = String::from_utf8_lossy(&out.stderr).to_string();
-        let prefix = format!("error: {}:", rel.display());
-        assert!(err.starts_with(&prefix), "{err}");
-        assert!(out.stdout.is_empty(), "no partial run on bad input");
-        all += &err;
-    }
+    let all = bad_file_errors("tests/data/bad", 8);
     insta_settings().bind(|| insta::assert_snapshot!("errors__bad-scenarios", all));
 }
 

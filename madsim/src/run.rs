@@ -12,7 +12,7 @@ use wakesim::host::pi::{Gen, PiHost};
 use wakesim::kernel::choice::{Choices, Profile};
 use wakesim::kernel::{End, Kernel, World};
 use wakesim::run::{Outcome, RunResult, ScenarioReport};
-use wakesim::scenario::Scenario;
+use wakesim::scenario::{HostConfig, Scenario};
 use wakesim::swarm::Mix;
 
 use crate::bridge::{self, Driven};
@@ -84,6 +84,10 @@ impl Lane {
         let generation = match scn.host {
             HostKind::Pi => Gen::V099,
             HostKind::Pi058 => Gen::V058,
+            other => unreachable!("parse_for admits pi hosts only, not {}", other.name()),
+        };
+        let HostConfig::Pi(config) = &scn.config else {
+            unreachable!("a pi host has a pi configuration")
         };
         let enabled = InvariantSet::of(scn.host.invariants());
         let mut k = Kernel::new(
@@ -92,7 +96,7 @@ impl Lane {
             scn.limits,
         );
         let w = bridge::wire(logic.constants_ms.to_vec());
-        let mut world = PiHost::new(generation, scn.pi.clone(), Box::new(w.forward));
+        let mut world = PiHost::new(generation, config.clone(), Box::new(w.forward));
         let rt = madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
         let start = logic.start;
         let (host, events, requests, posted, keep) =
@@ -141,6 +145,7 @@ impl Lane {
                 .collect(),
             trace_hash: k.monitor.trace_hash(),
             end: k.now(),
+            requests: k.monitor.requests(),
             mix,
             marks: k.monitor.marks(),
             // Printed by `timeline_with(.., replay_line(..))`; `replay` is for recorded choices,

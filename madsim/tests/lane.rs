@@ -301,7 +301,10 @@ fn stepping_the_kernel_by_hand_reproduces_drive() {
             scn.limits,
         );
         let wake = registry.pi(&scn.wake).expect("registered").make();
-        let mut world = PiHost::new(Gen::V099, scn.pi.clone(), wake);
+        let wakesim::scenario::HostConfig::Pi(config) = &scn.config else {
+            panic!("a pi scenario")
+        };
+        let mut world = PiHost::new(Gen::V099, config.clone(), wake);
         let active_end = Ms(scn.limits.active_ms);
         let horizon = active_end + scn.limits.quiesce_ms_max;
         world.start(&mut k);

@@ -34,7 +34,7 @@ impl Checker for Fifo {
                         msg: Some(id),
                         detail: format!(
                             "{id} entered the conversation after {prev}, though {id} was produced first (both from {})",
-                            info.source_name()
+                            info.stream_name()
                         ),
                     });
                     return;

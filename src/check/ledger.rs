@@ -81,6 +81,13 @@ impl Ledger {
                 self.owed
                     .retain(|id| msgs[id.0 as usize].delivered_at.is_none());
             }
+            Ev::OwnerClaimed { msg } => {
+                let m = &mut self.msgs[msg.0 as usize];
+                if m.delivered_at.is_none() {
+                    m.delivered_at = Some(t);
+                }
+                self.owed.retain(|id| *id != msg);
+            }
             Ev::Dropped { msg, reason } => {
                 let m = &mut self.msgs[msg.0 as usize];
                 if m.delivered_at.is_none() && m.dropped.is_none() {

@@ -6,13 +6,17 @@
 //! timeline when tracing is on. Hosts emit the same observation vocabulary (`trace::Ev`), so one
 //! checker serves every host whose invariant is the same.
 
+mod alive_while_owed;
 mod exactly_once;
 mod fifo;
 mod flag_coherence;
 mod harness;
+mod isolation;
 mod latency;
 mod ledger;
 mod no_loss;
+mod no_self_refusal;
+mod no_spin;
 mod single_starter;
 
 use std::fmt;
@@ -32,10 +36,14 @@ pub enum Invariant {
     SingleStarter,
     FlagCoherence,
     Harness,
+    NoSelfRefusal,
+    AliveWhileOwed,
+    NoSpin,
+    Isolation,
 }
 
 impl Invariant {
-    pub const ALL: [Invariant; 7] = [
+    pub const ALL: [Invariant; 11] = [
         Invariant::NoLoss,
         Invariant::ExactlyOnce,
         Invariant::Fifo,
@@ -43,6 +51,10 @@ impl Invariant {
         Invariant::SingleStarter,
         Invariant::FlagCoherence,
         Invariant::Harness,
+        Invariant::NoSelfRefusal,
+        Invariant::AliveWhileOwed,
+        Invariant::NoSpin,
+        Invariant::Isolation,
     ];
 
     /// The name used in scenario files, reports and `wakesim list`.
@@ -55,6 +67,10 @@ impl Invariant {
             Invariant::SingleStarter => "single-starter",
             Invariant::FlagCoherence => "flag-coherence",
             Invariant::Harness => "harness",
+            Invariant::NoSelfRefusal => "no-self-refusal",
+            Invariant::AliveWhileOwed => "alive-while-owed",
+            Invariant::NoSpin => "no-spin",
+            Invariant::Isolation => "isolation",
         }
     }
 
@@ -76,6 +92,20 @@ impl Invariant {
                 "the run flag is true while an agent run is active; agent_settled never fires during one"
             }
             Invariant::Harness => "every model request carries what before_agent_start added",
+            Invariant::NoSelfRefusal => {
+                "a wake is never refused as busy because of a wake issued earlier in the same drain"
+            }
+            Invariant::AliveWhileOwed => {
+                "a session does not end on its own while it owns a job whose result has not reached \
+                 the model, unless a timeout notice for that job was reported"
+            }
+            Invariant::NoSpin => {
+                "the same unchanged outside input interrupts an idle wait at most once"
+            }
+            Invariant::Isolation => {
+                "another conversation's output never enters this one, and its jobs never hold this \
+                 session's wait open"
+            }
         }
     }
 
@@ -164,11 +194,15 @@ struct Checkers {
     single_starter: single_starter::SingleStarter,
     flag: flag_coherence::FlagCoherence,
     harness: harness::Harness,
+    no_self_refusal: no_self_refusal::NoSelfRefusal,
+    alive: alive_while_owed::AliveWhileOwed,
+    no_spin: no_spin::NoSpin,
+    isolation: isolation::Isolation,
 }
 
 impl Checkers {
     fn for_each(&mut self, enabled: InvariantSet, mut f: impl FnMut(&mut dyn Checker)) {
-        let all: [&mut dyn Checker; 7] = [
+        let all: [&mut dyn Checker; 11] = [
             &mut self.no_loss,
             &mut self.exactly_once,
             &mut self.fifo,
@@ -176,6 +210,10 @@ impl Checkers {
             &mut self.single_starter,
             &mut self.flag,
             &mut self.harness,
+            &mut self.no_self_refusal,
+            &mut self.alive,
+            &mut self.no_spin,
+            &mut self.isolation,
         ];
         for c in all {
             if enabled.contains(c.invariant()) {
@@ -198,6 +236,8 @@ pub struct Monitor {
     params: CheckParams,
     violations: Vec<Violation>,
     scratch: Vec<Violation>,
+    /// Model requests so far.
+    requests: u32,
     /// How often each race window was reached in this run.
     marks: [u32; Window::ALL.len()],
     /// For each invariant broken: how many records the run had made when it broke.
@@ -218,6 +258,7 @@ impl Monitor {
             params,
             violations: Vec::new(),
             scratch: Vec::new(),
+            requests: 0,
             marks: [0; Window::ALL.len()],
             records_at_violation: Vec::new(),
         }
@@ -233,6 +274,7 @@ impl Monitor {
         self.ledger.clear();
         self.checkers = Checkers::default();
         self.violations.clear();
+        self.requests = 0;
         self.marks = [0; Window::ALL.len()];
         self.records_at_violation.clear();
     }
@@ -267,7 +309,10 @@ impl Monitor {
         self.records += 1;
         if let Ev::Mark(w) = record.ev {
             self.marks[w as usize] += 1;
-        } else if !matches!(record.ev, Ev::Pi(_)) {
+        } else if !record.ev.is_note() {
+            if let Ev::Request { .. } = record.ev {
+                self.requests += 1;
+            }
             let view = View {
                 messages: &self.messages,
                 ledger: &self.ledger,
@@ -315,6 +360,11 @@ impl Monitor {
             .filter(|w| self.marks[*w as usize] > 0)
             .map(|w| (w, self.marks[w as usize]))
             .collect()
+    }
+
+    /// Model requests the run made.
+    pub fn requests(&self) -> u32 {
+        self.requests
     }
 
     pub fn violations(&self) -> &[Violation] {

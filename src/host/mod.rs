@@ -1,6 +1,11 @@
 //! Host models: one module per host. Each plays the real host's states and await points as
 //! scheduling points of the kernel, and runs a wake logic inside without knowing which one.
+//!
+//! What every host shares lives here: [`HostKind`] and its [`Family`], the fault plumbing
+//! ([`faults`]), scenario ranges ([`Span`]) and the call budget of one wake-logic invocation.
 
+pub mod faults;
+pub mod gptme;
 pub mod pi;
 
 use crate::check::Invariant;
@@ -12,15 +17,80 @@ pub enum HostKind {
     Pi,
     /// pi 0.58 (badlogic/pi-mono v0.58.3), the older host of H-5.
     Pi058,
+    /// gptme's server: conversations with sessions, `request_watch_wake`, the deferred watch
+    /// queue and its retry (`gptme/server/session_models.py` @0b19447c, `gptme/tools/watch.py`).
+    GptmeServer,
+    /// gptme's noninteractive CLI chat loop with background jobs (`gptme/chat.py`,
+    /// `gptme/tools/shell_background.py` as of PR #3843).
+    GptmeCli,
 }
 
+/// Which wake-logic API a host offers: wake logics are written against one family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Family {
+    /// `host::pi::api::PiWake`.
+    Pi,
+    /// `host::gptme::server::api::ServerWake`.
+    GptmeServer,
+    /// `host::gptme::cli::api::CliWake`.
+    GptmeCli,
+}
+
+impl Family {
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Pi => "pi",
+            Family::GptmeServer => "gptme-server",
+            Family::GptmeCli => "gptme-cli",
+        }
+    }
+}
+
+/// The invariants of the pi hosts.
+const PI_INVARIANTS: [Invariant; 7] = [
+    Invariant::NoLoss,
+    Invariant::ExactlyOnce,
+    Invariant::Fifo,
+    Invariant::BoundedLatency,
+    Invariant::SingleStarter,
+    Invariant::FlagCoherence,
+    Invariant::Harness,
+];
+
+/// The invariants of the gptme server (`wake-systems.md` §1.3, §4).
+const SERVER_INVARIANTS: [Invariant; 5] = [
+    Invariant::NoLoss,
+    Invariant::ExactlyOnce,
+    Invariant::Fifo,
+    Invariant::BoundedLatency,
+    Invariant::NoSelfRefusal,
+];
+
+/// The invariants of the gptme CLI.
+const CLI_INVARIANTS: [Invariant; 7] = [
+    Invariant::NoLoss,
+    Invariant::ExactlyOnce,
+    Invariant::Fifo,
+    Invariant::BoundedLatency,
+    Invariant::AliveWhileOwed,
+    Invariant::NoSpin,
+    Invariant::Isolation,
+];
+
 impl HostKind {
-    pub const ALL: [HostKind; 2] = [HostKind::Pi, HostKind::Pi058];
+    pub const ALL: [HostKind; 4] = [
+        HostKind::Pi,
+        HostKind::Pi058,
+        HostKind::GptmeServer,
+        HostKind::GptmeCli,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             HostKind::Pi => "pi",
             HostKind::Pi058 => "pi-0.58",
+            HostKind::GptmeServer => "gptme-server",
+            HostKind::GptmeCli => "gptme-cli",
         }
     }
 
@@ -28,6 +98,8 @@ impl HostKind {
         match self {
             HostKind::Pi => "pi-0.99",
             HostKind::Pi058 => "pi-0.58",
+            HostKind::GptmeServer => "gptme-server@0b19447c",
+            HostKind::GptmeCli => "gptme-cli -n (#3843)",
         }
     }
 
@@ -39,6 +111,12 @@ impl HostKind {
             HostKind::Pi058 => {
                 "pi 0.58: isIdle per inner run, continue() on a timer, agent_end listeners not awaited, no agent_settled"
             }
+            HostKind::GptmeServer => {
+                "gptme server: busy predicate over sessions, request_watch_wake sets generating before it returns, step threads, deferred watch queue, storm guards"
+            }
+            HostKind::GptmeCli => {
+                "gptme -n chat loop: prompt queue, STEP_PRE/LOOP_CONTINUE hooks by priority, background jobs, completion queue and condition, prompt-queue and control files"
+            }
         }
     }
 
@@ -49,14 +127,56 @@ impl HostKind {
     /// The invariants this host's runs are judged by.
     pub fn invariants(self) -> &'static [Invariant] {
         match self {
-            HostKind::Pi | HostKind::Pi058 => &Invariant::ALL,
+            HostKind::Pi | HostKind::Pi058 => &PI_INVARIANTS,
+            HostKind::GptmeServer => &SERVER_INVARIANTS,
+            HostKind::GptmeCli => &CLI_INVARIANTS,
         }
     }
 
-    /// The wake-logic family a host runs (`pi.*` names).
-    pub fn family(self) -> &'static str {
+    /// The wake-logic API this host offers.
+    pub fn family(self) -> Family {
         match self {
-            HostKind::Pi | HostKind::Pi058 => "pi",
+            HostKind::Pi | HostKind::Pi058 => Family::Pi,
+            HostKind::GptmeServer => Family::GptmeServer,
+            HostKind::GptmeCli => Family::GptmeCli,
         }
+    }
+}
+
+/// An inclusive range from a scenario file, `{ min = .., max = .. }`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Span {
+    pub min: u64,
+    pub max: u64,
+}
+
+impl Span {
+    pub const fn new(min: u64, max: u64) -> Span {
+        Span { min, max }
+    }
+
+    /// A value in the range, biased toward its ends (and the wake logic's constants).
+    pub fn delay<E>(self, k: &mut crate::kernel::Kernel<E>, label: &'static str) -> u64 {
+        k.delay(self.min, self.max, label)
+    }
+
+    /// A count in the range, uniform.
+    pub fn count<E>(self, k: &mut crate::kernel::Kernel<E>, label: &'static str) -> u64 {
+        self.min + k.choose(self.max - self.min + 1, label)
+    }
+}
+
+/// Calls a single wake-logic invocation may make before the run is stopped as runaway.
+pub const CALLS_MAX: u32 = 10_000;
+
+/// The payload of a panic that stops a runaway wake logic; the runner reports it as a
+/// step-budget outcome.
+pub struct BudgetExceeded;
+
+/// Count one call of a wake logic into its host; stop the run past [`CALLS_MAX`].
+pub fn count_call(calls: &mut u32) {
+    *calls += 1;
+    if *calls > CALLS_MAX {
+        std::panic::panic_any(BudgetExceeded);
     }
 }

@@ -10,7 +10,7 @@ use queue::Queue;
 use time::Ms;
 
 use crate::check::Monitor;
-use crate::trace::{Actor, Ev, MsgId, MsgInfo, MsgKind};
+use crate::trace::{Actor, Ev, MsgFrom, MsgId, MsgInfo, MsgKind};
 
 /// Limits of one run. Running out of any is an outcome, never a hang.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -179,13 +179,21 @@ impl<E> Kernel<E> {
         self.monitor.emit(self.now, actor, state, ev);
     }
 
-    /// Make a producer message and record it as produced.
+    /// Make a producer message that is its own FIFO stream and record it as produced.
     pub fn produce(&mut self, kind: MsgKind, source: u8, state: u8) -> MsgId {
+        self.produce_from(MsgFrom::sender(kind, source), state)
+    }
+
+    /// Make a producer message and record it as produced.
+    pub fn produce_from(&mut self, from: MsgFrom, state: u8) -> MsgId {
         let id = MsgId(self.monitor.messages().len() as u32);
         self.monitor.add_message(MsgInfo {
             id,
-            kind,
-            source,
+            kind: from.kind,
+            source: from.source,
+            origin: from.origin,
+            conv: from.conv,
+            stream: from.stream,
             produced_at: self.now,
         });
         self.emit(Actor::Producer, state, Ev::Produced { msg: id });

@@ -9,9 +9,17 @@ use crate::trace::Actor;
 
 /// Mermaid treats `;` and `#` specially in messages; use its entity codes.
 fn escape(s: &str) -> String {
-    s.replace('#', "#35;")
-        .replace(';', "#59;")
-        .replace('"', "#quot;")
+    // One pass: escaping `#` first and `;` after would escape the `;` of `#35;` again.
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '#' => out.push_str("#35;"),
+            ';' => out.push_str("#59;"),
+            '"' => out.push_str("#quot;"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 pub fn diagram(scn: &Scenario, r: &RunResult) -> String {
@@ -56,4 +64,15 @@ pub fn diagram(scn: &Scenario, r: &RunResult) -> String {
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn escapes_each_special_character_once() {
+        assert_eq!(
+            super::escape("wake #1; \"x\""),
+            "wake #35;1#59; #quot;x#quot;"
+        );
+    }
 }

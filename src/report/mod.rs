@@ -6,8 +6,9 @@ pub mod text;
 
 use crate::check::Violation;
 use crate::host::HostKind;
+use crate::host::gptme::note as gptme_note;
 use crate::host::pi::note;
-use crate::trace::{Actor, Ev, MsgId, MsgInfo, Record};
+use crate::trace::{Actor, Ev, MsgId, MsgInfo, MsgKind, Record};
 
 /// One rendered line of a timeline.
 pub struct Line {
@@ -53,16 +54,47 @@ pub fn lines(
             *vi += 1;
         }
     };
-    for r in trace {
+    // gptme hosts make many messages at one instant (a prompt flood) and drop many at one exit:
+    // a run of consecutive ids that read alike is one line.
+    let merge = host.family() != crate::host::Family::Pi;
+    let mut skip = 0;
+    for (i, r) in trace.iter().enumerate() {
+        if skip > 0 {
+            skip -= 1;
+            continue;
+        }
         push_violations(&mut out, Some(r.t.0), &mut vi);
         let text = match &r.ev {
             Ev::Produced { msg } => {
                 let info = &messages[msg.0 as usize];
-                format!(
-                    "{msg} ready ({} from {})",
-                    info.kind.name(),
-                    info.source_name()
-                )
+                let run = if merge {
+                    run_len(&trace[i..], |a, b| match (a, b) {
+                        (Ev::Produced { msg: x }, Ev::Produced { msg: y }) => {
+                            let (p, q) = (&messages[x.0 as usize], &messages[y.0 as usize]);
+                            y.0 == x.0 + 1
+                                && (p.kind, p.source, p.origin, p.conv)
+                                    == (q.kind, q.source, q.origin, q.conv)
+                        }
+                        _ => false,
+                    })
+                } else {
+                    1
+                };
+                skip = run - 1;
+                let (ids, n) = (id_run(*msg, run), run as u32);
+                match info.kind {
+                    MsgKind::Watch => format!("{ids} ready: {} fired", info.source_name()),
+                    MsgKind::Job => format!("{ids} ready: {} finished", info.source_name()),
+                    MsgKind::Prompt if n > 1 => {
+                        format!("{ids} ready: {n} records for {}", info.source_name())
+                    }
+                    MsgKind::Prompt => format!("{ids} ready: a record for {}", info.source_name()),
+                    _ => format!(
+                        "{ids} ready ({} from {})",
+                        info.kind.name(),
+                        info.source_name()
+                    ),
+                }
             }
             Ev::Appended { msg } => {
                 carried.push(*msg);
@@ -71,6 +103,8 @@ pub fn lines(
             Ev::Request { req, harness } => {
                 let what = if carried.is_empty() {
                     String::new()
+                } else if merge {
+                    format!(" carrying {}", crate::trace::id_list(&carried))
                 } else {
                     let ids: Vec<String> = carried.iter().map(|m| m.to_string()).collect();
                     format!(" carrying {}", ids.join(" "))
@@ -82,14 +116,39 @@ pub fn lines(
                     format!("model request #{req}{what} WITHOUT the before_agent_start harness")
                 }
             }
-            Ev::Dropped { msg, reason } => format!("{msg} dropped: {}", reason.text()),
+            Ev::Dropped { msg, reason } => {
+                let run = if merge {
+                    run_len(&trace[i..], |a, b| match (a, b) {
+                        (
+                            Ev::Dropped { msg: x, reason: r1 },
+                            Ev::Dropped { msg: y, reason: r2 },
+                        ) => y.0 == x.0 + 1 && r1 == r2,
+                        _ => false,
+                    })
+                } else {
+                    1
+                };
+                skip = run - 1;
+                format!("{} dropped: {}", id_run(*msg, run), reason.text())
+            }
             Ev::Mark(w) => format!("◆ race window: {}", w.describe()),
             Ev::Pi(n) => n.render(),
+            Ev::Gptme(n) => n.render(),
+            Ev::SessionEnd { cause } => format!("session ends: {}", cause.text()),
+            Ev::InputInterrupt { input } => {
+                format!("outside input interrupts the idle wait (fingerprint {input:016x})")
+            }
             Ev::Idle { .. }
             | Ev::RunFlag { .. }
             | Ev::AgentRun { .. }
             | Ev::Starter { .. }
-            | Ev::Settled => {
+            | Ev::Settled
+            | Ev::Pass { .. }
+            | Ev::Wake { .. }
+            | Ev::Work { .. }
+            | Ev::WorkNoticed { .. }
+            | Ev::Waiting { .. }
+            | Ev::OwnerClaimed { .. } => {
                 continue;
             }
         };
@@ -101,12 +160,34 @@ pub fn lines(
             kind: match &r.ev {
                 Ev::Pi(note::Note::Handler(_)) => LineKind::Handler,
                 Ev::Pi(n) if n.is_wake_call() => LineKind::Call,
+                Ev::Gptme(n) if n.is_handler() => LineKind::Handler,
+                Ev::Gptme(n) if n.is_wake_call() => LineKind::Call,
                 _ => LineKind::Plain,
             },
         });
     }
     push_violations(&mut out, None, &mut vi);
     out
+}
+
+/// How many records from the first, at its instant, continue a run `next` accepts pairwise.
+fn run_len(records: &[Record], next: impl Fn(&Ev, &Ev) -> bool) -> usize {
+    let mut n = 1;
+    while n < records.len()
+        && records[n].t == records[0].t
+        && next(&records[n - 1].ev, &records[n].ev)
+    {
+        n += 1;
+    }
+    n
+}
+
+/// `m3`, or `m3–m103` for a run of consecutive ids.
+fn id_run(first: MsgId, len: usize) -> String {
+    match len {
+        1 => first.to_string(),
+        n => format!("{first}–{}", MsgId(first.0 + n as u32 - 1)),
+    }
 }
 
 /// The paste-able line that reproduces a seed.
@@ -126,6 +207,8 @@ pub fn reproduce(scn: &crate::scenario::Scenario, r: &crate::run::RunResult) -> 
 pub fn state_name(host: HostKind, code: u8) -> &'static str {
     match host {
         HostKind::Pi | HostKind::Pi058 => note::state_name(code),
+        HostKind::GptmeServer => gptme_note::server_state_name(code),
+        HostKind::GptmeCli => gptme_note::cli_state_name(code),
     }
 }
 

@@ -1,20 +1,10 @@
 //! What a pi scenario may switch on, and the per-seed plan drawn from it.
 
+pub use crate::host::Span;
+use crate::host::faults::FaultKind;
+pub use crate::host::faults::FaultSpec;
 use crate::kernel::choice::Ratio;
 use crate::trace::MsgKind;
-
-/// An inclusive range from a scenario file, `{ min = .., max = .. }`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Span {
-    pub min: u64,
-    pub max: u64,
-}
-
-impl Span {
-    pub const fn new(min: u64, max: u64) -> Span {
-        Span { min, max }
-    }
-}
 
 /// Faults a seed may switch on for the pi hosts (`wake-systems.md` §2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -126,13 +116,23 @@ impl PiFault {
     }
 }
 
-/// How a scenario switches one fault on: in `share` of the seeds; then each opportunity fires
-/// with probability `rate`, at most `max` times (timed faults: up to `max` occurrences).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct FaultSpec {
-    pub share: Ratio,
-    pub rate: Ratio,
-    pub max: u32,
+impl FaultKind for PiFault {
+    const LIST: &'static [PiFault] = &PiFault::ALL;
+    fn name(self) -> &'static str {
+        PiFault::name(self)
+    }
+    fn describe(self) -> &'static str {
+        PiFault::describe(self)
+    }
+    fn is_timed(self) -> bool {
+        PiFault::is_timed(self)
+    }
+    fn defaults(self) -> (Ratio, u32) {
+        PiFault::defaults(self)
+    }
+    fn index(self) -> usize {
+        self as usize
+    }
 }
 
 /// Producer messages of a scenario.

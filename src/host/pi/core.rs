@@ -5,9 +5,10 @@
 use std::collections::VecDeque;
 
 use super::api::{Ctx, CustomMessage, DeliverAs, SendOptions, StaleCtx, TimerId};
-use super::config::{FaultSpec, PiConfig, PiFault};
+use super::config::{PiConfig, PiFault};
 use super::note::{HostError, Note, Route, State, Step, TimerOp};
 use super::{Gen, PiEv};
+use crate::host::faults::Faults;
 use crate::kernel::Kernel;
 use crate::kernel::time::Ms;
 use crate::trace::{Actor, Ev, Payload, Starter, Window};
@@ -78,19 +79,11 @@ pub(super) enum Deferred {
     Direct(Payload),
 }
 
-/// Per-fault state for one seed.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct FaultState {
-    pub on: bool,
-    pub spec: FaultSpec,
-    pub fired: u32,
-}
-
 /// The pi host's state. The wake logic reaches it only through [`Pi`].
 pub struct PiCore {
     pub(super) generation: Gen,
     pub(super) cfg: PiConfig,
-    pub(super) faults: [FaultState; PiFault::ALL.len()],
+    pub(super) faults: Faults<PiFault>,
     pub(super) session: u32,
     /// The session was replaced and its `session_start` is not delivered yet.
     pub(super) replacing: bool,
@@ -124,33 +117,11 @@ pub struct PiCore {
     pub(super) last_wake_at: Option<Ms>,
 }
 
-/// Calls a single handler invocation may make before the run is stopped as runaway.
-pub const CALLS_MAX: u32 = 10_000;
-
-/// The payload of a panic that stops a runaway wake logic; the runner reports it as a
-/// step-budget outcome.
-pub struct BudgetExceeded;
+pub use crate::host::{BudgetExceeded, CALLS_MAX};
 
 impl PiCore {
     pub(super) fn new(generation: Gen, cfg: PiConfig) -> PiCore {
-        let faults = std::array::from_fn(|i| {
-            let f = PiFault::ALL[i];
-            let spec = cfg
-                .faults
-                .iter()
-                .find(|(g, _)| *g == f)
-                .map(|(_, s)| *s)
-                .unwrap_or(FaultSpec {
-                    share: crate::kernel::choice::Ratio::NEVER,
-                    rate: f.defaults().0,
-                    max: f.defaults().1,
-                });
-            FaultState {
-                on: false,
-                spec,
-                fired: 0,
-            }
-        });
+        let faults = Faults::new(&cfg.faults);
         PiCore {
             generation,
             cfg,
@@ -254,16 +225,7 @@ impl PiCore {
 
     /// Does this fault fire at this opportunity? Draws only when the fault is on for the seed.
     pub(super) fn fires(&mut self, k: &mut Kernel<PiEv>, f: PiFault) -> bool {
-        let st = &mut self.faults[f as usize];
-        if !st.on || st.fired >= st.spec.max || k.quiescent() {
-            return false;
-        }
-        if k.chance(st.spec.rate, f.name()) {
-            st.fired += 1;
-            true
-        } else {
-            false
-        }
+        self.faults.fires(k, f)
     }
 
     fn append(&self, k: &mut Kernel<PiEv>, payload: &Payload) {
@@ -518,10 +480,7 @@ impl PiCore {
     }
 
     fn count_call(&mut self) {
-        self.calls += 1;
-        if self.calls > CALLS_MAX {
-            std::panic::panic_any(BudgetExceeded);
-        }
+        crate::host::count_call(&mut self.calls);
     }
 }
 

@@ -21,6 +21,7 @@ use config::{PiConfig, PiFault};
 use core::{Compacting, Deferred, PStep, PiCore, RPhase};
 use note::{FaultNote, Hook, HostError, Note, Queue, RunNote, Step};
 
+use crate::host::faults::TimedFaults;
 use crate::kernel::time::Ms;
 use crate::kernel::{Kernel, World};
 use crate::swarm::{self, Mix};
@@ -59,21 +60,12 @@ struct Planned {
     source: u8,
 }
 
-struct TimedFault {
-    fault: PiFault,
-    attempts: u32,
-}
-
-/// How often a timed fault that found the host busy tries again, and how far apart.
-const RETRY_ATTEMPTS_MAX: u32 = 40;
-const RETRY_MS: u64 = 500;
-
 /// The pi host with its wake logic: a `World` for the kernel.
 pub struct PiHost {
     core: PiCore,
     wake: Box<dyn PiWake>,
     producers: Vec<Planned>,
-    timed: Vec<TimedFault>,
+    timed: TimedFaults<PiFault>,
     /// The producer kinds this seed enabled.
     kinds_on: Vec<MsgKind>,
 }
@@ -84,7 +76,7 @@ impl PiHost {
             core: PiCore::new(generation, cfg),
             wake,
             producers: Vec::new(),
-            timed: Vec::new(),
+            timed: TimedFaults::default(),
             kinds_on: Vec::new(),
         }
     }
@@ -145,13 +137,7 @@ impl PiHost {
     }
 
     fn plan(&mut self, k: &mut Kernel<PiEv>) {
-        for f in PiFault::ALL {
-            let st = &mut self.core.faults[f as usize];
-            if let Some(rate) = swarm::draw_fault(&mut k.choices, st.spec.share, st.spec.rate) {
-                st.on = true;
-                st.spec.rate = rate;
-            }
-        }
+        self.core.faults.plan(k);
         let active = k.limits().active_ms;
         let mut p = self.core.cfg.producers.clone();
         let mask = swarm::draw_subset(&mut k.choices, p.kinds.len());
@@ -198,21 +184,7 @@ impl PiHost {
             k.schedule_at(t, PiEv::Produce(self.producers.len() as u32));
             self.producers.push(Planned { kind, source });
         }
-        for f in PiFault::ALL.into_iter().filter(|f| f.is_timed()) {
-            let st = self.core.faults[f as usize];
-            if !st.on || st.spec.max == 0 {
-                continue;
-            }
-            let count = 1 + k.choose(u64::from(st.spec.max), "occurrences");
-            for _ in 0..count {
-                let at = k.delay(1, active.saturating_sub(1).max(1), "fault time");
-                k.schedule_at(Ms(at), PiEv::Timed(self.timed.len() as u32));
-                self.timed.push(TimedFault {
-                    fault: f,
-                    attempts: 0,
-                });
-            }
-        }
+        self.timed.plan(&self.core.faults, k, PiEv::Timed);
     }
 
     fn end_prompt(&mut self, id: u32) {
@@ -670,11 +642,7 @@ impl PiHost {
 
     /// Try a timed fault again later when the host is not in a state where it can happen.
     fn retry_timed(&mut self, k: &mut Kernel<PiEv>, i: u32) {
-        let t = &mut self.timed[i as usize];
-        t.attempts += 1;
-        if t.attempts < RETRY_ATTEMPTS_MAX {
-            k.schedule(RETRY_MS, PiEv::Timed(i));
-        }
+        self.timed.retry(k, i, PiEv::Timed(i));
     }
 
     fn timed_fault(&mut self, k: &mut Kernel<PiEv>, i: u32) {
@@ -687,7 +655,7 @@ impl PiHost {
             || c.live_prompts > 0
             || c.settling > 0
             || c.replacing;
-        match self.timed[i as usize].fault {
+        match self.timed.fault(i) {
             f @ (PiFault::ManualCompaction | PiFault::TreeSummarization) => {
                 if busy_or_preparing || c.agent_active.is_some() {
                     return self.retry_timed(k, i);
@@ -796,11 +764,7 @@ impl World for PiHost {
 
     fn mix(&self) -> Mix {
         Mix {
-            faults: PiFault::ALL
-                .into_iter()
-                .filter(|f| self.core.faults[*f as usize].on)
-                .map(|f| (f.name(), self.core.faults[f as usize].spec.rate))
-                .collect(),
+            faults: self.core.faults.mix(),
             producers: self.kinds_on.iter().map(|k| k.name()).collect(),
         }
     }

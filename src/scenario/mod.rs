@@ -3,7 +3,7 @@
 //!
 //! ```toml
 //! name = "two wakes during prompt preparation"
-//! host = "pi"                      # pi | pi-0.58
+//! host = "pi"                      # pi | pi-0.58 | gptme-server | gptme-cli
 //! wake = "pi.is-idle"              # a registered wake logic
 //! seeds = 2000                     # seed budget: seeds 0..2000
 //! snapshot_seed = 31               # the seed whose timeline is snapshotted
@@ -35,24 +35,35 @@
 //! verdict = "fail"                 # pass | fail | panic | step-budget
 //! invariant = "single-starter"
 //! also = ["no-loss"]               # other invariants this scenario may also break
+//! requests = 3                     # optional: every seed makes exactly this many model requests
 //! ```
+//!
+//! `[producers]`, `[faults]` and `[timing]` belong to the host's family: each family declares
+//! its own keys (`pi.rs`, `gptme.rs`), and a key of another family is an unknown key.
+
+mod gptme;
+mod pi;
+mod values;
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
-use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::de::DeserializeOwned;
 use toml::Spanned;
 
 use crate::check::{CheckParams, Invariant};
 use crate::error::{Error, Result};
-use crate::host::HostKind;
-use crate::host::pi::config::{FaultSpec, PiConfig, PiFault, PiTiming, Producers, Span};
+use crate::host::faults::{FaultKind, FaultSpec};
+use crate::host::gptme::cli::config::CliConfig;
+use crate::host::gptme::server::config::ServerConfig;
+use crate::host::pi::config::PiConfig;
+use crate::host::{Family, HostKind};
 use crate::kernel::Limits;
-use crate::kernel::choice::Ratio;
-use crate::trace::{MsgKind, Window};
+use crate::trace::Window;
 use crate::wake::Registry;
+use values::FaultValue;
 
 /// What a scenario expects of its seed budget.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -81,6 +92,14 @@ impl fmt::Display for Expect {
     }
 }
 
+/// The host-specific part of a scenario: its family's producers, faults and timing.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum HostConfig {
+    Pi(PiConfig),
+    GptmeServer(ServerConfig),
+    GptmeCli(CliConfig),
+}
+
 /// A validated scenario.
 #[derive(Clone, Debug)]
 pub struct Scenario {
@@ -92,9 +111,11 @@ pub struct Scenario {
     pub seeds: u64,
     pub snapshot_seed: u64,
     pub limits: Limits,
-    pub pi: PiConfig,
+    pub config: HostConfig,
     pub check: CheckParams,
     pub expect: Expect,
+    /// Model requests every seed must make exactly (`[expect] requests`), for scripted runs.
+    pub requests: Option<u32>,
     /// Race windows the seed budget must reach (`[coverage] must_reach`).
     pub must_reach: Vec<Window>,
     /// The scope `wakesim explore` enumerates by default (`[explore]`).
@@ -113,18 +134,157 @@ impl Scenario {
 
     /// Validate scenario text; `path` names it in errors.
     pub fn parse(path: &Path, text: &str, registry: &Registry) -> Result<Scenario> {
-        Scenario::parse_for(path, text, &registry.names())
+        Scenario::parse_with(path, text, Wakes::Registry(registry))
     }
 
-    /// Validate scenario text whose `wake` must be one of `wakes`: for runners with wake logics
-    /// of their own (the madsim lane's async ones), which a `Registry` does not hold.
+    /// Validate scenario text whose `wake` must be one of `wakes`, pi wake logics of a runner
+    /// that brings its own (the madsim lane's async ones), which a `Registry` does not hold.
     pub fn parse_for(path: &Path, text: &str, wakes: &[&str]) -> Result<Scenario> {
-        let raw: RawScenario = toml::from_str(text).map_err(|e| {
-            let span = e.span().unwrap_or(0..0);
-            located(path, text, span, e.message().to_string())
-        })?;
-        raw.validate(path, text, wakes)
+        Scenario::parse_with(path, text, Wakes::Pi(wakes))
     }
+
+    fn parse_with(path: &Path, text: &str, wakes: Wakes<'_>) -> Result<Scenario> {
+        let cx = Cx { path, text };
+        // The host decides which family's sections the rest of the file may use.
+        let head: Head = toml::from_str(text).map_err(|e| cx.toml(e))?;
+        let host = HostKind::from_name(head.host.get_ref()).ok_or_else(|| {
+            let names: Vec<_> = HostKind::ALL.iter().map(|h| h.name()).collect();
+            cx.err(
+                head.host.span(),
+                format!(
+                    "unknown host `{}`, expected one of {}",
+                    head.host.get_ref(),
+                    names.join(", ")
+                ),
+            )
+        })?;
+        match host.family() {
+            Family::Pi => cx.parse_as::<pi::PiSections>(host, wakes),
+            Family::GptmeServer => cx.parse_as::<gptme::ServerSections>(host, wakes),
+            Family::GptmeCli => cx.parse_as::<gptme::CliSections>(host, wakes),
+        }
+    }
+}
+
+/// The wake logics a scenario may name.
+#[derive(Clone, Copy)]
+enum Wakes<'a> {
+    Registry(&'a Registry),
+    /// Names of pi wake logics held outside the registry.
+    Pi(&'a [&'a str]),
+}
+
+impl Wakes<'_> {
+    /// Is `wake` a logic for `host`? The error says which ones are.
+    fn check(&self, wake: &str, host: HostKind) -> std::result::Result<(), String> {
+        let family = host.family();
+        match self {
+            Wakes::Registry(registry) => match registry.get(wake) {
+                Some(e) if e.family() == family => Ok(()),
+                Some(e) => Err(format!(
+                    "wake logic `{wake}` is written for {} hosts, not {}; expected one of {}",
+                    e.family().name(),
+                    host.name(),
+                    registry.names_of(family).join(", ")
+                )),
+                None => Err(format!(
+                    "unknown wake logic `{wake}`, expected one of {}",
+                    registry.names_of(family).join(", ")
+                )),
+            },
+            Wakes::Pi(names) if family == Family::Pi && names.contains(&wake) => Ok(()),
+            Wakes::Pi(names) => Err(format!(
+                "unknown wake logic `{wake}` for {} hosts, expected one of {}",
+                host.name(),
+                names.join(", ")
+            )),
+        }
+    }
+}
+
+/// The file being read, for errors.
+#[derive(Clone, Copy)]
+struct Cx<'a> {
+    path: &'a Path,
+    text: &'a str,
+}
+
+impl Cx<'_> {
+    fn err(&self, span: std::ops::Range<usize>, message: String) -> Error {
+        located(self.path, self.text, span, message)
+    }
+
+    /// An error about `key`, found after parsing: located at the key's first `key =`.
+    fn key_err(&self, key: &str, message: String) -> Error {
+        self.err(key_span(self.text, key), message)
+    }
+
+    /// A range whose `max` must stay within `0..=max` (a count, so a typo cannot ask for a run
+    /// that never ends).
+    fn at_most(&self, key: &str, span: crate::host::Span, max: u64) -> Result<crate::host::Span> {
+        if span.max > max {
+            return Err(self.key_err(key, format!("max {} is out of range 0..={max}", span.max)));
+        }
+        Ok(span)
+    }
+
+    fn toml(&self, e: toml::de::Error) -> Error {
+        let span = e.span().unwrap_or(0..0);
+        self.err(span, e.message().to_string())
+    }
+
+    fn parse_as<S: Sections>(&self, host: HostKind, wakes: Wakes<'_>) -> Result<Scenario> {
+        let raw: RawScenario<S::Producers, S::Timing> =
+            toml::from_str(self.text).map_err(|e| self.toml(e))?;
+        raw.validate::<S>(*self, host, wakes)
+    }
+
+    /// `[faults]`, checked against the family's fault names.
+    fn faults<F: FaultKind>(
+        &self,
+        raw: &BTreeMap<Spanned<String>, Spanned<FaultValue>>,
+    ) -> Result<Vec<(F, FaultSpec)>> {
+        raw.iter()
+            .map(|(name, value)| {
+                let fault = F::from_name(name.get_ref()).ok_or_else(|| {
+                    let names: Vec<_> = F::LIST.iter().map(|f| f.name()).collect();
+                    self.err(
+                        name.span(),
+                        format!(
+                            "unknown fault `{}`, expected one of {}",
+                            name.get_ref(),
+                            names.join(", ")
+                        ),
+                    )
+                })?;
+                let (rate, max) = fault.defaults();
+                let v = value.get_ref();
+                Ok((
+                    fault,
+                    FaultSpec {
+                        share: v.share,
+                        rate: v.rate.unwrap_or(rate),
+                        max: v.max.unwrap_or(max),
+                    },
+                ))
+            })
+            .collect()
+    }
+}
+
+/// A host family's scenario sections: the keys of `[producers]` and `[timing]` (each rejecting
+/// unknown keys), its fault names, and how they make the family's configuration.
+trait Sections {
+    type Producers: DeserializeOwned + Default;
+    type Timing: DeserializeOwned + Default;
+    type Fault: FaultKind;
+
+    fn config(
+        cx: Cx<'_>,
+        producers: Self::Producers,
+        timing: Self::Timing,
+        faults: Vec<(Self::Fault, FaultSpec)>,
+    ) -> Result<HostConfig>;
 }
 
 pub(crate) fn located(
@@ -179,12 +339,20 @@ fn key_at(text: &str, offset: usize) -> Option<String> {
     }
 }
 
+/// The first pass: only the host (every other key is read by the second pass).
+#[derive(Deserialize)]
+struct Head {
+    host: Spanned<String>,
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawScenario {
+struct RawScenario<P, T> {
     name: String,
     #[serde(default)]
     description: String,
+    // Read by the first pass; kept so the key is known.
+    #[allow(dead_code)]
     host: Spanned<String>,
     wake: Spanned<String>,
     seeds: Spanned<u64>,
@@ -196,11 +364,11 @@ struct RawScenario {
     #[serde(default)]
     steps_max: Option<Spanned<u64>>,
     #[serde(default)]
-    producers: RawProducers,
+    producers: P,
     #[serde(default)]
     faults: BTreeMap<Spanned<String>, Spanned<FaultValue>>,
     #[serde(default)]
-    timing: RawTiming,
+    timing: T,
     #[serde(default)]
     check: RawCheck,
     #[serde(default)]
@@ -227,29 +395,6 @@ struct RawCoverage {
 
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
-struct RawProducers {
-    messages: Option<SpanValue>,
-    start_ms: Option<SpanValue>,
-    spacing_ms: Option<SpanValue>,
-    kinds: Option<Spanned<Vec<MsgKindName>>>,
-    subagents: Option<Spanned<u8>>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct RawTiming {
-    step_ms: Option<SpanValue>,
-    handler_ms: Option<SpanValue>,
-    model_ms: Option<SpanValue>,
-    tool_ms: Option<SpanValue>,
-    tool_turns: Option<SpanValue>,
-    compaction_ms: Option<SpanValue>,
-    retry_ms: Option<SpanValue>,
-    user_delay_ms: Option<SpanValue>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
 struct RawCheck {
     latency_ms_max: Option<Spanned<u64>>,
     latency_requests_max: Option<Spanned<u32>>,
@@ -263,26 +408,37 @@ pub(crate) struct RawExpect {
     invariant: Option<Spanned<String>>,
     #[serde(default)]
     also: Vec<Spanned<String>>,
+    #[serde(default)]
+    requests: Option<Spanned<u32>>,
 }
 
 impl RawExpect {
-    /// Validate into an `Expect`; `err` locates an error at a span.
+    /// Validate into an `Expect` for `host`: only the invariants it is judged by can be
+    /// expected. `err` locates an error at a span.
     pub(crate) fn to_expect(
         &self,
         err: &dyn Fn(std::ops::Range<usize>, String) -> Error,
+        host: HostKind,
     ) -> Result<Expect> {
+        let judged = host.invariants();
         let invariant = |s: &Spanned<String>| {
-            Invariant::from_name(s.get_ref()).ok_or_else(|| {
-                let names: Vec<_> = Invariant::ALL.iter().map(|i| i.name()).collect();
-                err(
-                    s.span(),
-                    format!(
-                        "unknown invariant `{}`, expected one of {}",
-                        s.get_ref(),
-                        names.join(", ")
-                    ),
-                )
-            })
+            Invariant::from_name(s.get_ref())
+                .filter(|i| judged.contains(i))
+                .ok_or_else(|| {
+                    let names: Vec<_> = judged.iter().map(|i| i.name()).collect();
+                    let what = match Invariant::from_name(s.get_ref()) {
+                        Some(_) => format!(
+                            "invariant `{}` is not judged on {} hosts",
+                            s.get_ref(),
+                            host.name()
+                        ),
+                        None => format!("unknown invariant `{}`", s.get_ref()),
+                    };
+                    err(
+                        s.span(),
+                        format!("{what}, expected one of {}", names.join(", ")),
+                    )
+                })
         };
         match self.verdict.get_ref().as_str() {
             "fail" => {
@@ -332,175 +488,25 @@ impl RawExpect {
     }
 }
 
-/// A message kind, checked by name.
-struct MsgKindName(MsgKind);
-
-impl<'de> Deserialize<'de> for MsgKindName {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        MsgKind::ALL
-            .into_iter()
-            .find(|k| k.name() == s)
-            .map(MsgKindName)
-            .ok_or_else(|| {
-                let names: Vec<_> = MsgKind::ALL.iter().map(|k| k.name()).collect();
-                de::Error::custom(format!(
-                    "unknown message kind `{s}`, expected one of {}",
-                    names.join(", ")
-                ))
-            })
-    }
-}
-
-/// `{ min = a, max = b }` with `a <= b`, or a single integer.
-#[derive(Clone, Copy)]
-struct SpanValue(Span);
-
-impl<'de> Deserialize<'de> for SpanValue {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = SpanValue;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a non-negative integer or a table { min = .., max = .. }")
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> std::result::Result<SpanValue, E> {
-                let v = u64::try_from(v).map_err(|_| E::custom(format!("{v} is negative")))?;
-                Ok(SpanValue(Span::new(v, v)))
-            }
-            fn visit_map<A: MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> std::result::Result<SpanValue, A::Error> {
-                let (mut min, mut max) = (None, None);
-                while let Some(key) = map.next_key::<String>()? {
-                    match key.as_str() {
-                        "min" => min = Some(map.next_value::<u64>()?),
-                        "max" => max = Some(map.next_value::<u64>()?),
-                        other => {
-                            return Err(de::Error::custom(format!(
-                                "unknown field `{other}`, expected `min` or `max`"
-                            )));
-                        }
-                    }
-                }
-                let min = min.ok_or_else(|| de::Error::missing_field("min"))?;
-                let max = max.ok_or_else(|| de::Error::missing_field("max"))?;
-                if min > max {
-                    return Err(de::Error::custom(format!(
-                        "min ({min}) is greater than max ({max})"
-                    )));
-                }
-                Ok(SpanValue(Span::new(min, max)))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-/// `"num/den"` with `0 <= num <= den`, `den > 0`.
-#[derive(Clone, Copy)]
-struct RatioValue(Ratio);
-
-fn parse_ratio(s: &str) -> std::result::Result<Ratio, String> {
-    let err = || format!("`{s}` is not a ratio \"num/den\" with 0 <= num <= den and den > 0");
-    let (n, d) = s.split_once('/').ok_or_else(err)?;
-    let num: u64 = n.trim().parse().map_err(|_| err())?;
-    let den: u64 = d.trim().parse().map_err(|_| err())?;
-    if den == 0 || num > den {
-        return Err(err());
-    }
-    Ok(Ratio::new(num, den))
-}
-
-impl<'de> Deserialize<'de> for RatioValue {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        parse_ratio(&s).map(RatioValue).map_err(de::Error::custom)
-    }
-}
-
-/// A fault: `"share"` or `{ share = "..", rate = "..", max = n }`.
-struct FaultValue {
-    share: Ratio,
-    rate: Option<Ratio>,
-    max: Option<u32>,
-}
-
-impl<'de> Deserialize<'de> for FaultValue {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = FaultValue;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a share \"num/den\" or a table { share, rate, max }")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<FaultValue, E> {
-                Ok(FaultValue {
-                    share: parse_ratio(v).map_err(E::custom)?,
-                    rate: None,
-                    max: None,
-                })
-            }
-            fn visit_map<A: MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> std::result::Result<FaultValue, A::Error> {
-                let (mut share, mut rate, mut max) = (None, None, None);
-                while let Some(key) = map.next_key::<String>()? {
-                    match key.as_str() {
-                        "share" => share = Some(map.next_value::<RatioValue>()?.0),
-                        "rate" => rate = Some(map.next_value::<RatioValue>()?.0),
-                        "max" => max = Some(map.next_value::<u32>()?),
-                        other => {
-                            return Err(de::Error::custom(format!(
-                                "unknown field `{other}`, expected `share`, `rate` or `max`"
-                            )));
-                        }
-                    }
-                }
-                Ok(FaultValue {
-                    share: share.ok_or_else(|| de::Error::missing_field("share"))?,
-                    rate,
-                    max,
-                })
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
 /// Hard limits on scenario values, so a typo cannot ask for a run that never ends.
 pub const SEEDS_MAX: u64 = 100_000_000;
 pub const DURATION_MS_MAX: u64 = 24 * 3_600_000;
 pub const STEPS_MAX: u64 = 10_000_000;
 pub const MESSAGES_MAX: u64 = 10_000;
 
-impl RawScenario {
-    fn validate(self, path: &Path, text: &str, wakes: &[&str]) -> Result<Scenario> {
-        let err = |span: std::ops::Range<usize>, msg: String| located(path, text, span, msg);
+impl<P, T> RawScenario<P, T> {
+    fn validate<S: Sections<Producers = P, Timing = T>>(
+        self,
+        cx: Cx<'_>,
+        host: HostKind,
+        wakes: Wakes<'_>,
+    ) -> Result<Scenario> {
+        let err = |span: std::ops::Range<usize>, msg: String| cx.err(span, msg);
 
-        let host = HostKind::from_name(self.host.get_ref()).ok_or_else(|| {
-            let names: Vec<_> = HostKind::ALL.iter().map(|h| h.name()).collect();
-            err(
-                self.host.span(),
-                format!(
-                    "unknown host `{}`, expected one of {}",
-                    self.host.get_ref(),
-                    names.join(", ")
-                ),
-            )
-        })?;
         let wake = self.wake.get_ref().clone();
-        if !wakes.contains(&wake.as_str()) {
-            return Err(err(
-                self.wake.span(),
-                format!(
-                    "unknown wake logic `{wake}`, expected one of {}",
-                    wakes.join(", ")
-                ),
-            ));
-        }
+        wakes
+            .check(&wake, host)
+            .map_err(|m| err(self.wake.span(), m))?;
         let seeds = *self.seeds.get_ref();
         if seeds == 0 || seeds > SEEDS_MAX {
             return Err(err(
@@ -535,81 +541,8 @@ impl RawScenario {
             limits.steps_max = v;
         }
 
-        let mut pi = PiConfig::default();
-        let p = &mut pi.producers;
-        let defaults = Producers::default();
-        p.messages = self.producers.messages.map_or(defaults.messages, |s| s.0);
-        if p.messages.max > MESSAGES_MAX {
-            let span = key_span(text, "messages");
-            return Err(err(
-                span,
-                format!("max {} is out of range 0..={MESSAGES_MAX}", p.messages.max),
-            ));
-        }
-        p.start_ms = self.producers.start_ms.map_or(defaults.start_ms, |s| s.0);
-        p.spacing_ms = self
-            .producers
-            .spacing_ms
-            .map_or(defaults.spacing_ms, |s| s.0);
-        if let Some(kinds) = &self.producers.kinds {
-            if kinds.get_ref().is_empty() {
-                return Err(err(
-                    kinds.span(),
-                    "at least one message kind is needed".to_string(),
-                ));
-            }
-            p.kinds = kinds.get_ref().iter().map(|k| k.0).collect();
-        }
-        if let Some(n) = &self.producers.subagents {
-            let v = *n.get_ref();
-            if !(1..=26).contains(&v) {
-                return Err(err(n.span(), format!("{v} is out of range 1..=26")));
-            }
-            p.subagents = v;
-        }
-
-        for (name, value) in &self.faults {
-            let fault = PiFault::from_name(name.get_ref()).ok_or_else(|| {
-                let names: Vec<_> = PiFault::ALL.iter().map(|f| f.name()).collect();
-                err(
-                    name.span(),
-                    format!(
-                        "unknown fault `{}`, expected one of {}",
-                        name.get_ref(),
-                        names.join(", ")
-                    ),
-                )
-            })?;
-            let (rate, max) = fault.defaults();
-            let v = value.get_ref();
-            pi.faults.push((
-                fault,
-                FaultSpec {
-                    share: v.share,
-                    rate: v.rate.unwrap_or(rate),
-                    max: v.max.unwrap_or(max),
-                },
-            ));
-        }
-
-        let t = &mut pi.timing;
-        let d = PiTiming::default();
-        let r = &self.timing;
-        t.step_ms = r.step_ms.map_or(d.step_ms, |s| s.0);
-        t.handler_ms = r.handler_ms.map_or(d.handler_ms, |s| s.0);
-        t.model_ms = r.model_ms.map_or(d.model_ms, |s| s.0);
-        t.tool_ms = r.tool_ms.map_or(d.tool_ms, |s| s.0);
-        t.tool_turns = r.tool_turns.map_or(d.tool_turns, |s| s.0);
-        t.compaction_ms = r.compaction_ms.map_or(d.compaction_ms, |s| s.0);
-        t.retry_ms = r.retry_ms.map_or(d.retry_ms, |s| s.0);
-        t.user_delay_ms = r.user_delay_ms.map_or(d.user_delay_ms, |s| s.0);
-        if t.tool_turns.max > 1_000 {
-            let span = key_span(text, "tool_turns");
-            return Err(err(
-                span,
-                format!("max {} is out of range 0..=1000", t.tool_turns.max),
-            ));
-        }
+        let faults = cx.faults::<S::Fault>(&self.faults)?;
+        let config = S::config(cx, self.producers, self.timing, faults)?;
 
         let mut check = CheckParams::default();
         if let Some(v) = &self.check.latency_ms_max {
@@ -619,7 +552,9 @@ impl RawScenario {
             check.latency_requests_max = *v.get_ref();
         }
 
-        let expect = self.expect.get_ref().to_expect(&err)?;
+        let e = self.expect.get_ref();
+        let expect = e.to_expect(&err, host)?;
+        let requests = e.requests.as_ref().map(|r| *r.get_ref());
 
         let must_reach = self
             .coverage
@@ -659,8 +594,7 @@ impl RawScenario {
 
         Ok(Scenario {
             explore,
-            must_reach,
-            path: path.to_path_buf(),
+            path: cx.path.to_path_buf(),
             name: self.name,
             description: self.description,
             host,
@@ -668,9 +602,11 @@ impl RawScenario {
             seeds,
             snapshot_seed,
             limits,
-            pi,
+            config,
             check,
             expect,
+            requests,
+            must_reach,
         })
     }
 }

@@ -1,0 +1,64 @@
+//! NO-SELF-REFUSAL (`wake-systems.md` §1.3 G-1): a wake refused as busy must be refused because
+//! of outside work, never because a wake issued earlier in the same drain has just set the busy
+//! flag. gptme's `request_watch_wake` sets `generating` before it returns, so a per-event drain
+//! that wakes once per event refuses its own second wake and requeues the rest of the burst.
+
+use super::{Checker, Invariant, View, Violation};
+use crate::kernel::time::Ms;
+use crate::trace::{Ev, Payload, Refusal};
+
+#[derive(Default)]
+pub struct NoSelfRefusal {
+    /// The drain in progress and the wakes it issued that the host accepted, with what they
+    /// carried.
+    pass: Option<u32>,
+    accepted: Vec<(u32, Payload)>,
+}
+
+fn carried(p: &Payload) -> String {
+    let ids: Vec<String> = p.ids().iter().map(|m| m.to_string()).collect();
+    match ids.len() {
+        0 => String::new(),
+        _ => format!(" ({})", ids.join(" ")),
+    }
+}
+
+impl Checker for NoSelfRefusal {
+    fn invariant(&self) -> Invariant {
+        Invariant::NoSelfRefusal
+    }
+
+    fn observe(&mut self, t: Ms, ev: &Ev, _view: &View<'_>, out: &mut Vec<Violation>) {
+        match ev {
+            Ev::Pass { pass, on: true } => {
+                self.pass = Some(*pass);
+                self.accepted.clear();
+            }
+            Ev::Pass { on: false, .. } => self.pass = None,
+            Ev::Wake {
+                pass,
+                wake,
+                msgs,
+                refused,
+            } if self.pass == Some(*pass) => match refused {
+                None => self.accepted.push((*wake, msgs.clone())),
+                Some(Refusal::Wake(by)) => {
+                    if let Some((_, theirs)) = self.accepted.iter().find(|(w, _)| w == by) {
+                        out.push(Violation {
+                            invariant: Invariant::NoSelfRefusal,
+                            t,
+                            msg: msgs.ids().first().copied(),
+                            detail: format!(
+                                "wake #{wake}{} was refused as busy, but the conversation was busy only with wake #{by}{}, issued earlier in the same drain: the drain refused itself",
+                                carried(msgs),
+                                carried(theirs)
+                            ),
+                        });
+                    }
+                }
+                Some(_) => {}
+            },
+            _ => {}
+        }
+    }
+}

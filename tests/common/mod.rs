@@ -1,0 +1,69 @@
+//! Helpers the integration test crates share: paths, loading scenarios, running the binary,
+//! snapshot settings.
+
+#![allow(dead_code)] // each test crate uses its own subset
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use wakesim::scenario::Scenario;
+use wakesim::wake::Registry;
+
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A scenario file of the repository, its path reported relative to the root.
+pub fn scenario(rel: &str, registry: &Registry) -> Scenario {
+    let scn = Scenario::load(&root().join(rel), registry).expect("scenario loads");
+    Scenario {
+        path: PathBuf::from(rel),
+        ..scn
+    }
+}
+
+/// A scenario written in the test.
+pub fn inline(text: &str, registry: &Registry) -> Scenario {
+    Scenario::parse(Path::new("inline.toml"), text, registry).expect("inline scenario parses")
+}
+
+/// Run the built `wakesim` binary from the repository root.
+pub fn wakesim(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_wakesim"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("wakesim runs")
+}
+
+/// insta, writing to the top-level `snapshots/`.
+pub fn insta_settings() -> insta::Settings {
+    let mut s = insta::Settings::clone_current();
+    s.set_snapshot_path(root().join("snapshots"));
+    s.set_prepend_module_to_snapshot(false);
+    s.set_omit_expression(true);
+    s
+}
+
+/// Run every scenario file under `dir` (each with one error): each must exit 2 with an error that
+/// starts with its path and no output on stdout. Returns the errors, in file order, for a snapshot.
+pub fn bad_file_errors(dir: &str, at_least: usize) -> String {
+    let mut files: Vec<_> = std::fs::read_dir(root().join(dir))
+        .expect("bad dir")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    files.sort();
+    assert!(files.len() >= at_least);
+    let mut all = String::new();
+    for f in &files {
+        let rel = f.strip_prefix(root()).expect("under root");
+        let out = wakesim(&["run", rel.to_str().expect("utf-8")]);
+        assert_eq!(out.status.code(), Some(2), "{}", rel.display());
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        let prefix = format!("error: {}:", rel.display());
+        assert!(err.starts_with(&prefix), "{err}");
+        assert!(out.stdout.is_empty(), "no partial run on bad input");
+        all += &err;
+    }
+    all
+}
