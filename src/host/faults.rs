@@ -162,7 +162,7 @@ impl<F: FaultKind> TimedFaults<F> {
             }
             let count = 1 + k.choose(u64::from(st.spec.max), "occurrences");
             for _ in 0..count {
-                let at = k.delay(1, active.saturating_sub(1).max(1), "fault time");
+                let at = k.instant(1, active.saturating_sub(1).max(1), "fault time");
                 k.schedule_at(Ms(at), ev(self.list.len() as u32));
                 self.list.push(Occurrence {
                     fault: f,

@@ -160,6 +160,11 @@ impl Span {
         k.delay(self.min, self.max, label)
     }
 
+    /// When an outside event happens in the range (see `Choices::instant`).
+    pub fn instant<E>(self, k: &mut crate::kernel::Kernel<E>, label: &'static str) -> u64 {
+        k.instant(self.min, self.max, label)
+    }
+
     /// A count in the range, uniform.
     pub fn count<E>(self, k: &mut crate::kernel::Kernel<E>, label: &'static str) -> u64 {
         self.min + k.choose(self.max - self.min + 1, label)

@@ -198,6 +198,19 @@ impl Choices {
     /// constant of the logic under test and one either side of it. Half the weight goes to the
     /// boundary set and half to a uniform draw (none in the boundary-only profile).
     pub fn delay(&mut self, lo: u64, hi: u64, label: &'static str) -> u64 {
+        self.delay_with_grid(lo, hi, label, 0)
+    }
+
+    /// When an outside event happens (a producer message, a timed fault) in `lo..=hi`. In
+    /// random mode exactly `delay`. In the boundary-only profile the boundary set gains
+    /// `INSTANT_GRID` evenly spaced interior points: an outside event lands in a window of the
+    /// host's activity (a generation, a wait) that no constant marks, so exploration still
+    /// reaches the windows of long ranges.
+    pub fn instant(&mut self, lo: u64, hi: u64, label: &'static str) -> u64 {
+        self.delay_with_grid(lo, hi, label, INSTANT_GRID)
+    }
+
+    fn delay_with_grid(&mut self, lo: u64, hi: u64, label: &'static str, grid: u64) -> u64 {
         if hi <= lo {
             return lo;
         }
@@ -216,6 +229,11 @@ impl Choices {
             push(c.saturating_add(1));
         }
         push(hi);
+        if self.profile.boundary_only {
+            for i in 1..=grid {
+                push(lo + (hi - lo) * i / (grid + 1));
+            }
+        }
         let points = &mut points[..n];
         points.sort_unstable();
         let classes = if self.profile.boundary_only { n } else { n + 1 };
@@ -284,6 +302,9 @@ impl Choices {
         }
     }
 }
+
+/// Interior points `instant` adds to the boundary set when exploring.
+pub const INSTANT_GRID: u64 = 7;
 
 /// A probability as an integer ratio, written `"num/den"` in scenario files.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -163,6 +163,12 @@ impl<E> Kernel<E> {
         self.choices.delay(lo, hi, label)
     }
 
+    /// When an outside event happens in `lo..=hi` (see `Choices::instant`).
+    #[inline]
+    pub fn instant(&mut self, lo: u64, hi: u64, label: &'static str) -> u64 {
+        self.choices.instant(lo, hi, label)
+    }
+
     #[inline]
     pub fn chance(&mut self, ratio: Ratio, label: &'static str) -> bool {
         self.choices.chance(ratio, label)

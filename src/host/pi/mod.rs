@@ -147,12 +147,12 @@ impl PiHost {
             .collect();
         self.kinds_on = p.kinds.clone();
         let n = p.messages.min + k.choose(p.messages.max - p.messages.min + 1, "messages");
-        let mut t = Ms(k.delay(p.start_ms.min, p.start_ms.max, "first message"));
+        let mut t = Ms(k.instant(p.start_ms.min, p.start_ms.max, "first message"));
         let mut completed = vec![false; usize::from(p.subagents)];
         let mut last_at: Vec<Option<Ms>> = vec![None; usize::from(p.subagents) + 1];
         for i in 0..n {
             if i > 0 {
-                t = t + k.delay(p.spacing_ms.min, p.spacing_ms.max, "spacing");
+                t = t + k.instant(p.spacing_ms.min, p.spacing_ms.max, "spacing");
             }
             if t.0 >= active {
                 break;

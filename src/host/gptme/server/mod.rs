@@ -170,10 +170,10 @@ impl ServerHost {
             .collect();
         if watch_on {
             let n = p.events.count(k, "events");
-            let mut t = Ms(p.start_ms.delay(k, "first event"));
+            let mut t = Ms(p.start_ms.instant(k, "first event"));
             for i in 0..n {
                 if i > 0 {
-                    t = t + p.spacing_ms.delay(k, "spacing");
+                    t = t + p.spacing_ms.instant(k, "spacing");
                 }
                 if t.0 >= active {
                     break;
@@ -186,7 +186,7 @@ impl ServerHost {
         if completion_on {
             let n = p.completions.count(k, "completions").min(26);
             for agent in 0..n {
-                let at = p.completion_ms.delay(k, "completion time");
+                let at = p.completion_ms.instant(k, "completion time");
                 if at >= active {
                     continue;
                 }
