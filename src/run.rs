@@ -91,6 +91,31 @@ pub struct RunResult {
 }
 
 impl RunResult {
+    /// Everything a finished run left in its kernel: the monitor's verdict inputs, its trace
+    /// and the choices it consumed (taken out of the kernel).
+    pub fn from_kernel<E>(seed: u64, outcome: Outcome, mix: Mix, k: &mut Kernel<E>) -> RunResult {
+        RunResult {
+            seed,
+            outcome,
+            events: k.steps(),
+            records: k.monitor.records(),
+            records_at_violation: Invariant::ALL
+                .into_iter()
+                .filter_map(|i| Some((i, k.monitor.records_at_violation(i)?)))
+                .collect(),
+            trace_hash: k.monitor.trace_hash(),
+            end: k.now(),
+            requests: k.monitor.requests(),
+            mix,
+            marks: k.monitor.marks(),
+            stale: stale_description(&k.choices),
+            replay: None,
+            messages: k.monitor.messages().to_vec(),
+            trace: k.monitor.take_trace(),
+            choices: k.choices.take_log(),
+        }
+    }
+
     /// A copy without the timeline (cheap to keep while exploring).
     pub fn clone_untraced(&self) -> RunResult {
         RunResult {
@@ -296,26 +321,7 @@ impl RunSpec<'_> {
                 Err(()) => (Outcome::StepBudget { steps: k.steps() }, Mix::default()),
             },
         };
-        RunResult {
-            seed: self.seed,
-            outcome,
-            events: k.steps(),
-            records: k.monitor.records(),
-            records_at_violation: Invariant::ALL
-                .into_iter()
-                .filter_map(|i| Some((i, k.monitor.records_at_violation(i)?)))
-                .collect(),
-            trace_hash: k.monitor.trace_hash(),
-            end: k.now(),
-            requests: k.monitor.requests(),
-            mix,
-            marks: k.monitor.marks(),
-            stale: stale_description(&k.choices),
-            replay: None,
-            messages: k.monitor.messages().to_vec(),
-            trace: k.monitor.take_trace(),
-            choices: k.choices.take_log(),
-        }
+        RunResult::from_kernel(self.seed, outcome, mix, k)
     }
 }
 

@@ -5,7 +5,7 @@ use std::ops::Range;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 
-use wakesim::check::{Invariant, InvariantSet, Monitor};
+use wakesim::check::{InvariantSet, Monitor};
 use wakesim::host::HostKind;
 use wakesim::host::pi::core::BudgetExceeded;
 use wakesim::host::pi::{Gen, PiHost};
@@ -134,28 +134,11 @@ impl Lane {
             }
             Err(payload) => (Outcome::Panic(panic_text(&*payload)), 0, Mix::default()),
         };
-        RunResult {
-            seed,
-            outcome,
-            events: k.steps() + calls,
-            records: k.monitor.records(),
-            records_at_violation: Invariant::ALL
-                .into_iter()
-                .filter_map(|i| Some((i, k.monitor.records_at_violation(i)?)))
-                .collect(),
-            trace_hash: k.monitor.trace_hash(),
-            end: k.now(),
-            requests: k.monitor.requests(),
-            mix,
-            marks: k.monitor.marks(),
-            // Printed by `timeline_with(.., replay_line(..))`; `replay` is for recorded choices,
-            // which this lane has none of.
-            replay: None,
-            stale: None,
-            messages: k.monitor.messages().to_vec(),
-            trace: k.monitor.take_trace(),
-            choices: k.choices.take_log(),
-        }
+        let mut r = RunResult::from_kernel(seed, outcome, mix, &mut k);
+        // A call the host served is a step of this lane too. (`replay` stays unset: this lane
+        // replays by seed, with `replay_line`.)
+        r.events += calls;
+        r
     }
 
     /// Run seeds `range` of a scenario and judge its expectation (wakesim's own logic, race
