@@ -171,6 +171,11 @@ fn run(
     let scenarios = load_all(registry, paths)?;
     let multiplier = seeds_multiplier()?;
     let mut runner = Runner::new(registry);
+    // An adapter that cannot start is an error of its scenario file (exit 2), found before any
+    // scenario runs.
+    for scn in &scenarios {
+        runner.prepare(scn)?;
+    }
     let out = std::io::stdout();
     let mut out = out.lock();
     let started = Instant::now();
@@ -258,6 +263,7 @@ fn replay(
 ) -> Result<i32> {
     let scn = Scenario::load(file, registry)?;
     let mut runner = Runner::new(registry);
+    runner.prepare(&scn)?;
     let r = runner.run_seed(&scn, seed, true);
     let text = match format {
         ReplayFormat::Text => report::text::timeline(&scn, &r),

@@ -17,6 +17,8 @@
 //! - [`host`]: host models. [`host::pi`] plays pi's `AgentSession` (0.99) and the 0.58 host;
 //!   [`host::pi::api`] is the wake-logic API a pi extension sees.
 //! - [`wake`]: the built-in wake logics (buggy and fixed) and the [`wake::Registry`] users extend.
+//! - [`external`]: wake logic in another language, run in an adapter process over the JSON Lines
+//!   protocol of `docs/protocol.md` (Node and Python reference adapters under `adapters/`).
 //! - [`scenario`]: scenario files (TOML) and their validation.
 //! - [`run`]: running seeds and judging a scenario's expectation.
 //! - [`report`]: the text timeline, JSON Lines and Mermaid.
@@ -24,11 +26,13 @@
 //!
 //! ## Plugging in a wake logic
 //! Implement [`host::pi::api::PiWake`], register it with [`wake::Registry::with_pi`], and run
-//! scenario files that name it; see `examples/custom_wake.rs`.
+//! scenario files that name it; see `examples/custom_wake.rs`. Or keep the logic in its own
+//! language and name its adapter in the scenario: `wake = { command = ["node", ...] }`.
 
 pub mod check;
 pub mod cli;
 pub mod error;
+pub mod external;
 pub mod host;
 pub mod kernel;
 pub mod report;

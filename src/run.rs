@@ -10,6 +10,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Once;
 
 use crate::check::{Invariant, InvariantSet, Monitor, Violation};
+use crate::external::{AdapterFault, ExternalPi, Pool};
 use crate::host::HostKind;
 use crate::host::pi::core::BudgetExceeded;
 use crate::host::pi::{Gen, PiEv, PiHost};
@@ -32,6 +33,9 @@ pub enum Outcome {
     StepBudget {
         steps: u64,
     },
+    /// The adapter process of an external wake logic failed: it exited, wrote something that is
+    /// not the protocol, or stayed silent past its wall-clock bound. Not an invariant violation.
+    AdapterFault(AdapterFault),
 }
 
 impl Outcome {
@@ -46,6 +50,7 @@ impl Outcome {
             Outcome::Fail(v) => v[0].invariant.name().to_string(),
             Outcome::Panic(_) => "panic".to_string(),
             Outcome::StepBudget { .. } => "step-budget".to_string(),
+            Outcome::AdapterFault(_) => "adapter-fault".to_string(),
         }
     }
 
@@ -90,23 +95,29 @@ fn quiet_panics_in_runs() {
     });
 }
 
-fn panic_message(payload: Box<dyn std::any::Any + Send>) -> Result<String, ()> {
+/// What a caught panic means: a wake-logic panic, a budget, or an adapter fault.
+fn panic_outcome(payload: Box<dyn std::any::Any + Send>, steps: u64) -> Outcome {
     if payload.is::<BudgetExceeded>() {
-        return Err(());
+        return Outcome::StepBudget { steps };
     }
-    Ok(if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "non-string panic payload".to_string()
-    })
+    match payload.downcast::<AdapterFault>() {
+        Ok(f) => Outcome::AdapterFault(*f),
+        Err(payload) => Outcome::Panic(if let Some(s) = payload.downcast_ref::<&str>() {
+            (*s).to_string()
+        } else if let Some(s) = payload.downcast_ref::<String>() {
+            s.clone()
+        } else {
+            "non-string panic payload".to_string()
+        }),
+    }
 }
 
 /// Runs seeds of scenarios, reusing the kernel's allocations between seeds.
 pub struct Runner<'r> {
     registry: &'r Registry,
     pi_kernel: Option<Kernel<PiEv>>,
+    /// Adapter processes of external wake logics, kept alive across seeds.
+    adapters: Pool,
 }
 
 impl<'r> Runner<'r> {
@@ -115,7 +126,31 @@ impl<'r> Runner<'r> {
         Runner {
             registry,
             pi_kernel: None,
+            adapters: Pool::default(),
         }
+    }
+
+    /// Start the adapter of an external wake logic and run its first reset, so a command or a
+    /// module that cannot start is reported as an error of the scenario (exit 2) before any seed
+    /// runs. Built-in wake logics need nothing.
+    pub fn prepare(&mut self, scn: &Scenario) -> crate::Result<()> {
+        let Some(spec) = &scn.adapter else {
+            return Ok(());
+        };
+        self.adapters.prepare(spec, scn.host).map_err(|f| {
+            let (file, line, column) = spec.origin.clone();
+            let mut message = format!("the adapter did not start: {f}");
+            if !f.stderr_tail.is_empty() {
+                message += &format!("; its stderr ends with:\n{}", indent(&f.stderr_tail));
+            }
+            crate::Error::Scenario {
+                file,
+                line,
+                column,
+                key: Some("wake".to_string()),
+                message,
+            }
+        })
     }
 
     pub fn registry(&self) -> &Registry {
@@ -154,13 +189,23 @@ impl<'r> Runner<'r> {
         choices: Choices,
         tracing: bool,
     ) -> RunResult {
-        let entry = self.registry.pi(&scn.wake).unwrap_or_else(|| {
-            panic!(
-                "scenario {} names unknown wake {}",
-                scn.path.display(),
-                scn.wake
-            )
-        });
+        let wake: Box<dyn crate::host::pi::api::PiWake> = match &scn.adapter {
+            Some(spec) => Box::new(ExternalPi::new(
+                self.adapters.slot(spec, scn.host),
+                spec.constants_ms.clone(),
+            )),
+            None => self
+                .registry
+                .pi(&scn.wake)
+                .unwrap_or_else(|| {
+                    panic!(
+                        "scenario {} names unknown wake {}",
+                        scn.path.display(),
+                        scn.wake
+                    )
+                })
+                .make(),
+        };
         let generation = match scn.host {
             HostKind::Pi => Gen::V099,
             HostKind::Pi058 => Gen::V058,
@@ -179,7 +224,7 @@ impl<'r> Runner<'r> {
 
         IN_RUN.with(|r| *r.borrow_mut() = true);
         let result = catch_unwind(AssertUnwindSafe(|| {
-            let mut world = PiHost::new(generation, scn.pi.clone(), entry.make());
+            let mut world = PiHost::new(generation, scn.pi.clone(), wake);
             let end = drive(&mut world, k);
             (end, world.faults_on())
         }));
@@ -196,10 +241,7 @@ impl<'r> Runner<'r> {
                 };
                 (outcome, faults)
             }
-            Err(payload) => match panic_message(payload) {
-                Ok(msg) => (Outcome::Panic(msg), Vec::new()),
-                Err(()) => (Outcome::StepBudget { steps: k.steps() }, Vec::new()),
-            },
+            Err(payload) => (panic_outcome(payload, k.steps()), Vec::new()),
         };
         RunResult {
             seed,
@@ -325,7 +367,22 @@ pub fn describe(o: &Outcome) -> String {
         ),
         Outcome::Panic(m) => format!("panicked: {m}"),
         Outcome::StepBudget { steps } => format!("ran out of its step budget after {steps} events"),
+        Outcome::AdapterFault(f) => {
+            let mut s = format!("ended with an {f}");
+            if !f.stderr_tail.is_empty() {
+                s += &format!("; its stderr ends with:\n{}", indent(&f.stderr_tail));
+            }
+            s
+        }
     }
+}
+
+/// Indent every line of `text` by four spaces.
+pub fn indent(text: &str) -> String {
+    text.lines()
+        .map(|l| format!("    {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Does `outcome` show what `expect` asks for, and is it allowed at all?
@@ -341,6 +398,7 @@ fn allowed(expect: &Expect, outcome: &Outcome) -> (bool, bool) {
         }
         (Expect::Panic, Outcome::Panic(_)) => (true, true),
         (Expect::StepBudget, Outcome::StepBudget { .. }) => (true, true),
+        (Expect::AdapterFault, Outcome::AdapterFault(_)) => (true, true),
         _ => (false, false),
     }
 }
@@ -355,6 +413,12 @@ impl Runner<'_> {
             report.add(seed, &r.outcome, r.events);
             if !r.outcome.is_pass() {
                 report.judge_outcome(seed, &r.outcome, &scn.expect);
+            }
+            if matches!(r.outcome, Outcome::AdapterFault(_)) {
+                // A broken adapter is one finding; restarting it for every remaining seed would
+                // only repeat it, slowly. The report counts the seeds that ran.
+                report.seeds.end = seed + 1;
+                break;
             }
         }
         report.judge(&scn.expect);

@@ -40,6 +40,7 @@ use toml::Spanned;
 
 use crate::check::{CheckParams, Invariant};
 use crate::error::{Error, Result};
+use crate::external::{AdapterSpec, TIMEOUT_MS_DEFAULT, TIMEOUT_MS_MAX, process::resolve_program};
 use crate::host::HostKind;
 use crate::host::pi::config::{FaultSpec, PiConfig, PiFault, PiTiming, Producers, Span};
 use crate::kernel::Limits;
@@ -61,6 +62,8 @@ pub enum Expect {
     Panic,
     /// Some seed runs out of its step budget.
     StepBudget,
+    /// The adapter of an external wake logic fails (tests of adapters themselves).
+    AdapterFault,
 }
 
 impl fmt::Display for Expect {
@@ -70,6 +73,7 @@ impl fmt::Display for Expect {
             Expect::Fail { invariant, .. } => write!(f, "fail {invariant}"),
             Expect::Panic => f.write_str("panic"),
             Expect::StepBudget => f.write_str("step-budget"),
+            Expect::AdapterFault => f.write_str("adapter-fault"),
         }
     }
 }
@@ -81,7 +85,10 @@ pub struct Scenario {
     pub name: String,
     pub description: String,
     pub host: HostKind,
+    /// The wake logic's name: a registered one, or the label of an external one.
     pub wake: String,
+    /// The adapter of an external wake logic (`wake = { command = [...] }`).
+    pub adapter: Option<AdapterSpec>,
     pub seeds: u64,
     pub snapshot_seed: u64,
     pub limits: Limits,
@@ -164,7 +171,7 @@ struct RawScenario {
     #[serde(default)]
     description: String,
     host: Spanned<String>,
-    wake: Spanned<String>,
+    wake: Spanned<WakeValue>,
     seeds: Spanned<u64>,
     snapshot_seed: Spanned<u64>,
     #[serde(default)]
@@ -222,6 +229,140 @@ struct RawExpect {
     invariant: Option<Spanned<String>>,
     #[serde(default)]
     also: Vec<Spanned<String>>,
+}
+
+/// `wake`: a registered name, or a table naming an external adapter.
+enum WakeValue {
+    Name(String),
+    External(RawExternal),
+}
+
+impl<'de> Deserialize<'de> for WakeValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = WakeValue;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a wake logic's name or a table { command = [...] }")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<WakeValue, E> {
+                Ok(WakeValue::Name(v.to_string()))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> std::result::Result<WakeValue, A::Error> {
+                RawExternal::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(WakeValue::External)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// `wake = { command = [...], cwd = "..", name = "..", constants_ms = [..], timeout_ms = n,
+/// options = { .. } }`: an adapter process speaking `docs/protocol.md`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawExternal {
+    command: Spanned<Vec<String>>,
+    /// The adapter's working directory, relative to the scenario file's directory (default: that
+    /// directory). The program and its arguments are taken relative to it.
+    #[serde(default)]
+    cwd: Option<Spanned<String>>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    constants_ms: Option<Spanned<Vec<u64>>>,
+    #[serde(default)]
+    timeout_ms: Option<Spanned<u64>>,
+    #[serde(default)]
+    options: Option<toml::Table>,
+}
+
+/// Constants a scenario may declare for an external logic.
+const CONSTANTS_MAX: usize = 32;
+
+impl RawExternal {
+    fn validate(
+        &self,
+        path: &Path,
+        origin: (PathBuf, usize, usize),
+        err: &dyn Fn(std::ops::Range<usize>, String) -> Error,
+    ) -> Result<AdapterSpec> {
+        let command = self.command.get_ref().clone();
+        let Some(program) = command.first() else {
+            return Err(err(
+                self.command.span(),
+                "the command is empty: give the program and its arguments".to_string(),
+            ));
+        };
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let cwd = match &self.cwd {
+            Some(c) => {
+                let cwd = dir.join(c.get_ref());
+                if !cwd.is_dir() {
+                    return Err(err(
+                        c.span(),
+                        format!("`{}` is not a directory", cwd.display()),
+                    ));
+                }
+                cwd
+            }
+            None => dir,
+        };
+        if resolve_program(program, &cwd).is_none() {
+            let where_ = if program.contains('/') {
+                format!("in `{}`", cwd.display())
+            } else {
+                "on PATH".to_string()
+            };
+            return Err(err(
+                self.command.span(),
+                format!("program `{program}` not found {where_}"),
+            ));
+        }
+        let timeout_ms = match &self.timeout_ms {
+            Some(t) => {
+                let v = *t.get_ref();
+                if v == 0 || v > TIMEOUT_MS_MAX {
+                    return Err(err(
+                        t.span(),
+                        format!("{v} is out of range 1..={TIMEOUT_MS_MAX}"),
+                    ));
+                }
+                v
+            }
+            None => TIMEOUT_MS_DEFAULT,
+        };
+        let constants_ms = match &self.constants_ms {
+            Some(c) => {
+                let v = c.get_ref();
+                if v.len() > CONSTANTS_MAX || v.iter().any(|&ms| ms > DURATION_MS_MAX) {
+                    return Err(err(
+                        c.span(),
+                        format!(
+                            "at most {CONSTANTS_MAX} constants, each at most {DURATION_MS_MAX} ms"
+                        ),
+                    ));
+                }
+                v.clone()
+            }
+            None => Vec::new(),
+        };
+        let options = match &self.options {
+            Some(t) => serde_json::to_value(t).unwrap_or_default(),
+            None => serde_json::Value::Object(Default::default()),
+        };
+        Ok(AdapterSpec {
+            command,
+            cwd,
+            constants_ms,
+            timeout_ms,
+            options,
+            origin,
+        })
+    }
 }
 
 /// A message kind, checked by name.
@@ -383,16 +524,33 @@ impl RawScenario {
                 ),
             )
         })?;
-        let wake = self.wake.get_ref().clone();
-        if registry.pi(&wake).is_none() {
-            return Err(err(
-                self.wake.span(),
-                format!(
-                    "unknown wake logic `{wake}`, expected one of {}",
-                    registry.names().join(", ")
-                ),
-            ));
-        }
+        let (wake, adapter) = match self.wake.get_ref() {
+            WakeValue::Name(wake) => {
+                if registry.pi(wake).is_none() {
+                    return Err(err(
+                        self.wake.span(),
+                        format!(
+                            "unknown wake logic `{wake}`, expected one of {} (or a table \
+                             {{ command = [...] }} naming an adapter)",
+                            registry.names().join(", ")
+                        ),
+                    ));
+                }
+                (wake.clone(), None)
+            }
+            WakeValue::External(x) => {
+                let at = located(path, text, self.wake.span(), String::new());
+                let origin = match at {
+                    Error::Scenario {
+                        file, line, column, ..
+                    } => (file, line, column),
+                    _ => unreachable!("located gives a scenario error"),
+                };
+                let spec = x.validate(path, origin, &err)?;
+                let label = x.name.clone().unwrap_or_else(|| spec.command.join(" "));
+                (label, Some(spec))
+            }
+        };
         let seeds = *self.seeds.get_ref();
         if seeds == 0 || seeds > SEEDS_MAX {
             return Err(err(
@@ -540,7 +698,7 @@ impl RawScenario {
                     also,
                 }
             }
-            v @ ("pass" | "panic" | "step-budget") => {
+            v @ ("pass" | "panic" | "step-budget" | "adapter-fault") => {
                 if let Some(inv) = &e.invariant {
                     return Err(err(
                         inv.span(),
@@ -556,14 +714,15 @@ impl RawScenario {
                 match v {
                     "pass" => Expect::Pass,
                     "panic" => Expect::Panic,
-                    _ => Expect::StepBudget,
+                    "step-budget" => Expect::StepBudget,
+                    _ => Expect::AdapterFault,
                 }
             }
             other => {
                 return Err(err(
                     e.verdict.span(),
                     format!(
-                        "unknown verdict `{other}`, expected one of pass, fail, panic, step-budget"
+                        "unknown verdict `{other}`, expected one of pass, fail, panic, step-budget, adapter-fault"
                     ),
                 ));
             }
@@ -575,6 +734,7 @@ impl RawScenario {
             description: self.description,
             host,
             wake,
+            adapter,
             seeds,
             snapshot_seed,
             limits,

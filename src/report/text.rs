@@ -74,6 +74,16 @@ pub fn timeline(scn: &Scenario, r: &RunResult) -> String {
             );
             let _ = writeln!(s, "{}", replay_line(&scn.path, r.seed));
         }
+        Outcome::AdapterFault(f) => {
+            let _ = writeln!(s, "✗ {f}");
+            if !f.stderr_tail.is_empty() {
+                let _ = writeln!(s, "  adapter stderr (last lines):");
+                for l in f.stderr_tail.lines() {
+                    let _ = writeln!(s, "    {l}");
+                }
+            }
+            let _ = writeln!(s, "{}", replay_line(&scn.path, r.seed));
+        }
     }
     s
 }
