@@ -18,6 +18,7 @@ import fs from "node:fs";
 import path from "node:path";
 import vm from "node:vm";
 import { createRequire } from "node:module";
+import { StringDecoder } from "node:string_decoder";
 
 const PROTOCOL = 1;
 const NAME = "wakesim-node/0.1.0";
@@ -33,7 +34,8 @@ function fatal(message) {
 // Blocking line IO on fds 0 and 1.
 
 const chunk = Buffer.alloc(1 << 16);
-let pending = Buffer.alloc(0);
+const decoder = new StringDecoder("utf8");
+let pending = "";
 
 function sleepMs(ms) {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
@@ -41,10 +43,10 @@ function sleepMs(ms) {
 
 function readLine() {
   for (;;) {
-    const i = pending.indexOf(10);
+    const i = pending.indexOf("\n");
     if (i >= 0) {
-      const line = pending.toString("utf8", 0, i);
-      pending = pending.subarray(i + 1);
+      const line = pending.slice(0, i);
+      pending = pending.slice(i + 1);
       return line;
     }
     let n;
@@ -59,12 +61,14 @@ function readLine() {
       throw e;
     }
     if (n === 0) return null;
-    pending = pending.length ? Buffer.concat([pending, chunk.subarray(0, n)]) : Buffer.from(chunk.subarray(0, n));
+    pending += decoder.write(chunk.subarray(0, n));
   }
 }
 
 function write(text) {
-  let buf = Buffer.from(text, "utf8");
+  const n = fs.writeSync(1, text);
+  if (n === Buffer.byteLength(text)) return;
+  let buf = Buffer.from(text, "utf8").subarray(n);
   while (buf.length) {
     try {
       const n = fs.writeSync(1, buf);
@@ -171,12 +175,12 @@ const host = {
 
 const prelude = fs.readFileSync(path.join(here, "lib", "realm.js"), "utf8");
 const makeRealm = new vm.Script(prelude, { filename: "wakesim-realm.js" }).runInContext(context);
-context.__wakesim = makeRealm(host);
+const realm = makeRealm(host);
+context.__wakesim = realm;
 const resetScript = new vm.Script("__wakesim.reset(__wakesim_entry, __wakesim_export, __wakesim_options)", {
   filename: "wakesim-adapter",
 });
 const dispatchScript = new vm.Script("__wakesim.dispatch(__wakesim_line)", { filename: "wakesim-adapter" });
-const finishScript = new vm.Script("__wakesim.finish()", { filename: "wakesim-adapter" });
 context.__wakesim_entry = entry;
 context.__wakesim_export = exportName;
 context.__wakesim_options = null;
@@ -188,17 +192,22 @@ let greeted = false;
 for (;;) {
   const line = readLine();
   if (line === null) process.exit(0);
-  let type;
-  try {
-    type = JSON.parse(line).type;
-  } catch {
-    fatal(`the simulator sent a line that is not JSON: ${line.slice(0, 200)}`);
+  // wakesim writes `type` first; anything else is parsed in full.
+  let type = line.startsWith('{"type":"event"') ? "event" : null;
+  if (type === null) {
+    try {
+      type = JSON.parse(line).type;
+    } catch {
+      fatal(`the simulator sent a line that is not JSON: ${line.slice(0, 200)}`);
+    }
   }
   if (!greeted && type !== "hello") fatal("the simulator did not say hello first");
   if (type === "event") {
     context.__wakesim_line = line;
+    // Evaluated as a script, so the context's microtasks (the handlers' promise continuations)
+    // run before it returns; `finish` queues none and is called directly.
     dispatchScript.runInContext(context);
-    write(finishScript.runInContext(context));
+    write(realm.finish());
   } else if (type === "reset") {
     let ready;
     try {

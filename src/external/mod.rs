@@ -293,11 +293,16 @@ impl Slot {
         )
     }
 
-    /// Start a run: `reset`, then `ready` with the events the logic listens to.
-    fn reset(&mut self) -> Result<Vec<String>, AdapterFault> {
+    /// Start a run: write `reset` (the `ready` answer is read by [`Slot::read_ready`], possibly
+    /// after the first event was written too: the adapter answers in order).
+    fn begin_reset(&mut self) -> Result<(), AdapterFault> {
         self.ensure()?;
+        self.write(r#"{"type":"reset"}"#, "resetting for a new run")
+    }
+
+    /// `ready`, with the events the logic listens to.
+    fn read_ready(&mut self) -> Result<Vec<String>, AdapterFault> {
         let doing = "resetting for a new run";
-        self.write(r#"{"type":"reset"}"#, doing)?;
         let (ty, v) = self.read(doing)?;
         match ty.as_str() {
             "ready" => {
@@ -316,6 +321,11 @@ impl Slot {
             "error" => Err(self.reported(&v, doing)),
             _ => Err(self.unexpected(&ty, &v, doing)),
         }
+    }
+
+    fn reset(&mut self) -> Result<Vec<String>, AdapterFault> {
+        self.begin_reset()?;
+        self.read_ready()
     }
 }
 

@@ -71,30 +71,25 @@ impl ExternalPi {
         std::panic::panic_any(f)
     }
 
-    fn start(&mut self) {
-        if self.started {
-            return;
-        }
-        self.started = true;
-        let reset = self.slot.borrow_mut().reset();
-        let names = reset.unwrap_or_else(|f| Self::fault(f));
+    /// Take the events of `ready`.
+    fn listen_to(&mut self, names: &[String]) -> Result<(), AdapterFault> {
         let mut bits = event_bit("session_start").expect("known") | event_bit("timer").expect("known");
-        for n in &names {
+        for n in names {
             match event_bit(n) {
                 Some(b) => bits |= b,
                 None => {
-                    let f = self.slot.borrow_mut().fail(
+                    return Err(self.slot.borrow_mut().fail(
                         FaultKind::Protocol,
                         format!(
                             "`ready` names an event pi does not have: `{n}` (pi events: {})",
                             EVENTS.join(", ")
                         ),
-                    );
-                    Self::fault(f)
+                    ));
                 }
             }
         }
         self.events = bits;
+        Ok(())
     }
 
     fn listens(&self, event: &str) -> bool {
@@ -116,17 +111,32 @@ impl ExternalPi {
         ctx: Option<Ctx>,
         extra: &str,
     ) -> InputAction {
-        self.start();
         if let Some(c) = ctx {
             self.session = self.session.max(c.session());
         }
-        if !self.listens(event) {
+        // The first event of a run starts it with `reset`. session_start, always delivered and
+        // always first, is written right behind it, and `ready` is read before its answers: one
+        // round trip less per seed.
+        let mut ready_first = false;
+        if !self.started {
+            self.started = true;
+            let begun = self.slot.borrow_mut().begin_reset();
+            begun.unwrap_or_else(|f| Self::fault(f));
+            if event == "session_start" {
+                ready_first = true;
+            } else {
+                let ready = self.slot.borrow_mut().read_ready();
+                let names = ready.unwrap_or_else(|f| Self::fault(f));
+                self.listen_to(&names).unwrap_or_else(|f| Self::fault(f));
+            }
+        }
+        if !ready_first && !self.listens(event) {
             return InputAction::Continue;
         }
         let mut line = Self::header(event, pi, self.session);
         line.push_str(extra);
         line.push('}');
-        match self.exchange(pi, event, &line) {
+        match self.exchange(pi, event, &line, ready_first) {
             Ok(action) => action,
             Err(f) => Self::fault(f),
         }
@@ -138,12 +148,19 @@ impl ExternalPi {
         pi: &mut Pi<'_>,
         event: &'static str,
         line: &str,
+        ready_first: bool,
     ) -> Result<InputAction, AdapterFault> {
         let slot = std::rc::Rc::clone(&self.slot);
         let mut slot = slot.borrow_mut();
         let doing = format!("handling `{event}` at {} ms", pi.now().0);
         slot.in_handler = true;
         slot.write(line, &doing)?;
+        if ready_first {
+            let names = slot.read_ready()?;
+            drop(slot);
+            self.listen_to(&names)?;
+            slot = self.slot.borrow_mut();
+        }
         loop {
             let (ty, v) = slot.read(&doing)?;
             let bad = |slot: &mut super::Slot, what: String| {

@@ -1,15 +1,17 @@
 //! The adapter process: spawn it, write lines to its stdin, read lines from its stdout within a
 //! wall-clock bound, and keep the tail of its stderr for fault reports.
 //!
-//! Two threads per process read its stdout and stderr, so a process that stops answering can
-//! never block the simulator: every wait is a `recv_timeout`. Wall-clock time only decides
-//! whether an adapter has failed; it never reaches a run, so determinism is unaffected.
+//! On Unix, stdout is read on the calling thread and every wait is a `poll(2)` with the time left
+//! (a reader thread would add a thread hand-off to every answer); elsewhere a reader thread feeds
+//! a channel read with `recv_timeout`. Either way a process that stops answering cannot block the
+//! simulator. A thread keeps the tail of stderr, so a chatty adapter cannot fill that pipe. The
+//! wall clock only decides whether an adapter has failed; it never reaches a run, so determinism
+//! is unaffected.
 
-use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, BufWriter, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -23,13 +25,6 @@ const STDERR_TAIL_LINES_MAX: usize = 20;
 /// How long to wait for a process that closed its stdout to exit, and for its stderr to drain.
 const EXIT_WAIT: Duration = Duration::from_millis(1000);
 
-enum Chunk {
-    Lines(Vec<Vec<u8>>),
-    Eof,
-    TooLong,
-    Failed(String),
-}
-
 /// Why a line could not be read.
 pub enum ReadError {
     Timeout,
@@ -41,9 +36,8 @@ pub enum ReadError {
 /// A running adapter process.
 pub struct Process {
     child: Child,
-    stdin: Option<BufWriter<ChildStdin>>,
-    chunks: Receiver<Chunk>,
-    lines: VecDeque<Vec<u8>>,
+    stdin: Option<std::io::BufWriter<ChildStdin>>,
+    stdout: Lines,
     stderr: Arc<Mutex<Vec<u8>>>,
     stderr_done: Receiver<()>,
     timeout: Duration,
@@ -88,15 +82,9 @@ impl Process {
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| format!("cannot start `{}`: {e}", resolved.display()))?;
-        let stdin = child.stdin.take().map(BufWriter::new);
-        let stdout = child.stdout.take().expect("piped stdout");
+        let stdin = child.stdin.take().map(std::io::BufWriter::new);
+        let stdout = Lines::new(child.stdout.take().expect("piped stdout"))?;
         let stderr_pipe = child.stderr.take().expect("piped stderr");
-
-        let (tx, chunks) = mpsc::channel();
-        std::thread::Builder::new()
-            .name("wakesim-adapter-stdout".into())
-            .spawn(move || read_lines(stdout, tx))
-            .map_err(|e| format!("cannot start a reader thread: {e}"))?;
 
         let stderr = Arc::new(Mutex::new(Vec::new()));
         let (done_tx, stderr_done) = mpsc::channel();
@@ -112,8 +100,7 @@ impl Process {
         Ok(Process {
             child,
             stdin,
-            chunks,
-            lines: VecDeque::new(),
+            stdout,
             stderr,
             stderr_done,
             timeout,
@@ -133,25 +120,7 @@ impl Process {
 
     /// The next line the adapter wrote, waiting at most the wall-clock bound.
     pub fn read_line(&mut self) -> Result<Vec<u8>, ReadError> {
-        if let Some(l) = self.lines.pop_front() {
-            return Ok(l);
-        }
-        let deadline = Instant::now() + self.timeout;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.chunks.recv_timeout(left) {
-                Ok(Chunk::Lines(v)) => {
-                    self.lines.extend(v);
-                    if let Some(l) = self.lines.pop_front() {
-                        return Ok(l);
-                    }
-                }
-                Ok(Chunk::Eof) | Err(RecvTimeoutError::Disconnected) => return Err(ReadError::Eof),
-                Ok(Chunk::TooLong) => return Err(ReadError::TooLong),
-                Ok(Chunk::Failed(e)) => return Err(ReadError::Failed(e)),
-                Err(RecvTimeoutError::Timeout) => return Err(ReadError::Timeout),
-            }
-        }
+        self.stdout.next(Instant::now() + self.timeout)
     }
 
     pub fn timeout(&self) -> Duration {
@@ -216,45 +185,115 @@ impl Drop for Process {
     }
 }
 
-/// The stdout reader: split what arrives into lines and hand them over in batches.
-fn read_lines(stdout: impl Read, tx: mpsc::Sender<Chunk>) {
-    let mut r = BufReader::with_capacity(1 << 16, stdout);
-    let mut partial: Vec<u8> = Vec::new();
-    loop {
-        let buf = match r.fill_buf() {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => {
-                let _ = tx.send(Chunk::Failed(e.to_string()));
-                return;
+/// Lines from the adapter's stdout.
+#[cfg(unix)]
+struct Lines {
+    pipe: ChildStdout,
+    buf: Vec<u8>,
+    /// Bytes of `buf` already handed out.
+    pos: usize,
+}
+
+#[cfg(unix)]
+impl Lines {
+    fn new(pipe: ChildStdout) -> Result<Lines, String> {
+        Ok(Lines {
+            pipe,
+            buf: Vec::with_capacity(1 << 16),
+            pos: 0,
+        })
+    }
+
+    /// The next line, waiting until `deadline` at most.
+    fn next(&mut self, deadline: Instant) -> Result<Vec<u8>, ReadError> {
+        use rustix::event::{PollFd, PollFlags, Timespec, poll};
+        let mut chunk = [0u8; 1 << 14];
+        loop {
+            if let Some(i) = self.buf[self.pos..].iter().position(|&b| b == b'\n') {
+                let line = self.buf[self.pos..self.pos + i].to_vec();
+                self.pos += i + 1;
+                if self.pos == self.buf.len() {
+                    self.buf.clear();
+                    self.pos = 0;
+                }
+                return Ok(line);
             }
-        };
-        if buf.is_empty() {
-            let _ = tx.send(Chunk::Eof);
-            return;
-        }
-        let n = buf.len();
-        let mut lines = Vec::new();
-        let mut start = 0;
-        while let Some(i) = buf[start..].iter().position(|&b| b == b'\n') {
-            let end = start + i;
-            if partial.is_empty() {
-                lines.push(buf[start..end].to_vec());
-            } else {
-                partial.extend_from_slice(&buf[start..end]);
-                lines.push(std::mem::take(&mut partial));
+            if self.buf.len() - self.pos > LINE_BYTES_MAX {
+                return Err(ReadError::TooLong);
             }
-            start = end + 1;
+            if self.pos > 0 {
+                self.buf.drain(..self.pos);
+                self.pos = 0;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(ReadError::Timeout);
+            }
+            let timeout = Timespec {
+                tv_sec: left.as_secs() as _,
+                tv_nsec: left.subsec_nanos() as _,
+            };
+            let mut fds = [PollFd::new(&self.pipe, PollFlags::IN)];
+            match poll(&mut fds, Some(&timeout)) {
+                Ok(0) => continue,
+                Ok(_) => {}
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => return Err(ReadError::Failed(e.to_string())),
+            }
+            match self.pipe.read(&mut chunk) {
+                Ok(0) => return Err(ReadError::Eof),
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(ReadError::Failed(e.to_string())),
+            }
         }
-        partial.extend_from_slice(&buf[start..]);
-        r.consume(n);
-        let too_long = partial.len() > LINE_BYTES_MAX || lines.iter().any(|l| l.len() > LINE_BYTES_MAX);
-        if !lines.is_empty() && tx.send(Chunk::Lines(lines)).is_err() {
-            return;
-        }
-        if too_long {
-            let _ = tx.send(Chunk::TooLong);
-            return;
+    }
+}
+
+/// Lines from the adapter's stdout, through a reader thread (no `poll` here).
+#[cfg(not(unix))]
+struct Lines {
+    rx: Receiver<Result<Vec<u8>, ReadError>>,
+}
+
+#[cfg(not(unix))]
+impl Lines {
+    fn new(pipe: ChildStdout) -> Result<Lines, String> {
+        use std::io::BufRead;
+        let (tx, rx) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("wakesim-adapter-stdout".into())
+            .spawn(move || {
+                let mut r = std::io::BufReader::new(pipe.take(u64::MAX));
+                loop {
+                    let mut line = Vec::new();
+                    let limited = (&mut r).take(LINE_BYTES_MAX as u64 + 1).read_until(b'\n', &mut line);
+                    let msg = match limited {
+                        Ok(0) => Err(ReadError::Eof),
+                        Ok(_) if line.last() == Some(&b'\n') => {
+                            line.pop();
+                            Ok(line)
+                        }
+                        Ok(_) if line.len() > LINE_BYTES_MAX => Err(ReadError::TooLong),
+                        Ok(_) => Err(ReadError::Eof),
+                        Err(e) => Err(ReadError::Failed(e.to_string())),
+                    };
+                    let stop = msg.is_err();
+                    if tx.send(msg).is_err() || stop {
+                        return;
+                    }
+                }
+            })
+            .map_err(|e| format!("cannot start a reader thread: {e}"))?;
+        Ok(Lines { rx })
+    }
+
+    fn next(&mut self, deadline: Instant) -> Result<Vec<u8>, ReadError> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match self.rx.recv_timeout(left) {
+            Ok(r) => r,
+            Err(mpsc::RecvTimeoutError::Timeout) => Err(ReadError::Timeout),
+            Err(mpsc::RecvTimeoutError::Disconnected) => Err(ReadError::Eof),
         }
     }
 }

@@ -43,6 +43,7 @@
   }
 
   function flushWith(line) {
+    if (out.length === 0) return line;
     out.push(line);
     const text = out.join("");
     out = [];
@@ -535,6 +536,7 @@
 
   // After the context's microtasks ran: the buffered calls and `done`.
   function finish() {
+    if (!inputAction && !pendingError) return flushWith('{"type":"done"}\n');
     const done = { type: "done" };
     if (inputAction) done.action = inputAction;
     if (pendingError) done.error = describeError(pendingError);
