@@ -40,7 +40,10 @@ use toml::Spanned;
 
 use crate::check::{CheckParams, Invariant};
 use crate::error::{Error, Result};
-use crate::external::{AdapterSpec, TIMEOUT_MS_DEFAULT, TIMEOUT_MS_MAX, process::resolve_program};
+use crate::external::{
+    AdapterSpec, START_TIMEOUT_MS_DEFAULT, TIMEOUT_MS_DEFAULT, TIMEOUT_MS_MAX,
+    process::resolve_program,
+};
 use crate::host::HostKind;
 use crate::host::pi::config::{FaultSpec, PiConfig, PiFault, PiTiming, Producers, Span};
 use crate::kernel::Limits;
@@ -234,7 +237,7 @@ struct RawExpect {
 /// `wake`: a registered name, or a table naming an external adapter.
 enum WakeValue {
     Name(String),
-    External(RawExternal),
+    External(Box<RawExternal>),
 }
 
 impl<'de> Deserialize<'de> for WakeValue {
@@ -248,9 +251,12 @@ impl<'de> Deserialize<'de> for WakeValue {
             fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<WakeValue, E> {
                 Ok(WakeValue::Name(v.to_string()))
             }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> std::result::Result<WakeValue, A::Error> {
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> std::result::Result<WakeValue, A::Error> {
                 RawExternal::deserialize(de::value::MapAccessDeserializer::new(map))
-                    .map(WakeValue::External)
+                    .map(|x| WakeValue::External(Box::new(x)))
             }
         }
         d.deserialize_any(V)
@@ -258,7 +264,7 @@ impl<'de> Deserialize<'de> for WakeValue {
 }
 
 /// `wake = { command = [...], cwd = "..", name = "..", constants_ms = [..], timeout_ms = n,
-/// options = { .. } }`: an adapter process speaking `docs/protocol.md`.
+/// start_timeout_ms = n, options = { .. } }`: an adapter process speaking `docs/protocol.md`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawExternal {
@@ -273,6 +279,8 @@ struct RawExternal {
     constants_ms: Option<Spanned<Vec<u64>>>,
     #[serde(default)]
     timeout_ms: Option<Spanned<u64>>,
+    #[serde(default)]
+    start_timeout_ms: Option<Spanned<u64>>,
     #[serde(default)]
     options: Option<toml::Table>,
 }
@@ -322,7 +330,7 @@ impl RawExternal {
                 format!("program `{program}` not found {where_}"),
             ));
         }
-        let timeout_ms = match &self.timeout_ms {
+        let bound = |t: &Option<Spanned<u64>>, default: u64| match t {
             Some(t) => {
                 let v = *t.get_ref();
                 if v == 0 || v > TIMEOUT_MS_MAX {
@@ -331,10 +339,12 @@ impl RawExternal {
                         format!("{v} is out of range 1..={TIMEOUT_MS_MAX}"),
                     ));
                 }
-                v
+                Ok(v)
             }
-            None => TIMEOUT_MS_DEFAULT,
+            None => Ok(default),
         };
+        let timeout_ms = bound(&self.timeout_ms, TIMEOUT_MS_DEFAULT)?;
+        let start_timeout_ms = bound(&self.start_timeout_ms, START_TIMEOUT_MS_DEFAULT)?;
         let constants_ms = match &self.constants_ms {
             Some(c) => {
                 let v = c.get_ref();
@@ -359,6 +369,7 @@ impl RawExternal {
             cwd,
             constants_ms,
             timeout_ms,
+            start_timeout_ms,
             options,
             origin,
         })
@@ -530,8 +541,7 @@ impl RawScenario {
                     return Err(err(
                         self.wake.span(),
                         format!(
-                            "unknown wake logic `{wake}`, expected one of {} (or a table \
-                             {{ command = [...] }} naming an adapter)",
+                            "unknown wake logic `{wake}`, expected one of {}",
                             registry.names().join(", ")
                         ),
                     ));

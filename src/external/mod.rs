@@ -34,8 +34,11 @@ use crate::host::HostKind;
 
 /// The protocol version this simulator speaks (`docs/protocol.md`).
 pub const PROTOCOL_VERSION: u64 = 1;
-/// The default wall-clock bound on any single answer of an adapter.
+/// The default wall-clock bound on any single answer of an adapter during runs.
 pub const TIMEOUT_MS_DEFAULT: u64 = 10_000;
+/// The default bound on starting: the `hello` and the first `ready` after a spawn (the module
+/// loads and compiles then).
+pub const START_TIMEOUT_MS_DEFAULT: u64 = 30_000;
 pub const TIMEOUT_MS_MAX: u64 = 3_600_000;
 /// Live adapter processes a runner keeps; the least recently used beyond it is stopped.
 const LIVE_MAX: usize = 16;
@@ -50,8 +53,10 @@ pub struct AdapterSpec {
     pub cwd: PathBuf,
     /// Constants of the logic (ms), where the kernel biases its delay draws.
     pub constants_ms: Vec<u64>,
-    /// Wall-clock bound on each answer.
+    /// Wall-clock bound on each answer during runs.
     pub timeout_ms: u64,
+    /// Wall-clock bound on `hello` and the first `ready` after the process starts.
+    pub start_timeout_ms: u64,
     /// Passed to the adapter in `hello` (a JSON object).
     pub options: Value,
     /// Where the `wake` key is in the scenario file, for errors: file, line, column.
@@ -124,6 +129,8 @@ pub struct Slot {
     /// A handler was in progress when its run ended (a budget ran out): the process is mid-way
     /// and must be restarted before the next run.
     in_handler: bool,
+    /// Spawned, and its first `ready` not read yet: answers get the start bound.
+    starting: bool,
     /// What the adapter said in its `hello`.
     pub adapter_name: String,
 }
@@ -138,6 +145,7 @@ impl Slot {
             host,
             proc: None,
             in_handler: false,
+            starting: false,
             adapter_name: String::new(),
         }
     }
@@ -168,11 +176,15 @@ impl Slot {
 
     /// The next message: a JSON object with a string `type`.
     fn read(&mut self, doing: &str) -> Result<(String, Value), AdapterFault> {
+        let ms = if self.starting {
+            self.spec.start_timeout_ms
+        } else {
+            self.spec.timeout_ms
+        };
         let p = self.proc.as_mut().expect("a live process");
-        let line = match p.read_line() {
+        let line = match p.read_line(Duration::from_millis(ms)) {
             Ok(l) => l,
             Err(ReadError::Timeout) => {
-                let ms = p.timeout().as_millis();
                 return Err(self.fail(
                     FaultKind::Timeout,
                     format!("no answer within {ms} ms while {doing}"),
@@ -205,7 +217,10 @@ impl Slot {
             Err(e) => {
                 return Err(self.fail(
                     FaultKind::NotJson,
-                    format!("a line that is not JSON while {doing} ({e}): {}", quote(&line)),
+                    format!(
+                        "a line that is not JSON while {doing} ({e}): {}",
+                        quote(&line)
+                    ),
                 ));
             }
         };
@@ -242,10 +257,10 @@ impl Slot {
         if self.proc.is_some() {
             return Ok(());
         }
-        let timeout = Duration::from_millis(self.spec.timeout_ms);
-        let p = Process::spawn(&self.spec.command, &self.spec.cwd, timeout)
+        let p = Process::spawn(&self.spec.command, &self.spec.cwd)
             .map_err(|e| self.fail(FaultKind::Spawn, e))?;
         self.proc = Some(p);
+        self.starting = true;
         let hello = serde_json::json!({
             "type": "hello",
             "protocol": PROTOCOL_VERSION,
@@ -264,7 +279,8 @@ impl Slot {
                         FaultKind::Protocol,
                         format!(
                             "the adapter speaks protocol {}, wakesim speaks {PROTOCOL_VERSION}",
-                            v.get("protocol").map_or("(none)".to_string(), Value::to_string)
+                            v.get("protocol")
+                                .map_or("(none)".to_string(), Value::to_string)
                         ),
                     ));
                 }
@@ -306,6 +322,7 @@ impl Slot {
         let (ty, v) = self.read(doing)?;
         match ty.as_str() {
             "ready" => {
+                self.starting = false;
                 let Some(events) = v.get("events").and_then(Value::as_array) else {
                     return Err(self.unexpected(&ty, &v, doing));
                 };

@@ -73,7 +73,8 @@ impl ExternalPi {
 
     /// Take the events of `ready`.
     fn listen_to(&mut self, names: &[String]) -> Result<(), AdapterFault> {
-        let mut bits = event_bit("session_start").expect("known") | event_bit("timer").expect("known");
+        let mut bits =
+            event_bit("session_start").expect("known") | event_bit("timer").expect("known");
         for n in names {
             match event_bit(n) {
                 Some(b) => bits |= b,
@@ -166,7 +167,10 @@ impl ExternalPi {
             let bad = |slot: &mut super::Slot, what: String| {
                 slot.fail(
                     FaultKind::Protocol,
-                    format!("{what} while {doing}: {}", super::quote(v.to_string().as_bytes())),
+                    format!(
+                        "{what} while {doing}: {}",
+                        super::quote(v.to_string().as_bytes())
+                    ),
                 )
             };
             match ty.as_str() {
@@ -199,12 +203,16 @@ impl ExternalPi {
                     let trigger_turn = match v.get("trigger_turn") {
                         None | Some(Value::Null) => false,
                         Some(Value::Bool(b)) => *b,
-                        Some(_) => return Err(bad(&mut slot, "`trigger_turn` must be a boolean".into())),
+                        Some(_) => {
+                            return Err(bad(&mut slot, "`trigger_turn` must be a boolean".into()));
+                        }
                     };
                     let custom_type = match v.get("custom_type") {
                         None | Some(Value::Null) => "custom",
                         Some(Value::String(s)) => intern(s),
-                        Some(_) => return Err(bad(&mut slot, "`custom_type` must be a string".into())),
+                        Some(_) => {
+                            return Err(bad(&mut slot, "`custom_type` must be a string".into()));
+                        }
                     };
                     let msg = if carries.is_empty() {
                         CustomMessage::marker(custom_type)
@@ -245,14 +253,23 @@ impl ExternalPi {
                 }
                 "set_timeout" | "queue_microtask" => {
                     let Some(id) = v.get("timer").and_then(Value::as_u64) else {
-                        return Err(bad(&mut slot, "`timer` must be a non-negative integer".into()));
+                        return Err(bad(
+                            &mut slot,
+                            "`timer` must be a non-negative integer".into(),
+                        ));
                     };
                     if self.timers.contains_key(&id) {
-                        return Err(bad(&mut slot, format!("timer id {id} was already used in this run")));
+                        return Err(bad(
+                            &mut slot,
+                            format!("timer id {id} was already used in this run"),
+                        ));
                     }
                     let host = if ty == "set_timeout" {
                         let Some(ms) = v.get("ms").and_then(Value::as_u64) else {
-                            return Err(bad(&mut slot, "`ms` must be a non-negative integer".into()));
+                            return Err(bad(
+                                &mut slot,
+                                "`ms` must be a non-negative integer".into(),
+                            ));
                         };
                         pi.set_timeout(ms)
                     } else {
@@ -267,7 +284,10 @@ impl ExternalPi {
                 }
                 "clear_timeout" => {
                     let Some(id) = v.get("timer").and_then(Value::as_u64) else {
-                        return Err(bad(&mut slot, "`timer` must be a non-negative integer".into()));
+                        return Err(bad(
+                            &mut slot,
+                            "`timer` must be a non-negative integer".into(),
+                        ));
                     };
                     // Clearing an id never set is a no-op, as in JavaScript.
                     if let Some(&host) = self.timers.get(&id) {
@@ -431,8 +451,7 @@ impl PiWake for ExternalPi {
             None => "null".to_string(),
             Some(d) => format!("\"{}\"", d.name()),
         };
-        let extra =
-            format!(r#","input":{{"source":"{source}","streaming_behavior":{behavior}}}"#);
+        let extra = format!(r#","input":{{"source":"{source}","streaming_behavior":{behavior}}}"#);
         self.deliver(pi, "input", Some(ctx), &extra)
     }
 

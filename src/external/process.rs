@@ -40,7 +40,6 @@ pub struct Process {
     stdout: Lines,
     stderr: Arc<Mutex<Vec<u8>>>,
     stderr_done: Receiver<()>,
-    timeout: Duration,
 }
 
 /// Find `program` as the command line would: a path (with a separator) relative to `cwd`, or a
@@ -70,7 +69,7 @@ fn is_executable(p: &Path) -> bool {
 
 impl Process {
     /// Start `command` (program and arguments) in `cwd`.
-    pub fn spawn(command: &[String], cwd: &Path, timeout: Duration) -> Result<Process, String> {
+    pub fn spawn(command: &[String], cwd: &Path) -> Result<Process, String> {
         let (program, args) = command.split_first().ok_or("the command is empty")?;
         let resolved = resolve_program(program, cwd)
             .ok_or_else(|| format!("program `{program}` not found"))?;
@@ -103,7 +102,6 @@ impl Process {
             stdout,
             stderr,
             stderr_done,
-            timeout,
         })
     }
 
@@ -118,13 +116,9 @@ impl Process {
         w.flush()
     }
 
-    /// The next line the adapter wrote, waiting at most the wall-clock bound.
-    pub fn read_line(&mut self) -> Result<Vec<u8>, ReadError> {
-        self.stdout.next(Instant::now() + self.timeout)
-    }
-
-    pub fn timeout(&self) -> Duration {
-        self.timeout
+    /// The next line the adapter wrote, waiting at most `bound`.
+    pub fn read_line(&mut self, bound: Duration) -> Result<Vec<u8>, ReadError> {
+        self.stdout.next(Instant::now() + bound)
     }
 
     /// Wait a little for a process whose stdout closed to exit; kill it if it does not.
@@ -267,7 +261,9 @@ impl Lines {
                 let mut r = std::io::BufReader::new(pipe.take(u64::MAX));
                 loop {
                     let mut line = Vec::new();
-                    let limited = (&mut r).take(LINE_BYTES_MAX as u64 + 1).read_until(b'\n', &mut line);
+                    let limited = (&mut r)
+                        .take(LINE_BYTES_MAX as u64 + 1)
+                        .read_until(b'\n', &mut line);
                     let msg = match limited {
                         Ok(0) => Err(ReadError::Eof),
                         Ok(_) if line.last() == Some(&b'\n') => {
