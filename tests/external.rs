@@ -52,7 +52,7 @@ fn tempdir(name: &str) -> PathBuf {
 // The same logic in TypeScript gives the built-in's run, seed for seed.
 
 /// Each external scenario and the built-in variant its module re-implements.
-const TWINS: [(&str, &str); 10] = [
+const TWINS: [(&str, &str); 12] = [
     (
         "scenarios/external/node-g0-idle-wake-skips-harness.toml",
         "pi.raw-trigger-turn",
@@ -93,6 +93,14 @@ const TWINS: [(&str, &str); 10] = [
         "scenarios/external/node-g3-passes-without-failed-wake.toml",
         "pi.reservation",
     ),
+    (
+        "scenarios/external/python-g2-two-wakes-during-preparation.toml",
+        "pi.is-idle",
+    ),
+    (
+        "scenarios/external/python-g3-failed-wake-strands.toml",
+        "pi.reservation",
+    ),
 ];
 
 #[test]
@@ -130,11 +138,11 @@ fn every_twin_gives_the_builtin_trace_and_verdict_seed_for_seed() {
 }
 
 #[test]
-fn the_twin_table_covers_every_node_scenario() {
+fn the_twin_table_covers_every_external_variant_scenario() {
     let mut files: Vec<String> = std::fs::read_dir(root().join("scenarios/external"))
         .expect("scenarios/external")
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("node-g"))
+        .filter(|n| n.starts_with("node-g") || n.starts_with("python-g"))
         .collect();
     files.sort();
     let mut twins: Vec<String> = TWINS
