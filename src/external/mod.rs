@@ -261,15 +261,15 @@ impl Slot {
             .map_err(|e| self.fail(FaultKind::Spawn, e))?;
         self.proc = Some(p);
         self.starting = true;
-        let hello = serde_json::json!({
-            "type": "hello",
-            "protocol": PROTOCOL_VERSION,
-            "host": self.host.family(),
-            "host_version": self.host.version_label(),
-            "options": self.spec.options,
-        });
+        // `type` first, as in every line wakesim writes.
+        let hello = format!(
+            r#"{{"type":"hello","protocol":{PROTOCOL_VERSION},"host":"{}","host_version":"{}","options":{}}}"#,
+            self.host.family(),
+            self.host.version_label(),
+            self.spec.options
+        );
         let doing = "shaking hands";
-        self.write(&hello.to_string(), doing)?;
+        self.write(&hello, doing)?;
         let (ty, v) = self.read(doing)?;
         match ty.as_str() {
             "hello" => {
