@@ -52,7 +52,7 @@ fn tempdir(name: &str) -> PathBuf {
 // The same logic in TypeScript gives the built-in's run, seed for seed.
 
 /// Each external scenario and the built-in variant its module re-implements.
-const TWINS: [(&str, &str); 12] = [
+const TWINS: [(&str, &str); 20] = [
     (
         "scenarios/external/node-g0-idle-wake-skips-harness.toml",
         "pi.raw-trigger-turn",
@@ -92,6 +92,38 @@ const TWINS: [(&str, &str); 12] = [
     (
         "scenarios/external/node-g3-passes-without-failed-wake.toml",
         "pi.reservation",
+    ),
+    (
+        "scenarios/external/node-g4-failed-wake-prompt-strands.toml",
+        "pi.gentle",
+    ),
+    (
+        "scenarios/external/node-g4-fixed-passes.toml",
+        "pi.gentle-fixed",
+    ),
+    (
+        "scenarios/external/node-g4-held-orchestrator-overtaken.toml",
+        "pi.gentle",
+    ),
+    (
+        "scenarios/external/node-g4-passes-with-faults.toml",
+        "pi.gentle",
+    ),
+    (
+        "scenarios/external/node-g4-pre-t2-held-over-tree.toml",
+        "pi.gentle-pre-t2",
+    ),
+    (
+        "scenarios/external/node-g4-pre-t3-user-prompt-race.toml",
+        "pi.gentle-pre-t3",
+    ),
+    (
+        "scenarios/external/node-g4-session-replacement-drops-documented.toml",
+        "pi.gentle",
+    ),
+    (
+        "scenarios/external/node-g4-user-prompt-compaction-race.toml",
+        "pi.gentle",
     ),
     (
         "scenarios/external/python-g2-two-wakes-during-preparation.toml",
