@@ -277,6 +277,7 @@ fn each_adapter_fault_is_its_own_outcome_within_the_bound() {
         ("not-json", FaultKind::NotJson, "about to write garbage"),
         ("not-protocol", FaultKind::Protocol, ""),
         ("unknown-call", FaultKind::UnknownCall, ""),
+        ("wrong-known", FaultKind::Protocol, ""),
         ("silent", FaultKind::Timeout, "going silent"),
     ];
     let mut runner = Runner::new(&registry);

@@ -97,9 +97,17 @@ impl ExternalPi {
         event_bit(event).is_some_and(|b| self.events & b != 0)
     }
 
+    /// The event line's common fields. `idle` is what `isIdle()` on this ctx answers now
+    /// (`null` when it is stale): until the handler's first send, the adapter may answer the
+    /// query itself (`known`), saving a round trip.
     fn header(event: &str, pi: &Pi<'_>, ctx: u32) -> String {
+        let idle = match pi.peek_idle(Ctx { session: ctx }) {
+            Ok(true) => "true",
+            Ok(false) => "false",
+            Err(_) => "null",
+        };
         format!(
-            r#"{{"type":"event","event":"{event}","now":{},"ctx":{ctx}"#,
+            r#"{{"type":"event","event":"{event}","now":{},"ctx":{ctx},"idle":{idle}"#,
             pi.now().0
         )
     }
@@ -244,12 +252,38 @@ impl ExternalPi {
                             ));
                         }
                     };
-                    let answer = match (Ctx { session: ctx }).is_idle(pi) {
-                        Ok(true) => r#"{"type":"result","value":true}"#,
-                        Ok(false) => r#"{"type":"result","value":false}"#,
-                        Err(_) => r#"{"type":"result","error":"stale_ctx"}"#,
-                    };
-                    slot.write(answer, &doing)?;
+                    let result = (Ctx { session: ctx }).is_idle(pi);
+                    match v.get("known") {
+                        // The adapter answered from the event's `idle`: check it, answer nothing.
+                        Some(known) => {
+                            let agrees = match (known, result) {
+                                (Value::Bool(b), Ok(r)) => *b == r,
+                                (Value::String(s), Err(_)) => s == "stale_ctx",
+                                _ => false,
+                            };
+                            if !agrees {
+                                let host = match result {
+                                    Ok(r) => r.to_string(),
+                                    Err(_) => "stale_ctx".to_string(),
+                                };
+                                return Err(bad(
+                                    &mut slot,
+                                    format!(
+                                        "`known` says {known} but ctx.isIdle() is {host} (the \
+                                         event's `idle` holds only until the handler's first send)"
+                                    ),
+                                ));
+                            }
+                        }
+                        None => {
+                            let answer = match result {
+                                Ok(true) => r#"{"type":"result","value":true}"#,
+                                Ok(false) => r#"{"type":"result","value":false}"#,
+                                Err(_) => r#"{"type":"result","error":"stale_ctx"}"#,
+                            };
+                            slot.write(answer, &doing)?;
+                        }
+                    }
                 }
                 "set_timeout" | "queue_microtask" => {
                     let Some(id) = v.get("timer").and_then(Value::as_u64) else {

@@ -42,6 +42,13 @@
     out.push(JSON.stringify(obj) + "\n");
   }
 
+  // The event's `idle`: what isIdle() on the event's ctx answers, until this handler's first send
+  // (the only calls that can change it). While it holds, isIdle() is answered here and the
+  // simulator checks the answer instead of sending one: a round trip less.
+  let hint = null;
+  let hintCtx = 0;
+  let hintValid = false;
+
   function flushWith(line) {
     if (out.length === 0) return line;
     out.push(line);
@@ -110,6 +117,7 @@
       list.push(handler);
     },
     sendMessage(message, options) {
+      hintValid = false;
       const customType = message && message.customType != null ? String(message.customType) : null;
       call({
         type: "send_message",
@@ -120,6 +128,7 @@
       });
     },
     sendUserMessage(content, options) {
+      hintValid = false;
       call({
         type: "send_user_message",
         carries: carriesOf(content),
@@ -143,6 +152,11 @@
       c = Object.freeze({
         isIdle() {
           if (loading) throw new Error("wakesim: ctx.isIdle() called while the module loads");
+          if (hintValid && id === hintCtx) {
+            call({ type: "is_idle", ctx: id, known: hint === null ? "stale_ctx" : hint });
+            if (hint === null) throw new Error(STALE_CTX);
+            return hint;
+          }
           const r = query({ type: "is_idle", ctx: id });
           if (r.error === "stale_ctx") throw new Error(STALE_CTX);
           return r.value === true;
@@ -415,6 +429,7 @@
     rngState = 0x5eed;
     realMath.random = random;
     const pi = makePi();
+    hintValid = false;
     loading = true;
     let exports;
     try {
@@ -482,6 +497,9 @@
     const ev = JSON.parse(line);
     now = ev.now;
     session = ev.ctx;
+    hintCtx = ev.ctx;
+    hint = ev.idle === undefined ? null : ev.idle;
+    hintValid = ev.idle !== undefined;
     pendingError = null;
     inputAction = null;
     const ctx = ctxFor(session);

@@ -578,12 +578,18 @@ impl Pi<'_> {
 
     pub(crate) fn ctx_is_idle(&mut self, ctx: Ctx) -> Result<bool, StaleCtx> {
         self.core.count_call();
-        let result = if ctx.session != self.core.session {
-            None
-        } else {
-            Some(self.core.is_idle())
-        };
+        let result = self.peek_idle(ctx).ok();
         self.core.note(self.k, Actor::Wake, Note::IsIdle { result });
         result.ok_or(StaleCtx)
+    }
+
+    /// What `ctx.isIdle()` would answer now, without calling it (nothing is recorded). The
+    /// external adapter sends it with each event so an adapter can answer `isIdle()` itself.
+    pub(crate) fn peek_idle(&self, ctx: Ctx) -> Result<bool, StaleCtx> {
+        if ctx.session != self.core.session {
+            Err(StaleCtx)
+        } else {
+            Ok(self.core.is_idle())
+        }
     }
 }

@@ -2,7 +2,8 @@
 until its MODE says otherwise, at the second producer message of a run unless noted.
 
 MODE: exit-at-start | bad-version | silent-hello | crash | not-json | not-protocol |
-      unknown-call | silent | throws | chatty (fine, but floods stderr)
+      unknown-call | wrong-known (answers isIdle() itself, wrongly) | silent | throws |
+      chatty (fine, but floods stderr)
 """
 import json
 import sys
@@ -58,6 +59,10 @@ for line in sys.stdin:
             out("this is not JSON {")
         elif MODE == "not-protocol":
             out({"kind": "done"})
+        elif MODE == "wrong-known":
+            wrong = "stale_ctx" if msg["idle"] is not None else True
+            out({"type": "is_idle", "ctx": msg["ctx"], "known": wrong})
+            out({"type": "done"})
         elif MODE == "unknown-call":
             out({"type": "launch_missiles", "count": 3})
         elif MODE == "silent":
