@@ -70,7 +70,8 @@ fn main() {
         rep.failures,
         if rep.met { "met" } else { "NOT met" }
     );
-    if let Some((seed, _)) = rep.first_failure {
+    if let Some(first) = rep.first_failure {
+        let seed = first.seed;
         let r = runner.run_seed(&scn, seed, true);
         print!("{}", report::text::timeline(&scn, &r));
     }

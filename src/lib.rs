@@ -20,7 +20,10 @@
 //! - [`external`]: wake logic in another language, run in an adapter process over the JSON Lines
 //!   protocol of `docs/protocol.md` (Node and Python reference adapters under `adapters/`).
 //! - [`scenario`]: scenario files (TOML) and their validation.
+//! - [`swarm`]: the per-seed mix of faults and producers (swarm testing).
 //! - [`run`]: running seeds and judging a scenario's expectation.
+//! - [`explore`]: exhaustive enumeration of a small scope.
+//! - [`shrink`] and [`regression`]: minimising a failing run and keeping it as a regression file.
 //! - [`report`]: the text timeline, JSON Lines and Mermaid.
 //! - [`cli`]: the `wakesim` command.
 //!
@@ -32,12 +35,16 @@
 pub mod check;
 pub mod cli;
 pub mod error;
+pub mod explore;
 pub mod external;
 pub mod host;
 pub mod kernel;
+pub mod regression;
 pub mod report;
 pub mod run;
 pub mod scenario;
+pub mod shrink;
+pub mod swarm;
 pub mod trace;
 pub mod wake;
 

@@ -5,6 +5,7 @@
 //! the step or call budget, ends its own run with its own outcome; the next seed runs normally.
 
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::ops::Range;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Once;
@@ -16,9 +17,10 @@ use crate::host::pi::core::BudgetExceeded;
 use crate::host::pi::{Gen, PiEv, PiHost};
 use crate::kernel::choice::{Choice, Choices, Profile};
 use crate::kernel::time::Ms;
-use crate::kernel::{End, Kernel, drive};
+use crate::kernel::{End, Kernel, World, drive};
 use crate::scenario::{Expect, Scenario};
-use crate::trace::{MsgInfo, Record};
+use crate::swarm::Mix;
+use crate::trace::{MsgInfo, Record, Window};
 use crate::wake::Registry;
 
 /// How one seed ended.
@@ -63,18 +65,53 @@ impl Outcome {
 }
 
 /// Everything one seed produced.
+#[derive(Clone)]
 pub struct RunResult {
     pub seed: u64,
     pub outcome: Outcome,
     /// Kernel events processed.
     pub events: u64,
+    /// Trace records made, in all and when each broken invariant first broke.
+    pub records: u64,
+    pub records_at_violation: Vec<(Invariant, u64)>,
     pub trace_hash: u64,
     pub end: Ms,
-    pub faults_on: Vec<&'static str>,
+    /// The faults and producers this seed switched on.
+    pub mix: Mix,
+    /// The race windows the run reached, with how often.
+    pub marks: Vec<(Window, u32)>,
+    /// The command that reproduces this run, when it is not `wakesim replay SCENARIO --seed N`
+    /// (a regression file replays its recorded choices).
+    pub replay: Option<String>,
+    /// For a run from recorded choices: where the sequence stopped fitting the model (a choice
+    /// drawn with another bound or at another site, choices left unread, or draws past the end).
+    pub stale: Option<String>,
     pub messages: Vec<MsgInfo>,
     /// The timeline, when tracing was asked for.
     pub trace: Vec<Record>,
     pub choices: Vec<Choice>,
+}
+
+impl RunResult {
+    /// A copy without the timeline (cheap to keep while exploring).
+    pub fn clone_untraced(&self) -> RunResult {
+        RunResult {
+            trace: Vec::new(),
+            messages: Vec::new(),
+            seed: self.seed,
+            outcome: self.outcome.clone(),
+            events: self.events,
+            records: self.records,
+            records_at_violation: self.records_at_violation.clone(),
+            trace_hash: self.trace_hash,
+            end: self.end,
+            mix: self.mix.clone(),
+            marks: self.marks.clone(),
+            replay: self.replay.clone(),
+            stale: self.stale.clone(),
+            choices: self.choices.clone(),
+        }
+    }
 }
 
 thread_local! {
@@ -167,19 +204,29 @@ impl<'r> Runner<'r> {
         )
     }
 
-    /// Run a scenario from a recorded choice sequence (replay of a shrunk or enumerated run).
+    /// Run a scenario from a recorded choice sequence (a shrunk or enumerated run); `seed` only
+    /// labels the result. Past the end of `choices` every draw is 0; `RunResult::stale` says
+    /// where the sequence stopped fitting the model, if it did.
     pub fn run_choices(
         &mut self,
         scn: &Scenario,
+        seed: u64,
         choices: Vec<Choice>,
         tracing: bool,
     ) -> RunResult {
-        self.run_with(
-            scn,
-            0,
-            Choices::replay(choices, Profile::default()),
-            tracing,
-        )
+        self.run_profiled(scn, seed, choices, Profile::default(), tracing)
+    }
+
+    /// `run_choices` with a delay profile (explore runs draw delays from the boundary set only).
+    pub fn run_profiled(
+        &mut self,
+        scn: &Scenario,
+        seed: u64,
+        choices: Vec<Choice>,
+        profile: Profile,
+        tracing: bool,
+    ) -> RunResult {
+        self.run_with(scn, seed, Choices::replay(choices, profile), tracing)
     }
 
     fn run_with(
@@ -226,11 +273,11 @@ impl<'r> Runner<'r> {
         let result = catch_unwind(AssertUnwindSafe(|| {
             let mut world = PiHost::new(generation, scn.pi.clone(), wake);
             let end = drive(&mut world, k);
-            (end, world.faults_on())
+            (end, world.mix())
         }));
         IN_RUN.with(|r| *r.borrow_mut() = false);
 
-        let (outcome, faults_on) = match result {
+        let (outcome, mix) = match result {
             Ok((End::StepBudget, faults)) => (Outcome::StepBudget { steps: k.steps() }, faults),
             Ok((_, faults)) => {
                 let v = k.monitor.violations();
@@ -241,15 +288,23 @@ impl<'r> Runner<'r> {
                 };
                 (outcome, faults)
             }
-            Err(payload) => (panic_outcome(payload, k.steps()), Vec::new()),
+            Err(payload) => (panic_outcome(payload, k.steps()), Mix::default()),
         };
         RunResult {
             seed,
             outcome,
             events: k.steps(),
+            records: k.monitor.records(),
+            records_at_violation: Invariant::ALL
+                .into_iter()
+                .filter_map(|i| Some((i, k.monitor.records_at_violation(i)?)))
+                .collect(),
             trace_hash: k.monitor.trace_hash(),
             end: k.now(),
-            faults_on: faults_on.into_iter().map(|f| f.name()).collect(),
+            mix,
+            marks: k.monitor.marks(),
+            stale: stale_description(&k.choices),
+            replay: None,
             messages: k.monitor.messages().to_vec(),
             trace: k.monitor.take_trace(),
             choices: k.choices.take_log(),
@@ -257,34 +312,48 @@ impl<'r> Runner<'r> {
     }
 }
 
-/// The verdict of a scenario over a range of seeds.
-#[derive(Clone, Debug)]
+/// One seed's outcome, as a report keeps it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SeedNote {
+    pub seed: u64,
+    /// The outcome's label: the first invariant broken, "panic" or "step-budget".
+    pub outcome: String,
+    /// A sentence about it.
+    pub detail: String,
+}
+
+/// The verdict of a scenario over a range of seeds. Reports of adjacent ranges merge into the
+/// report of their union (threads, shards), whatever the order they finished in.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ScenarioReport {
     pub seeds: Range<u64>,
     pub events: u64,
     pub failures: u64,
     /// Seeds that broke each invariant (or panicked, ran out of steps).
-    pub counts: std::collections::BTreeMap<String, u64>,
-    pub first_failure: Option<(u64, Outcome)>,
-    /// The first seed whose outcome the expectation does not allow.
-    pub unexpected: Option<(u64, Outcome)>,
+    pub counts: BTreeMap<String, u64>,
+    /// Seeds that reached each race window.
+    pub windows: BTreeMap<String, u64>,
+    pub first_failure: Option<SeedNote>,
     /// The first seed that showed what a failing expectation asks for.
     pub first_expected: Option<u64>,
+    /// The first seed whose outcome the expectation does not allow; `detail` says why.
+    pub unexpected: Option<SeedNote>,
     pub met: bool,
     /// Why the expectation is not met, in a sentence.
     pub why: Option<String>,
 }
 
 impl ScenarioReport {
-    fn new(_scn: &Scenario, seeds: Range<u64>) -> ScenarioReport {
+    pub fn new(seeds: Range<u64>) -> ScenarioReport {
         ScenarioReport {
             seeds,
             events: 0,
             failures: 0,
-            counts: Default::default(),
+            counts: BTreeMap::new(),
+            windows: BTreeMap::new(),
             first_failure: None,
-            unexpected: None,
             first_expected: None,
+            unexpected: None,
             met: false,
             why: None,
         }
@@ -294,8 +363,13 @@ impl ScenarioReport {
         self.seeds.end - self.seeds.start
     }
 
-    fn add(&mut self, seed: u64, outcome: &Outcome, events: u64) {
-        self.events += events;
+    /// Account one seed's run; seeds must come in increasing order.
+    pub fn add(&mut self, r: &RunResult, expect: &Expect) {
+        self.events += r.events;
+        for (w, _) in &r.marks {
+            *self.windows.entry(w.name().to_string()).or_default() += 1;
+        }
+        let outcome = &r.outcome;
         if outcome.is_pass() {
             return;
         }
@@ -312,49 +386,189 @@ impl ScenarioReport {
             other => *self.counts.entry(other.label()).or_default() += 1,
         }
         if self.first_failure.is_none() {
-            self.first_failure = Some((seed, outcome.clone()));
+            self.first_failure = Some(SeedNote {
+                seed: r.seed,
+                outcome: outcome.label(),
+                detail: describe(outcome),
+            });
         }
-    }
-
-    /// Record what `expect` says about one failing outcome.
-    fn judge_outcome(&mut self, seed: u64, outcome: &Outcome, expect: &Expect) {
         let (expected, allowed) = allowed(expect, outcome);
         if expected && self.first_expected.is_none() {
-            self.first_expected = Some(seed);
+            self.first_expected = Some(r.seed);
         }
         if !allowed && self.unexpected.is_none() {
-            self.unexpected = Some((seed, outcome.clone()));
-        }
-    }
-
-    fn judge(&mut self, expect: &Expect) {
-        self.met = match expect {
-            Expect::Pass => self.unexpected.is_none(),
-            _ => self.unexpected.is_none() && self.first_expected.is_some(),
-        };
-        if !self.met {
-            self.why = Some(match (&self.unexpected, expect) {
-                (Some((seed, o)), Expect::Fail { invariant, also })
-                    if matches!(o, Outcome::Fail(_)) =>
-                {
-                    let v = o
-                        .violations()
-                        .iter()
-                        .find(|v| v.invariant != *invariant && !also.contains(&v.invariant))
-                        .expect("an unexpected outcome breaks a disallowed invariant");
-                    format!(
-                        "seed {seed} also broke {}, which the scenario does not allow, at {} ms: {}",
-                        v.invariant, v.t.0, v.detail
-                    )
-                }
-                (Some((seed, o)), _) => format!("seed {seed} {}", describe(o)),
-                (None, e) => format!(
-                    "no seed in {}..{} showed {e}",
-                    self.seeds.start, self.seeds.end
-                ),
+            self.unexpected = Some(SeedNote {
+                seed: r.seed,
+                outcome: outcome.label(),
+                detail: unexpected_why(r.seed, outcome, expect),
             });
         }
     }
+
+    /// Fold in the report of the adjacent range that follows this one.
+    pub fn merge(&mut self, later: ScenarioReport) {
+        debug_assert_eq!(
+            self.seeds.end, later.seeds.start,
+            "merge adjacent ranges in order"
+        );
+        self.seeds = self.seeds.start..later.seeds.end;
+        self.events += later.events;
+        self.failures += later.failures;
+        for (k, v) in later.counts {
+            *self.counts.entry(k).or_default() += v;
+        }
+        for (k, v) in later.windows {
+            *self.windows.entry(k).or_default() += v;
+        }
+        self.first_failure = self.first_failure.take().or(later.first_failure);
+        self.first_expected = self.first_expected.or(later.first_expected);
+        self.unexpected = self.unexpected.take().or(later.unexpected);
+    }
+
+    /// Decide whether the expectation and the required race windows are met.
+    pub fn judge(&mut self, expect: &Expect, must_reach: &[Window]) {
+        let unreached: Vec<&str> = must_reach
+            .iter()
+            .map(|w| w.name())
+            .filter(|w| !self.windows.contains_key(*w))
+            .collect();
+        let shown = match expect {
+            Expect::Pass => true,
+            _ => self.first_expected.is_some(),
+        };
+        self.met = self.unexpected.is_none() && shown && unreached.is_empty();
+        self.why = if self.met {
+            None
+        } else if let Some(u) = &self.unexpected {
+            Some(u.detail.clone())
+        } else if !shown {
+            Some(format!(
+                "no seed in {}..{} showed {expect}",
+                self.seeds.start, self.seeds.end
+            ))
+        } else {
+            Some(format!(
+                "no seed in {}..{} reached the race window{} {} (coverage.must_reach)",
+                self.seeds.start,
+                self.seeds.end,
+                if unreached.len() == 1 { "" } else { "s" },
+                unreached.join(", ")
+            ))
+        };
+    }
+}
+
+/// Why an outcome the expectation does not allow breaks it, in a sentence.
+fn unexpected_why(seed: u64, outcome: &Outcome, expect: &Expect) -> String {
+    if let (Expect::Fail { invariant, also }, Outcome::Fail(vs)) = (expect, outcome)
+        && let Some(v) = vs
+            .iter()
+            .find(|v| v.invariant != *invariant && !also.contains(&v.invariant))
+    {
+        return format!(
+            "seed {seed} also broke {}, which the scenario does not allow, at {} ms: {}",
+            v.invariant, v.t.0, v.detail
+        );
+    }
+    format!("seed {seed} {}", describe(outcome))
+}
+
+impl Runner<'_> {
+    /// Run seeds `range` of a scenario and account them, without judging.
+    pub fn run_range(&mut self, scn: &Scenario, range: Range<u64>) -> ScenarioReport {
+        let mut report = ScenarioReport::new(range.clone());
+        for seed in range {
+            let r = self.run_seed(scn, seed, false);
+            report.add(&r, &scn.expect);
+            if matches!(r.outcome, Outcome::AdapterFault(_)) {
+                // A broken adapter is one finding; restarting it for every remaining seed would
+                // only repeat it, slowly. The report covers the seeds that ran.
+                report.seeds.end = seed + 1;
+                break;
+            }
+        }
+        report
+    }
+
+    /// Run seeds `range` of a scenario and judge its expectation.
+    pub fn run_scenario(&mut self, scn: &Scenario, range: Range<u64>) -> ScenarioReport {
+        let mut report = self.run_range(scn, range);
+        report.judge(&scn.expect, &scn.must_reach);
+        report
+    }
+}
+
+/// Run seeds `range` of a scenario on `threads` threads and judge it. The report is the same
+/// whatever the number of threads: each chunk of seeds is reported on its own and the chunks are
+/// merged in seed order. `progress` is told how many seeds each finished chunk held.
+pub fn run_scenario_parallel(
+    registry: &Registry,
+    scn: &Scenario,
+    range: Range<u64>,
+    threads: usize,
+    progress: &(dyn Fn(u64) + Sync),
+) -> ScenarioReport {
+    let n = range.end - range.start;
+    let threads = threads.max(1);
+    let chunk = (n / (threads as u64 * 8)).clamp(64, 4096);
+    let chunks: Vec<Range<u64>> = (0..n.div_ceil(chunk))
+        .map(|i| {
+            let a = range.start + i * chunk;
+            a..(a + chunk).min(range.end)
+        })
+        .collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    // Set when a chunk ends at an adapter fault: no new chunks start (see `run_range`).
+    let faulted = std::sync::atomic::AtomicBool::new(false);
+    let mut parts: Vec<(usize, ScenarioReport)> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads.min(chunks.len().max(1)))
+            .map(|_| {
+                s.spawn(|| {
+                    let mut runner = Runner::new(registry);
+                    let mut done = Vec::new();
+                    loop {
+                        if faulted.load(std::sync::atomic::Ordering::Relaxed) {
+                            break;
+                        }
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(c) = chunks.get(i) else { break };
+                        let part = runner.run_range(scn, c.clone());
+                        if part.seeds.end < c.end {
+                            faulted.store(true, std::sync::atomic::Ordering::Relaxed);
+                        }
+                        done.push((i, part));
+                        progress(c.end - c.start);
+                    }
+                    done
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| {
+                w.join()
+                    .expect("a seed runner thread panicked outside a run")
+            })
+            .collect()
+    });
+    parts.sort_by_key(|(i, _)| *i);
+    let mut report = ScenarioReport::new(range.start..range.start);
+    let mut stopped = false;
+    for (i, p) in parts {
+        // Chunks are taken in order, so every chunk before a faulted one ran; the report ends
+        // at the first adapter fault, whichever thread met it first.
+        let cut = p.seeds.end < chunks[i].end;
+        report.merge(p);
+        if cut {
+            stopped = true;
+            break;
+        }
+    }
+    if !stopped {
+        report.seeds = range;
+    }
+    report.judge(&scn.expect, &scn.must_reach);
+    report
 }
 
 /// A sentence about a failing outcome.
@@ -403,29 +617,6 @@ fn allowed(expect: &Expect, outcome: &Outcome) -> (bool, bool) {
     }
 }
 
-impl Runner<'_> {
-    /// Run seeds `range` of a scenario and judge its expectation: it needs both the first seed
-    /// that shows the expected failure and the first seed whose outcome is not allowed.
-    pub fn run_scenario(&mut self, scn: &Scenario, range: Range<u64>) -> ScenarioReport {
-        let mut report = ScenarioReport::new(scn, range.clone());
-        for seed in range {
-            let r = self.run_seed(scn, seed, false);
-            report.add(seed, &r.outcome, r.events);
-            if !r.outcome.is_pass() {
-                report.judge_outcome(seed, &r.outcome, &scn.expect);
-            }
-            if matches!(r.outcome, Outcome::AdapterFault(_)) {
-                // A broken adapter is one finding; restarting it for every remaining seed would
-                // only repeat it, slowly. The report counts the seeds that ran.
-                report.seeds.end = seed + 1;
-                break;
-            }
-        }
-        report.judge(&scn.expect);
-        report
-    }
-}
-
 /// Does a single outcome show the scenario's expected failure (for snapshot seeds)?
 pub fn shows_expected(expect: &Expect, outcome: &Outcome) -> bool {
     match expect {
@@ -437,4 +628,140 @@ pub fn shows_expected(expect: &Expect, outcome: &Outcome) -> bool {
 /// The invariants of an outcome, for JSON.
 pub fn invariants_of(outcome: &Outcome) -> Vec<Invariant> {
     outcome.violations().iter().map(|v| v.invariant).collect()
+}
+
+/// How findable a scenario's expected failure is in random mode.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Findability {
+    pub seeds: u64,
+    pub failing: u64,
+    /// Seeds a run starting at a random seed needs until the first one showing the failure
+    /// (itself included): the median over every starting seed of the range, wrapping around.
+    pub median_seeds_to_first: Option<u64>,
+    pub p90_seeds_to_first: Option<u64>,
+}
+
+impl Findability {
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "failing_seeds": self.failing,
+            "failure_rate": format!("{}/{}", self.failing, self.seeds),
+            "median_seeds_to_first_failure": self.median_seeds_to_first,
+            "p90_seeds_to_first_failure": self.p90_seeds_to_first,
+        })
+    }
+}
+
+/// Which seeds of `range` show the scenario's expected failure.
+pub fn expected_hits(
+    registry: &Registry,
+    scn: &Scenario,
+    range: Range<u64>,
+    threads: usize,
+) -> Vec<bool> {
+    let seeds: Vec<u64> = range.collect();
+    let chunk = seeds.len().div_ceil(threads.max(1)).max(1);
+    std::thread::scope(|s| {
+        let workers: Vec<_> = seeds
+            .chunks(chunk)
+            .map(|part| {
+                s.spawn(move || {
+                    let mut runner = Runner::new(registry);
+                    part.iter()
+                        .map(|&seed| {
+                            let o = runner.run_seed(scn, seed, false).outcome;
+                            !o.is_pass() && allowed(&scn.expect, &o).0
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().expect("findability thread"))
+            .collect()
+    })
+}
+
+/// Failure rate and seeds to the first failure over `range`.
+pub fn findability(
+    registry: &Registry,
+    scn: &Scenario,
+    range: Range<u64>,
+    threads: usize,
+) -> Findability {
+    let hits = expected_hits(registry, scn, range, threads);
+    let n = hits.len();
+    let failing = hits.iter().filter(|h| **h).count() as u64;
+    let (median, p90) = if failing == 0 {
+        (None, None)
+    } else {
+        // Distance to the next hit, scanning backwards with wrap-around.
+        let mut dist = vec![0u64; n];
+        let last_hit = hits.iter().rposition(|h| *h).expect("a hit");
+        let mut next = last_hit + n; // the first hit after the end, in unwrapped indices
+        for i in (0..2 * n).rev() {
+            if hits[i % n] {
+                next = i;
+            }
+            if i < n {
+                dist[i] = (next - i) as u64 + 1;
+            }
+        }
+        dist.sort_unstable();
+        (Some(dist[n / 2]), Some(dist[(n * 9) / 10]))
+    };
+    Findability {
+        seeds: n as u64,
+        failing,
+        median_seeds_to_first: median,
+        p90_seeds_to_first: p90,
+    }
+}
+
+/// Run each seed twice, in two runners with different allocation histories (the second after
+/// other seeds), and compare the traces. Returns a sentence per divergent seed naming the first
+/// record that differs.
+pub fn check_determinism(registry: &Registry, scn: &Scenario, range: Range<u64>) -> Vec<String> {
+    let mut warm = Runner::new(registry);
+    let mut out = Vec::new();
+    for seed in range {
+        let a = Runner::new(registry).run_seed(scn, seed, true);
+        let b = warm.run_seed(scn, seed, true);
+        if a.trace_hash == b.trace_hash && a.trace == b.trace {
+            continue;
+        }
+        let i = a
+            .trace
+            .iter()
+            .zip(&b.trace)
+            .position(|(x, y)| x != y)
+            .unwrap_or(a.trace.len().min(b.trace.len()));
+        let show = |t: &[Record]| {
+            t.get(i).map_or("end of trace".to_string(), |r| {
+                format!("{} ms {:?}", r.t.0, r.ev)
+            })
+        };
+        out.push(format!(
+            "seed {seed}: traces diverge at record {i}: {} vs {}",
+            show(&a.trace),
+            show(&b.trace)
+        ));
+    }
+    out
+}
+
+fn stale_description(c: &Choices) -> Option<String> {
+    if let Some(d) = c.divergence() {
+        return Some(format!(
+            "choice {} ({}) is now drawn with bound {}, recorded with bound {}",
+            d.index, d.label, d.bound, d.recorded_bound
+        ));
+    }
+    c.replay_mismatch()
+        .map(|(unread, extra)| match (unread, extra) {
+            (0, n) => format!("the run drew {n} choice(s) past the end of the recorded sequence"),
+            (n, 0) => format!("the run ended with {n} recorded choice(s) unread"),
+            (n, m) => format!("{n} recorded choice(s) unread and {m} drawn past the end"),
+        })
 }

@@ -24,6 +24,13 @@
 //! [check]
 //! latency_ms_max = 40000
 //!
+//! [coverage]                       # race windows the seed budget must reach
+//! must_reach = ["wake-while-preparing"]
+//!
+//! [explore]                        # the default scope of `wakesim explore`
+//! deviations = 3                   # unusual choices per run (default 3)
+//! messages = 2                     # producer messages at most (default 2)
+//!
 //! [expect]
 //! verdict = "fail"                 # pass | fail | panic | step-budget
 //! invariant = "single-starter"
@@ -48,7 +55,7 @@ use crate::host::HostKind;
 use crate::host::pi::config::{FaultSpec, PiConfig, PiFault, PiTiming, Producers, Span};
 use crate::kernel::Limits;
 use crate::kernel::choice::Ratio;
-use crate::trace::MsgKind;
+use crate::trace::{MsgKind, Window};
 use crate::wake::Registry;
 
 /// What a scenario expects of its seed budget.
@@ -98,6 +105,10 @@ pub struct Scenario {
     pub pi: PiConfig,
     pub check: CheckParams,
     pub expect: Expect,
+    /// Race windows the seed budget must reach (`[coverage] must_reach`).
+    pub must_reach: Vec<Window>,
+    /// The scope `wakesim explore` enumerates by default (`[explore]`).
+    pub explore: crate::explore::Scope,
 }
 
 impl Scenario {
@@ -120,7 +131,12 @@ impl Scenario {
     }
 }
 
-fn located(path: &Path, text: &str, span: std::ops::Range<usize>, message: String) -> Error {
+pub(crate) fn located(
+    path: &Path,
+    text: &str,
+    span: std::ops::Range<usize>,
+    message: String,
+) -> Error {
     let start = span.start.min(text.len());
     let before = &text[..start];
     let line = before.matches('\n').count() + 1;
@@ -191,7 +207,26 @@ struct RawScenario {
     timing: RawTiming,
     #[serde(default)]
     check: RawCheck,
+    #[serde(default)]
+    coverage: RawCoverage,
+    #[serde(default)]
+    explore: RawExplore,
     expect: Spanned<RawExpect>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawExplore {
+    messages: Option<u64>,
+    deviations: Option<Spanned<usize>>,
+    runs_max: Option<u64>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawCoverage {
+    #[serde(default)]
+    must_reach: Vec<Spanned<String>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -226,7 +261,7 @@ struct RawCheck {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawExpect {
+pub(crate) struct RawExpect {
     verdict: Spanned<String>,
     #[serde(default)]
     invariant: Option<Spanned<String>>,
@@ -373,6 +408,74 @@ impl RawExternal {
             options,
             origin,
         })
+    }
+}
+
+impl RawExpect {
+    /// Validate into an `Expect`; `err` locates an error at a span.
+    pub(crate) fn to_expect(
+        &self,
+        err: &dyn Fn(std::ops::Range<usize>, String) -> Error,
+    ) -> Result<Expect> {
+        let invariant = |s: &Spanned<String>| {
+            Invariant::from_name(s.get_ref()).ok_or_else(|| {
+                let names: Vec<_> = Invariant::ALL.iter().map(|i| i.name()).collect();
+                err(
+                    s.span(),
+                    format!(
+                        "unknown invariant `{}`, expected one of {}",
+                        s.get_ref(),
+                        names.join(", ")
+                    ),
+                )
+            })
+        };
+        match self.verdict.get_ref().as_str() {
+            "fail" => {
+                let inv = self.invariant.as_ref().ok_or_else(|| {
+                    err(
+                        self.verdict.span(),
+                        "verdict \"fail\" needs `invariant`, the one the scenario must catch"
+                            .to_string(),
+                    )
+                })?;
+                let also = self
+                    .also
+                    .iter()
+                    .map(invariant)
+                    .collect::<Result<Vec<_>>>()?;
+                Ok(Expect::Fail {
+                    invariant: invariant(inv)?,
+                    also,
+                })
+            }
+            v @ ("pass" | "panic" | "step-budget" | "adapter-fault") => {
+                if let Some(inv) = &self.invariant {
+                    return Err(err(
+                        inv.span(),
+                        format!("`invariant` is only for verdict \"fail\", not \"{v}\""),
+                    ));
+                }
+                if let Some(a) = self.also.first() {
+                    return Err(err(
+                        a.span(),
+                        format!("`also` is only for verdict \"fail\", not \"{v}\""),
+                    ));
+                }
+                Ok(match v {
+                    "pass" => Expect::Pass,
+                    "panic" => Expect::Panic,
+                    "step-budget" => Expect::StepBudget,
+                    _ => Expect::AdapterFault,
+                })
+            }
+            other => Err(err(
+                self.verdict.span(),
+                format!(
+                    "unknown verdict `{other}`, expected one of pass, fail, panic, step-budget, adapter-fault"
+                ),
+            )),
+        }
     }
 }
 
@@ -679,66 +782,47 @@ impl RawScenario {
             check.latency_requests_max = *v.get_ref();
         }
 
-        let invariant = |s: &Spanned<String>| {
-            Invariant::from_name(s.get_ref()).ok_or_else(|| {
-                let names: Vec<_> = Invariant::ALL.iter().map(|i| i.name()).collect();
-                err(
-                    s.span(),
-                    format!(
-                        "unknown invariant `{}`, expected one of {}",
-                        s.get_ref(),
-                        names.join(", ")
-                    ),
-                )
-            })
-        };
-        let e = self.expect.get_ref();
-        let expect = match e.verdict.get_ref().as_str() {
-            "fail" => {
-                let inv = e.invariant.as_ref().ok_or_else(|| {
+        let expect = self.expect.get_ref().to_expect(&err)?;
+
+        let must_reach = self
+            .coverage
+            .must_reach
+            .iter()
+            .map(|w| {
+                Window::from_name(w.get_ref()).ok_or_else(|| {
+                    let names: Vec<_> = Window::ALL.iter().map(|w| w.name()).collect();
                     err(
-                        e.verdict.span(),
-                        "verdict \"fail\" needs `invariant`, the one the scenario must catch"
-                            .to_string(),
+                        w.span(),
+                        format!(
+                            "unknown race window `{}`, expected one of {}",
+                            w.get_ref(),
+                            names.join(", ")
+                        ),
                     )
-                })?;
-                let also = e.also.iter().map(invariant).collect::<Result<Vec<_>>>()?;
-                Expect::Fail {
-                    invariant: invariant(inv)?,
-                    also,
-                }
-            }
-            v @ ("pass" | "panic" | "step-budget" | "adapter-fault") => {
-                if let Some(inv) = &e.invariant {
-                    return Err(err(
-                        inv.span(),
-                        format!("`invariant` is only for verdict \"fail\", not \"{v}\""),
-                    ));
-                }
-                if let Some(a) = e.also.first() {
-                    return Err(err(
-                        a.span(),
-                        format!("`also` is only for verdict \"fail\", not \"{v}\""),
-                    ));
-                }
-                match v {
-                    "pass" => Expect::Pass,
-                    "panic" => Expect::Panic,
-                    "step-budget" => Expect::StepBudget,
-                    _ => Expect::AdapterFault,
-                }
-            }
-            other => {
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+
+        let mut explore = crate::explore::Scope::default();
+        if let Some(m) = self.explore.messages {
+            explore.messages_max = m.clamp(1, 16);
+        }
+        if let Some(d) = &self.explore.deviations {
+            if *d.get_ref() > 8 {
                 return Err(err(
-                    e.verdict.span(),
-                    format!(
-                        "unknown verdict `{other}`, expected one of pass, fail, panic, step-budget, adapter-fault"
-                    ),
+                    d.span(),
+                    format!("{} is out of range 0..=8", d.get_ref()),
                 ));
             }
-        };
+            explore.deviations_max = *d.get_ref();
+        }
+        if let Some(r) = self.explore.runs_max {
+            explore.runs_max = r.max(1);
+        }
 
         Ok(Scenario {
+            explore,
+            must_reach,
             path: path.to_path_buf(),
             name: self.name,
             description: self.description,

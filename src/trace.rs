@@ -189,8 +189,92 @@ pub enum Ev {
     AgentRun { on: bool },
     /// `agent_settled` was emitted.
     Settled,
+    /// A named race window was reached (coverage mark).
+    Mark(Window),
     /// pi narration.
     Pi(crate::host::pi::note::Note),
+}
+
+/// Named race windows: the interleavings wake races live in. Hosts mark each time a run enters
+/// one; a scenario can require that its seed budget reaches some (Antithesis "sometimes",
+/// FoundationDB's CODE_PROBE), so a budget that never exercises the window fails the gate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Window {
+    /// pi: the wake logic starts a prompt while another prompt is being prepared.
+    WakeWhilePreparing,
+    /// pi: two prompts are in their pre-run phase at once.
+    ConcurrentPrompts,
+    /// pi: a message arrives while a run sits between two inner agent runs.
+    MessageBetweenInnerRuns,
+    /// pi: a prompt's step-5 check lands while a run is between its last agent_end and settling.
+    PromptRacesSettle,
+    /// pi: a message arrives while agent_settled handlers run (deferral).
+    MessageWhileSettling,
+    /// pi: a message arrives while the host compacts without a run.
+    MessageWhileCompacting,
+    /// pi: the wake logic reads a stale ctx.
+    StaleCtx,
+    /// pi: a wake prompt ends without a run (claimed at input, auth error, rejected at step 5).
+    WakePromptFailed,
+    /// A message arrives exactly on one of the wake logic's constants (one either side) after
+    /// its previous wake: a reservation or grace period boundary.
+    AtConstantBoundary,
+}
+
+impl Window {
+    pub const ALL: [Window; 9] = [
+        Window::WakeWhilePreparing,
+        Window::ConcurrentPrompts,
+        Window::MessageBetweenInnerRuns,
+        Window::PromptRacesSettle,
+        Window::MessageWhileSettling,
+        Window::MessageWhileCompacting,
+        Window::StaleCtx,
+        Window::WakePromptFailed,
+        Window::AtConstantBoundary,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Window::WakeWhilePreparing => "wake-while-preparing",
+            Window::ConcurrentPrompts => "concurrent-prompts",
+            Window::MessageBetweenInnerRuns => "message-between-inner-runs",
+            Window::PromptRacesSettle => "prompt-races-settle",
+            Window::MessageWhileSettling => "message-while-settling",
+            Window::MessageWhileCompacting => "message-while-compacting",
+            Window::StaleCtx => "stale-ctx",
+            Window::WakePromptFailed => "wake-prompt-failed",
+            Window::AtConstantBoundary => "at-constant-boundary",
+        }
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            Window::WakeWhilePreparing => {
+                "a wake prompt starts while another prompt is being prepared"
+            }
+            Window::ConcurrentPrompts => "two prompts are in their pre-run phase at once",
+            Window::MessageBetweenInnerRuns => {
+                "a message arrives between two inner agent runs of one run"
+            }
+            Window::PromptRacesSettle => {
+                "a prompt's step 5 lands between a run's last agent_end and its settling"
+            }
+            Window::MessageWhileSettling => "a message arrives while agent_settled handlers run",
+            Window::MessageWhileCompacting => {
+                "a message arrives while the host compacts without a run"
+            }
+            Window::StaleCtx => "the wake logic reads a stale ctx",
+            Window::WakePromptFailed => "a wake prompt ends without a run",
+            Window::AtConstantBoundary => {
+                "a message arrives a constant of the wake logic (±1 ms) after its last wake"
+            }
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Window> {
+        Window::ALL.into_iter().find(|w| w.name() == name)
+    }
 }
 
 /// One line of the timeline.

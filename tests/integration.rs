@@ -115,7 +115,8 @@ fn replaying_the_recorded_choices_reproduces_the_run() {
     let mut runner = Runner::new(&registry);
     for seed in 0..30 {
         let first = runner.run_seed(&scn, seed, true);
-        let again = runner.run_choices(&scn, first.choices.clone(), true);
+        let again = runner.run_choices(&scn, seed, first.choices.clone(), true);
+        assert_eq!(again.stale, None, "seed {seed}");
         assert_eq!(first.trace, again.trace, "seed {seed}");
         assert_eq!(first.outcome, again.outcome);
     }
@@ -248,14 +249,19 @@ fn the_main_job_over_the_pi_scenarios_meets_every_expectation() {
 #[test]
 fn replay_prints_the_same_run_every_time_in_every_format() {
     let file = "scenarios/pi/g2-two-wakes-during-preparation.toml";
+    let scn = scenario(file, &Registry::builtin());
+    let (dec, hex) = (
+        scn.snapshot_seed.to_string(),
+        format!("{:#x}", scn.snapshot_seed),
+    );
     for format in ["text", "json", "mermaid"] {
-        let a = wakesim(&["replay", file, "--seed", "7", "--format", format]);
-        let b = wakesim(&["replay", file, "--seed", "0x7", "--format", format]);
+        let a = wakesim(&["replay", file, "--seed", &dec, "--format", format]);
+        let b = wakesim(&["replay", file, "--seed", &hex, "--format", format]);
         assert_eq!(a.stdout, b.stdout, "{format}");
         assert_eq!(a.status.code(), Some(1));
     }
     let mermaid =
-        String::from_utf8(wakesim(&["replay", file, "--seed", "7", "--format", "mermaid"]).stdout)
+        String::from_utf8(wakesim(&["replay", file, "--seed", &dec, "--format", "mermaid"]).stdout)
             .expect("utf-8");
     assert!(mermaid.starts_with("sequenceDiagram\n"));
     // Every line after the header is a participant, a message or a note: what Mermaid parses.
@@ -292,7 +298,8 @@ fn list_names_hosts_wakes_invariants_and_faults() {
     for l in String::from_utf8_lossy(&json.stdout).lines() {
         let v: serde_json::Value = serde_json::from_str(l).expect("JSON line");
         assert!(
-            ["host", "wake", "invariant", "fault"].contains(&v["type"].as_str().expect("type"))
+            ["host", "wake", "invariant", "fault", "window"]
+                .contains(&v["type"].as_str().expect("type"))
         );
     }
 }
@@ -452,7 +459,7 @@ fn a_panicking_wake_logic_gets_its_own_verdict_and_other_seeds_still_run() {
     );
     // The process is fine afterwards: a normal scenario still runs.
     let ok = scenario("scenarios/pi/g4-fixed-passes.toml", &registry);
-    assert!(Runner::new(&registry).run_scenario(&ok, 0..20).met);
+    assert_eq!(Runner::new(&registry).run_scenario(&ok, 0..20).failures, 0);
 }
 
 #[test]
@@ -479,4 +486,352 @@ fn tempdir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("wakesim-test-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     dir
+}
+
+// ---------------------------------------------------------------------------------------------
+// Coverage marks: a scenario can require race windows its budget must reach.
+
+#[test]
+fn a_budget_that_never_reaches_a_required_window_fails() {
+    let registry = Registry::builtin();
+    let text = |must: &str| {
+        format!(
+            "name = \"g0 without compaction\"\nhost = \"pi\"\nwake = \"pi.raw-trigger-turn\"\nseeds = 30\nsnapshot_seed = 0\n\
+             [coverage]\nmust_reach = [\"{must}\"]\n[expect]\nverdict = \"fail\"\ninvariant = \"harness\"\n"
+        )
+    };
+    let unreachable = inline(&text("message-while-compacting"), &registry);
+    let rep = Runner::new(&registry).run_scenario(&unreachable, 0..30);
+    assert!(!rep.met);
+    assert!(
+        rep.why
+            .as_deref()
+            .unwrap_or("")
+            .contains("message-while-compacting"),
+        "{:?}",
+        rep.why
+    );
+    // With /compact on in every seed, the same budget reaches it.
+    let reachable = inline(
+        &text("message-while-compacting").replace(
+            "[coverage]",
+            "[producers]\nstart_ms = { min = 1000, max = 30000 }\n[faults]\nmanual_compaction = \"1/1\"\n[coverage]",
+        ),
+        &registry,
+    );
+    let rep = Runner::new(&registry).run_scenario(&reachable, 0..200);
+    assert!(rep.met, "{:?}", rep.why);
+    assert!(rep.windows["message-while-compacting"] > 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scale: the report does not depend on threads or shards.
+
+fn without_timing(jsonl: &[u8]) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(jsonl)
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).expect("JSON line");
+            if let Some(o) = v.as_object_mut() {
+                for k in ["seconds", "seeds_per_s", "events_per_s"] {
+                    o.remove(k);
+                }
+            }
+            v
+        })
+        .collect()
+}
+
+#[test]
+fn run_json_is_the_same_for_one_thread_many_threads_and_merged_shards() {
+    let args = [
+        "run",
+        "scenarios/pi",
+        "--seeds",
+        "0..300",
+        "--format",
+        "json",
+    ];
+    let one = wakesim(&[&args[..], &["--threads", "1"]].concat());
+    let many = wakesim(&[&args[..], &["--threads", "3"]].concat());
+    assert_eq!(without_timing(&one.stdout), without_timing(&many.stdout));
+
+    let dir = tempdir("shards");
+    let mut files = Vec::new();
+    for k in 1..=3 {
+        let shard = format!("{k}/3");
+        let out = wakesim(&[&args[..], &["--shard", &shard]].concat());
+        let f = dir.join(format!("shard-{k}.jsonl"));
+        std::fs::write(&f, &out.stdout).expect("write shard");
+        files.push(f.to_str().expect("utf-8").to_string());
+    }
+    files.reverse(); // merge does not care about the order of its inputs
+    let merged = wakesim(
+        &[
+            &["merge"][..],
+            &files.iter().map(String::as_str).collect::<Vec<_>>(),
+        ]
+        .concat(),
+    );
+    assert_eq!(merged.status.code(), one.status.code());
+    assert_eq!(without_timing(&merged.stdout), without_timing(&one.stdout));
+}
+
+#[test]
+fn findability_reports_rate_and_median_seeds_to_first_failure() {
+    let registry = Registry::builtin();
+    let scn = scenario(
+        "scenarios/pi/g2-two-wakes-during-preparation.toml",
+        &registry,
+    );
+    let f = wakesim::run::findability(&registry, &scn, 0..400, 2);
+    assert_eq!(f.seeds, 400);
+    assert!(f.failing > 0 && f.failing < 400, "{f:?}");
+    let median = f.median_seeds_to_first.expect("a failure");
+    assert!((1..=100).contains(&median), "{f:?}");
+    // A brute-force median over every starting point agrees with the wrap-around scan.
+    let hits = wakesim::run::expected_hits(&registry, &scn, 0..400, 1);
+    assert_eq!(hits.iter().filter(|h| **h).count() as u64, f.failing);
+    let mut dist: Vec<u64> = (0..400)
+        .map(|start| (0..400).find(|d| hits[(start + d) % 400]).expect("a hit") as u64 + 1)
+        .collect();
+    dist.sort_unstable();
+    assert_eq!(dist[200], median);
+    let clean = scenario("scenarios/pi/g4-fixed-passes.toml", &registry);
+    assert_eq!(
+        wakesim::run::findability(&registry, &clean, 0..50, 2).median_seeds_to_first,
+        None
+    );
+}
+
+#[test]
+fn check_determinism_finds_no_divergence_in_the_real_models() {
+    let registry = Registry::builtin();
+    for rel in [
+        "scenarios/pi/g4-fixed-passes.toml",
+        "scenarios/pi/g2-pi058-wake-in-the-retry-gap.toml",
+    ] {
+        let scn = scenario(rel, &registry);
+        assert_eq!(
+            wakesim::run::check_determinism(&registry, &scn, 0..40),
+            Vec::<String>::new()
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shrinking and regressions
+
+#[test]
+fn shrink_keeps_the_invariant_and_never_grows_the_run() {
+    let registry = Registry::builtin();
+    let scn = scenario(
+        "scenarios/pi/g2-two-wakes-during-preparation.toml",
+        &registry,
+    );
+    let mut runner = Runner::new(&registry);
+    let first = (0..100)
+        .find(|&s| !runner.run_seed(&scn, s, false).outcome.is_pass())
+        .expect("a failing seed");
+    let sh = wakesim::shrink::shrink(
+        &mut runner,
+        &scn,
+        first,
+        Some(Invariant::SingleStarter),
+        5_000,
+    )
+    .expect("it fails");
+    assert!(
+        sh.minimal
+            .outcome
+            .violations()
+            .iter()
+            .any(|v| v.invariant == Invariant::SingleStarter)
+    );
+    assert!(sh.minimal.choices.len() <= sh.original.choices.len());
+    assert!(sh.minimal.records <= sh.original.records);
+    // The minimal sequence replays exactly, with nothing stale.
+    let again = runner.run_choices(&scn, first, sh.minimal.choices.clone(), true);
+    assert_eq!(again.stale, None);
+    assert_eq!(again.trace, sh.minimal.trace);
+}
+
+#[test]
+fn shrink_writes_a_regression_that_run_replays_and_a_stale_one_is_reported() {
+    let dir = tempdir("regressions");
+    let out = wakesim(&[
+        "shrink",
+        "scenarios/pi/g2-two-wakes-during-preparation.toml",
+        "--seed",
+        "2",
+        "--out",
+        dir.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let file = dir.join("g2-two-wakes-during-preparation-seed-2.toml");
+    let text = std::fs::read_to_string(&file).expect("regression written");
+    assert!(text.contains("format = \"wakesim-regression/1\""));
+    assert!(text.contains("invariant = \"single-starter\""));
+    let run = wakesim(&["run", file.to_str().expect("utf-8")]);
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stdout)
+    );
+    let replay = wakesim(&["replay", file.to_str().expect("utf-8")]);
+    assert!(String::from_utf8_lossy(&replay.stdout).contains("✗ single-starter"));
+
+    // Edit one recorded choice's bound: the model no longer draws it that way.
+    let stale_file = dir.join("stale.toml");
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    let i = lines
+        .iter()
+        .position(|l| l.contains("/3 await"))
+        .expect("an await choice");
+    lines[i] = lines[i].replace("/3 await", "/7 await");
+    std::fs::write(&stale_file, lines.join("\n")).expect("write");
+    let run = wakesim(&["run", stale_file.to_str().expect("utf-8")]);
+    assert_eq!(run.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        stdout.contains("STALE") && stdout.contains("bound 3, recorded with bound 7"),
+        "{stdout}"
+    );
+    let replay = wakesim(&["replay", stale_file.to_str().expect("utf-8")]);
+    assert_eq!(replay.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&replay.stderr).contains("is stale"));
+
+    // Drop the last choices: the run draws past the end of the recording.
+    let short = dir.join("short.toml");
+    let cut: Vec<String> = text
+        .lines()
+        .filter(|l| !l.contains("/3 model"))
+        .map(String::from)
+        .collect();
+    std::fs::write(&short, cut.join("\n")).expect("write");
+    let run = wakesim(&["run", short.to_str().expect("utf-8")]);
+    assert_eq!(run.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&run.stdout).contains("STALE"));
+}
+
+#[test]
+fn a_regression_recorded_against_a_fixed_logic_passes_and_fails_when_pointed_at_a_buggy_one() {
+    let dir = tempdir("record");
+    let out = wakesim(&[
+        "replay",
+        "scenarios/pi/g2-two-wakes-during-preparation.toml",
+        "--seed",
+        "0",
+        "--record",
+        "--out",
+        dir.to_str().expect("utf-8"),
+    ]);
+    assert!(out.status.code().is_some());
+    let file = dir.join("g2-two-wakes-during-preparation-seed-0.toml");
+    let text = std::fs::read_to_string(&file).expect("recorded");
+    // Whatever the seed showed is what the regression expects, so it replays as met.
+    let run = wakesim(&["run", file.to_str().expect("utf-8")]);
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stdout)
+    );
+    // Flip the expectation: the gate must notice.
+    let flipped = if text.contains("verdict = \"pass\"") {
+        text.replace(
+            "verdict = \"pass\"",
+            "verdict = \"fail\"\ninvariant = \"single-starter\"",
+        )
+    } else {
+        let start = text.find("[expect]").expect("expect table");
+        format!("{}[expect]\nverdict = \"pass\"\n", &text[..start])
+    };
+    std::fs::write(&file, flipped).expect("write");
+    assert_eq!(
+        wakesim(&["run", file.to_str().expect("utf-8")])
+            .status
+            .code(),
+        Some(1)
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Exhaustive exploration
+
+#[test]
+fn explore_finds_g2s_race_and_proves_the_fixed_g4_clean() {
+    let registry = Registry::builtin();
+    let mut runner = Runner::new(&registry);
+    let g2 = scenario(
+        "scenarios/pi/g2-two-wakes-during-preparation.toml",
+        &registry,
+    );
+    let ex = wakesim::explore::explore(&mut runner, &g2, g2.explore);
+    assert!(ex.exhausted);
+    assert!(
+        ex.distinct > 100 && ex.distinct <= ex.runs,
+        "{} of {}",
+        ex.distinct,
+        ex.runs
+    );
+    let smallest = ex.smallest_expected.expect("G2's race is in the scope");
+    assert!(
+        smallest
+            .outcome
+            .violations()
+            .iter()
+            .any(|v| v.invariant == Invariant::SingleStarter)
+    );
+
+    let fixed = scenario("scenarios/pi/g4-fixed-passes.toml", &registry);
+    let ex = wakesim::explore::explore(&mut runner, &fixed, fixed.explore);
+    assert!(
+        ex.exhausted && ex.failing == 0,
+        "{} failing of {}",
+        ex.failing,
+        ex.runs
+    );
+
+    // Every run of a scope is a distinct choice sequence: a wider scope runs strictly more.
+    let narrow = wakesim::explore::Scope {
+        deviations_max: 1,
+        ..g2.explore
+    };
+    let wide = wakesim::explore::explore(&mut runner, &g2, g2.explore);
+    let narrow = wakesim::explore::explore(&mut runner, &g2, narrow);
+    assert!(narrow.runs < wide.runs);
+}
+
+#[test]
+fn explore_cli_records_a_regression_that_replays() {
+    let out = wakesim(&[
+        "explore",
+        "scenarios/pi/g3-failed-wake-strands.toml",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON line");
+    assert_eq!(v["exhausted"], true);
+    assert_eq!(v["met"], true);
+    assert!(v["runs"].as_u64().expect("runs") > 0);
+    // A pass scenario of a buggy logic: explore finds its bug and exits 1.
+    let dir = tempdir("explore");
+    let file = dir.join("g2-wrongly-pass.toml");
+    std::fs::write(
+        &file,
+        "name = \"g2 wrongly expected to pass\"\nhost = \"pi\"\nwake = \"pi.is-idle\"\nseeds = 10\nsnapshot_seed = 0\n\
+         [producers]\nmessages = { min = 2, max = 2 }\nspacing_ms = { min = 0, max = 200 }\n[expect]\nverdict = \"pass\"\n",
+    )
+    .expect("write");
+    let out = wakesim(&["explore", file.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("✗ single-starter"));
 }

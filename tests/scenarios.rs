@@ -1,4 +1,9 @@
-//! The regression gate: one test per scenario file under `scenarios/`.
+//! The regression gate: one test per scenario file under `scenarios/`, and first one per
+//! regression file (a shrunk or recorded run, replayed exactly; a stale one fails).
+//!
+//! Per scenario: its seed budget and expectation, its required race windows, an exhaustive
+//! exploration of its scope (which must find a failing scenario's bug, and find nothing in a
+//! passing one), a determinism check on a sample of seeds, and its snapshot.
 //!
 //! Each test runs the scenario's seed budget (times `WAKESIM_SEEDS_MULTIPLIER`, for nightly runs)
 //! and asserts its expectation; a failure prints the line that replays the offending seed. Then it
@@ -10,10 +15,14 @@
 use std::path::{Path, PathBuf};
 
 use libtest_mimic::{Arguments, Failed, Trial};
+use wakesim::regression::{Regression, Replayed, is_regression};
 use wakesim::report;
 use wakesim::run::{Runner, describe, shows_expected};
 use wakesim::scenario::{Scenario, discover};
 use wakesim::wake::Registry;
+
+/// Seeds per scenario the gate runs twice and compares trace by trace.
+const DETERMINISM_SAMPLE: u64 = 8;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -32,14 +41,26 @@ fn snapshot_name(rel: &Path) -> String {
     parts.join("__")
 }
 
+/// insta settings for the top-level `snapshots/` directory.
+fn snapshot_settings() -> insta::Settings {
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path(root().join("snapshots"));
+    settings.set_prepend_module_to_snapshot(false);
+    settings.set_omit_expression(true);
+    settings
+}
+
+/// A timeline or story without the version, so a version bump does not touch every snapshot.
+fn versionless(text: &str) -> String {
+    text.replace(
+        &format!("wakesim {}", env!("CARGO_PKG_VERSION")),
+        "wakesim [version]",
+    )
+}
+
 fn check(rel: &Path) -> Result<(), Failed> {
     let registry = Registry::builtin();
-    let scn = Scenario::load(&root().join(rel), &registry).map_err(|e| e.to_string())?;
-    // Report paths relative to the repository, as a user pastes them.
-    let scn = Scenario {
-        path: rel.to_path_buf(),
-        ..scn
-    };
+    let scn = Scenario::load(rel, &registry).map_err(|e| e.to_string())?;
     let multiplier = wakesim::cli::seeds_multiplier().map_err(|e| e.to_string())?;
     let mut runner = Runner::new(&registry);
     let rep = runner.run_scenario(&scn, 0..scn.seeds.saturating_mul(multiplier));
@@ -50,10 +71,48 @@ fn check(rel: &Path) -> Result<(), Failed> {
             scn.expect,
             rep.why.clone().unwrap_or_default()
         );
-        if let Some((seed, _)) = &rep.unexpected {
-            msg += &format!("\n{}", report::replay_line(rel, *seed));
+        if let Some(u) = &rep.unexpected {
+            msg += &format!("\n{}", report::replay_line(rel, u.seed));
         }
         return Err(msg.into());
+    }
+
+    // Exhaustive exploration of the scenario's scope finds its bug, or proves the scope clean.
+    let stop_when_found = !matches!(scn.expect, wakesim::scenario::Expect::Pass);
+    let ex = wakesim::explore::explore_until(&mut runner, &scn, scn.explore, stop_when_found);
+    match &scn.expect {
+        wakesim::scenario::Expect::Pass if ex.failing > 0 || !ex.exhausted => {
+            let why = ex
+                .smallest
+                .as_ref()
+                .map_or("the scope was not exhausted".to_string(), |r| {
+                    describe(&r.outcome)
+                });
+            return Err(format!(
+                "{}: explore ({} runs, exhausted: {}) found a failing run: {why}",
+                rel.display(),
+                ex.runs,
+                ex.exhausted
+            )
+            .into());
+        }
+        wakesim::scenario::Expect::Pass => {}
+        expect if ex.smallest_expected.is_none() => {
+            return Err(format!(
+                "{}: explore did not find {expect} in its scope ({} runs, exhausted: {})",
+                rel.display(),
+                ex.runs,
+                ex.exhausted
+            )
+            .into());
+        }
+        _ => {}
+    }
+
+    // Determinism self-check on a sample: each seed twice, in a fresh and a warm runner.
+    let divergences = wakesim::run::check_determinism(&registry, &scn, 0..DETERMINISM_SAMPLE);
+    if let Some(d) = divergences.first() {
+        return Err(format!("{}: nondeterministic: {d}", rel.display()).into());
     }
 
     let r = runner.run_seed(&scn, scn.snapshot_seed, true);
@@ -68,14 +127,8 @@ fn check(rel: &Path) -> Result<(), Failed> {
         )
         .into());
     }
-    let timeline = report::text::timeline(&scn, &r).replace(
-        &format!("wakesim {}", env!("CARGO_PKG_VERSION")),
-        "wakesim [version]",
-    );
-    let mut settings = insta::Settings::clone_current();
-    settings.set_snapshot_path(root().join("snapshots"));
-    settings.set_prepend_module_to_snapshot(false);
-    settings.set_omit_expression(true);
+    let timeline = versionless(&report::text::timeline(&scn, &r));
+    let mut settings = snapshot_settings();
     settings.set_description(format!("{} · seed {}", scn.name, scn.snapshot_seed));
     let name = snapshot_name(rel);
     // A mismatch panics with insta's diff; libtest-mimic reports the panic as this test's failure.
@@ -83,19 +136,64 @@ fn check(rel: &Path) -> Result<(), Failed> {
     Ok(())
 }
 
+fn check_regression(rel: &Path) -> Result<(), Failed> {
+    let registry = Registry::builtin();
+    let reg = Regression::load(rel, &registry).map_err(|e| e.to_string())?;
+    let mut runner = Runner::new(&registry);
+    let (r, met) = match reg.replay(&mut runner, true) {
+        Replayed::Stale { why, .. } => {
+            return Err(format!(
+                "{} is stale: {why}; the model no longer consumes its choices the same way. Re-shrink: wakesim shrink {} --seed {}",
+                rel.display(),
+                reg.scenario.path.display(),
+                reg.seed
+            )
+            .into());
+        }
+        Replayed::Run { result, met } => (result, met),
+    };
+    if !met {
+        return Err(format!(
+            "{}: expected {}, but it {}\nreproduce: wakesim replay {}",
+            rel.display(),
+            reg.expect,
+            describe(&r.outcome),
+            rel.display()
+        )
+        .into());
+    }
+    let target = match reg.expect {
+        wakesim::scenario::Expect::Fail { invariant, .. } => Some(invariant),
+        _ => None,
+    };
+    let story = versionless(&report::text::story(&reg.scenario, &r, target));
+    let mut settings = snapshot_settings();
+    settings.set_description(format!(
+        "regression: {} · {}",
+        reg.scenario.name, reg.expect
+    ));
+    let name = snapshot_name(rel);
+    settings.bind(|| insta::assert_snapshot!(name.as_str(), story));
+    Ok(())
+}
+
 fn main() {
     let args = Arguments::from_args();
-    let files = discover(&root().join("scenarios")).expect("scenarios/ is readable");
-    let trials = files
+    // Paths relative to the root, as users paste them: run from there.
+    std::env::set_current_dir(root()).expect("the crate root");
+    let files = discover(Path::new("scenarios")).expect("scenarios/ is readable");
+    let (regressions, scenarios): (Vec<PathBuf>, Vec<PathBuf>) = files
         .into_iter()
-        .map(|f| {
-            let rel = f
-                .strip_prefix(root())
-                .expect("under the root")
-                .to_path_buf();
-            let name = rel.display().to_string();
-            Trial::test(name, move || check(&rel))
-        })
+        .partition(|f| std::fs::read_to_string(f).is_ok_and(|t| is_regression(&t)));
+    // Regressions first: cheap, exact, and the first thing a reviewer wants to see fail.
+    let trials = regressions
+        .into_iter()
+        .map(|rel| Trial::test(rel.display().to_string(), move || check_regression(&rel)))
+        .chain(
+            scenarios
+                .into_iter()
+                .map(|rel| Trial::test(rel.display().to_string(), move || check(&rel))),
+        )
         .collect();
     libtest_mimic::run(&args, trials).exit();
 }

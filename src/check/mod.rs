@@ -20,7 +20,7 @@ use std::fmt;
 pub use ledger::{Ledger, MsgLedger};
 
 use crate::kernel::time::Ms;
-use crate::trace::{Actor, Ev, MsgId, MsgInfo, Record, TraceHasher};
+use crate::trace::{Actor, Ev, MsgId, MsgInfo, Record, TraceHasher, Window};
 
 /// The invariants wakesim checks (`wake-systems.md` §3.2 and §4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -198,6 +198,10 @@ pub struct Monitor {
     params: CheckParams,
     violations: Vec<Violation>,
     scratch: Vec<Violation>,
+    /// How often each race window was reached in this run.
+    marks: [u32; Window::ALL.len()],
+    /// For each invariant broken: how many records the run had made when it broke.
+    records_at_violation: Vec<(Invariant, u64)>,
 }
 
 impl Monitor {
@@ -214,6 +218,8 @@ impl Monitor {
             params,
             violations: Vec::new(),
             scratch: Vec::new(),
+            marks: [0; Window::ALL.len()],
+            records_at_violation: Vec::new(),
         }
     }
 
@@ -227,6 +233,8 @@ impl Monitor {
         self.ledger.clear();
         self.checkers = Checkers::default();
         self.violations.clear();
+        self.marks = [0; Window::ALL.len()];
+        self.records_at_violation.clear();
     }
 
     pub fn params(&self) -> &CheckParams {
@@ -257,7 +265,9 @@ impl Monitor {
         };
         std::hash::Hash::hash(&record, &mut self.hash);
         self.records += 1;
-        if !matches!(record.ev, Ev::Pi(_)) {
+        if let Ev::Mark(w) = record.ev {
+            self.marks[w as usize] += 1;
+        } else if !matches!(record.ev, Ev::Pi(_)) {
             let view = View {
                 messages: &self.messages,
                 ledger: &self.ledger,
@@ -292,9 +302,19 @@ impl Monitor {
     fn keep_violations(&mut self) {
         for v in self.scratch.drain(..) {
             if !self.violations.iter().any(|w| w.invariant == v.invariant) {
+                self.records_at_violation.push((v.invariant, self.records));
                 self.violations.push(v);
             }
         }
+    }
+
+    /// The race windows this run reached, with how often.
+    pub fn marks(&self) -> Vec<(Window, u32)> {
+        Window::ALL
+            .into_iter()
+            .filter(|w| self.marks[*w as usize] > 0)
+            .map(|w| (w, self.marks[w as usize]))
+            .collect()
     }
 
     pub fn violations(&self) -> &[Violation] {
@@ -315,5 +335,13 @@ impl Monitor {
 
     pub fn records(&self) -> u64 {
         self.records
+    }
+
+    /// How many records the run had made when `invariant` first broke.
+    pub fn records_at_violation(&self, invariant: Invariant) -> Option<u64> {
+        self.records_at_violation
+            .iter()
+            .find(|(i, _)| *i == invariant)
+            .map(|(_, n)| *n)
     }
 }

@@ -102,6 +102,11 @@ impl Choices {
         self.constants.dedup();
     }
 
+    /// The constants delays are biased toward.
+    pub fn constants(&self) -> &[u64] {
+        &self.constants
+    }
+
     pub fn profile(&self) -> Profile {
         self.profile
     }

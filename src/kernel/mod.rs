@@ -172,6 +172,10 @@ pub trait World {
     fn quiesce(&mut self, _k: &mut Kernel<Self::Ev>) {}
     /// The loop is over; emit what the checkers need to judge the end (e.g. final idleness).
     fn finish(&mut self, _k: &mut Kernel<Self::Ev>) {}
+    /// The faults and producers this seed switched on (valid once `start` ran).
+    fn mix(&self) -> crate::swarm::Mix {
+        crate::swarm::Mix::default()
+    }
 }
 
 /// Run the world until it is quiet, the horizon passes, or the step budget runs out.

@@ -83,6 +83,7 @@ pub fn lines(
                 }
             }
             Ev::Dropped { msg, reason } => format!("{msg} dropped: {}", reason.text()),
+            Ev::Mark(w) => format!("◆ race window: {}", w.describe()),
             Ev::Pi(n) => n.render(),
             Ev::Idle { .. }
             | Ev::RunFlag { .. }
@@ -113,9 +114,112 @@ pub fn replay_line(file: &std::path::Path, seed: u64) -> String {
     format!("reproduce: wakesim replay {} --seed {seed}", file.display())
 }
 
+/// The paste-able line that reproduces a run: its seed, or the regression file it came from.
+pub fn reproduce(scn: &crate::scenario::Scenario, r: &crate::run::RunResult) -> String {
+    match &r.replay {
+        Some(cmd) => format!("reproduce: {cmd}"),
+        None => replay_line(&scn.path, r.seed),
+    }
+}
+
 /// The name of a host's state code, as records store it.
 pub fn state_name(host: HostKind, code: u8) -> &'static str {
     match host {
         HostKind::Pi | HostKind::Pi058 => note::state_name(code),
     }
+}
+
+/// The story of a run: its timeline reduced to what a reader needs to follow the race. Handler
+/// entries are folded into the calls they make (`[agent_end] sendMessage(...)`), awaits and run
+/// phases that change nothing visible are dropped, and for a safety invariant (one that breaks
+/// at an instant, not at the end) the story stops at the violation of `target`.
+pub fn story(
+    host: HostKind,
+    trace: &[Record],
+    messages: &[MsgInfo],
+    violations: &[Violation],
+    target: Option<crate::check::Invariant>,
+) -> Vec<Line> {
+    use crate::check::Invariant;
+    use note::{Note, RunNote, Step};
+    let stop = target
+        .filter(|i| !matches!(i, Invariant::NoLoss | Invariant::BoundedLatency))
+        .and_then(|i| violations.iter().find(|v| v.invariant == i))
+        .map(|v| v.t.0);
+    let keep_violation = |l: &Line| match target {
+        Some(t) => l.text.starts_with(&format!("✗ {t}:")),
+        None => true,
+    };
+    // Which records survive, in step with `lines` (which skips observations it does not show).
+    let mut context: Option<&'static str> = None;
+    let mut out = Vec::new();
+    let mut all = lines(host, trace, messages, violations).into_iter();
+    let shown = trace.iter().filter(|r| {
+        !matches!(
+            r.ev,
+            Ev::Appended { .. }
+                | Ev::Idle { .. }
+                | Ev::RunFlag { .. }
+                | Ev::AgentRun { .. }
+                | Ev::Starter { .. }
+                | Ev::Settled
+        )
+    });
+    let mut records = shown.peekable();
+    for line in all.by_ref() {
+        if stop.is_some_and(|t| line.t > t) {
+            break;
+        }
+        if line.kind == LineKind::Violation {
+            if keep_violation(&line) {
+                out.push(line);
+            }
+            continue;
+        }
+        let Some(rec) = records.next() else { break };
+        let keep = match &rec.ev {
+            Ev::Pi(Note::Handler(h)) => {
+                context = match h {
+                    note::Hook::Message(_) | note::Hook::Timer(_) => None,
+                    other => Some(note::hook_name(*other)),
+                };
+                matches!(h, note::Hook::Timer(_))
+            }
+            Ev::Pi(Note::Step { step, .. }) => !matches!(
+                step,
+                Step::AwaitInput | Step::AwaitAuth | Step::BeforeAgentStart | Step::AwaitImages
+            ),
+            Ev::Pi(Note::Run { note, .. }) => !matches!(
+                note,
+                RunNote::AgentStart { .. }
+                    | RunNote::ToolCalls
+                    | RunNote::TurnEnd
+                    | RunNote::AgentEnd { .. }
+                    | RunNote::Done
+                    | RunNote::DeferredActions { .. }
+            ),
+            Ev::Pi(Note::Timer {
+                op: note::TimerOp::Clear,
+                ..
+            }) => false,
+            Ev::Pi(Note::Polled { .. }) => true,
+            Ev::Pi(Note::SessionStart { session }) => *session > 1,
+            Ev::Mark(_) => false,
+            _ => true,
+        };
+        if !keep {
+            continue;
+        }
+        let mut line = line;
+        if line.kind == LineKind::Call
+            && let Some(c) = context
+        {
+            line.text = format!("[{c}] {}", line.text);
+        }
+        if line.actor != Actor::Wake {
+            context = None;
+        }
+        out.push(line);
+    }
+    out
 }

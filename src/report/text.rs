@@ -2,22 +2,21 @@
 
 use std::fmt::Write;
 
-use super::{lines, replay_line};
-use crate::run::{Outcome, RunResult};
+use super::{lines, replay_line, reproduce};
+use crate::run::{Outcome, RunResult, ScenarioReport};
 use crate::scenario::Scenario;
 
-/// The header line: host, wake logic, seed, faults on, version.
+/// The header line: host, wake logic, seed, the seed's mix of faults and producers, version.
 pub fn header(scn: &Scenario, r: &RunResult) -> String {
-    let faults = if r.faults_on.is_empty() {
-        "none".to_string()
-    } else {
-        r.faults_on.join(", ")
+    let origin = match &r.replay {
+        Some(_) => format!("seed {} (recorded choices)", r.seed),
+        None => format!("seed {}", r.seed),
     };
     format!(
-        "host {} · wake {} · seed {} · faults: {faults} · wakesim {}",
+        "host {} · wake {} · {origin} · {} · wakesim {}",
         scn.host.version_label(),
         scn.wake,
-        r.seed,
+        r.mix,
         env!("CARGO_PKG_VERSION")
     )
 }
@@ -61,18 +60,18 @@ pub fn timeline(scn: &Scenario, r: &RunResult) -> String {
                 "{} events · ends at {} ms · trace {:016x}",
                 r.events, r.end.0, r.trace_hash
             );
-            let _ = writeln!(s, "{}", replay_line(&scn.path, r.seed));
+            let _ = writeln!(s, "{}", reproduce(scn, r));
         }
         Outcome::Panic(m) => {
             let _ = writeln!(s, "✗ the wake logic panicked: {m}");
-            let _ = writeln!(s, "{}", replay_line(&scn.path, r.seed));
+            let _ = writeln!(s, "{}", reproduce(scn, r));
         }
         Outcome::StepBudget { steps } => {
             let _ = writeln!(
                 s,
                 "✗ step budget exhausted after {steps} events (a runaway wake logic?)"
             );
-            let _ = writeln!(s, "{}", replay_line(&scn.path, r.seed));
+            let _ = writeln!(s, "{}", reproduce(scn, r));
         }
         Outcome::AdapterFault(f) => {
             let _ = writeln!(s, "✗ {f}");
@@ -85,5 +84,155 @@ pub fn timeline(scn: &Scenario, r: &RunResult) -> String {
             let _ = writeln!(s, "{}", replay_line(&scn.path, r.seed));
         }
     }
+    s
+}
+
+/// One line (and its notes) per scenario of `wakesim run`.
+pub fn scenario_line(
+    scn: &Scenario,
+    rep: &ScenarioReport,
+    extra: &[(&str, serde_json::Value)],
+) -> String {
+    let mark = if rep.met { "✓" } else { "✗" };
+    let mut line = format!(
+        "{mark} {} · {} · {} · {} seeds · expect {}",
+        scn.path.display(),
+        scn.host.name(),
+        scn.wake,
+        rep.seed_count(),
+        scn.expect
+    );
+    match (&rep.first_expected, &rep.first_failure) {
+        (Some(seed), _) => {
+            let counts: Vec<String> = rep.counts.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            let _ = write!(
+                line,
+                " · caught at seed {seed} ({} failing: {})",
+                rep.failures,
+                counts.join(", ")
+            );
+        }
+        (None, None) => line += " · no failures",
+        (None, Some(_)) => {}
+    }
+    for (name, v) in extra {
+        match *name {
+            "findability" => {
+                let _ = write!(
+                    line,
+                    "\n  findability: {} of {} seeds show it; median seeds to the first failure {} (p90 {})",
+                    v["failing_seeds"],
+                    rep.seed_count(),
+                    v["median_seeds_to_first_failure"],
+                    v["p90_seeds_to_first_failure"]
+                );
+            }
+            "determinism" => {
+                let divergences = v["divergences"].as_array().map_or(0, |d| d.len());
+                if divergences == 0 {
+                    let _ = write!(
+                        line,
+                        "\n  determinism: {} seeds run twice, identical traces",
+                        v["seeds_checked"]
+                    );
+                } else {
+                    let _ = write!(
+                        line,
+                        "\n  determinism: {divergences} seed(s) diverged: {}",
+                        v["divergences"][0]
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+    if let Some(why) = &rep.why {
+        let _ = write!(line, "\n  {why}");
+    }
+    if let Some(u) = &rep.unexpected {
+        let _ = write!(line, "\n  {}", replay_line(&scn.path, u.seed));
+    }
+    line
+}
+
+/// The last line of `wakesim run`.
+pub fn summary_line(
+    regressions: usize,
+    scenarios: usize,
+    seeds: u64,
+    events: u64,
+    secs: f64,
+    unmet: usize,
+) -> String {
+    let rate = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+    let total = regressions + scenarios;
+    let verdict = if unmet == 0 {
+        format!("all {total} expectations met")
+    } else {
+        format!("{unmet} of {total} expectations NOT met")
+    };
+    format!(
+        "summary: {regressions} regressions, {scenarios} scenarios, {seeds} seeds, {events} events in {secs:.2} s: {:.0} seeds/s, {:.0} events/s · {verdict}",
+        rate(seeds),
+        rate(events),
+    )
+}
+
+/// One line per regression file of `wakesim run`.
+pub fn regression_line(
+    reg: &crate::regression::Regression,
+    r: &crate::regression::Replayed,
+) -> String {
+    use crate::regression::Replayed;
+    let head = format!(
+        "{} · regression of {} (seed {}) · expect {}",
+        reg.path.display(),
+        reg.scenario.path.display(),
+        reg.seed,
+        reg.expect
+    );
+    match r {
+        Replayed::Stale { why, .. } => format!(
+            "✗ {head} · STALE: {why}\n  the model no longer consumes these choices the same way; re-shrink: wakesim shrink {} --seed {}",
+            reg.scenario.path.display(),
+            reg.seed
+        ),
+        Replayed::Run { result, met: true } => {
+            format!("✓ {head} · shown · {} events", result.events)
+        }
+        Replayed::Run { result, met: false } => format!(
+            "✗ {head} · it {}\n  reproduce: wakesim replay {}",
+            crate::run::describe(&result.outcome),
+            reg.path.display()
+        ),
+    }
+}
+
+/// The story of a run (see `report::story`) with the header and verdict, as `shrink` prints it.
+pub fn story(scn: &Scenario, r: &RunResult, target: Option<crate::check::Invariant>) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "{}", header(scn, r));
+    let _ = writeln!(
+        s,
+        "{:>8}  {:<9} {:<70} host state",
+        "t(ms)", "actor", "event"
+    );
+    for l in super::story(
+        scn.host,
+        &r.trace,
+        &r.messages,
+        r.outcome.violations(),
+        target,
+    ) {
+        let line = format!(
+            "{:>8}  {:<9} {:<70} {}",
+            l.t,
+            l.actor.name(),
+            l.text,
+            l.state
+        );
+        let _ = writeln!(s, "{}", line.trim_end());
+    }
+    let _ = writeln!(s, "{}", reproduce(scn, r));
     s
 }

@@ -10,7 +10,7 @@ use super::note::{HostError, Note, Route, State, Step, TimerOp};
 use super::{Gen, PiEv};
 use crate::kernel::Kernel;
 use crate::kernel::time::Ms;
-use crate::trace::{Actor, Ev, Payload, Starter};
+use crate::trace::{Actor, Ev, Payload, Starter, Window};
 
 /// `prompt()` progress: the step that runs when the prompt's next event fires.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,6 +120,8 @@ pub struct PiCore {
     pub(super) idle: bool,
     /// Calls the wake logic made in the current handler invocation.
     pub(super) calls: u32,
+    /// When the wake logic last started a prompt (for the constant-boundary window).
+    pub(super) last_wake_at: Option<Ms>,
 }
 
 /// Calls a single handler invocation may make before the run is stopped as runaway.
@@ -174,6 +176,7 @@ impl PiCore {
             requests: 0,
             idle: true,
             calls: 0,
+            last_wake_at: None,
         }
     }
 
@@ -350,6 +353,7 @@ impl PiCore {
         }
         if self.compacting == Compacting::Manual {
             p.step = PStep::Done;
+            let from_user = p.from_user;
             self.note(
                 k,
                 Actor::Host,
@@ -358,10 +362,16 @@ impl PiCore {
                     error: HostError::CompactionInProgress,
                 },
             );
+            if !from_user {
+                self.mark(k, Window::WakePromptFailed);
+            }
             return;
         }
         p.step = PStep::Input;
         self.live_prompts += 1;
+        if self.live_prompts >= 2 {
+            self.mark(k, Window::ConcurrentPrompts);
+        }
         // `_runInputHandlers` calls the first handler synchronously inside prompt(): the host runs
         // it as soon as the current call into the wake logic (or host step) returns.
         self.inputs_due.push(id);
@@ -473,6 +483,40 @@ impl PiCore {
         k.delay(s.min, s.max, "handlers")
     }
 
+    pub(super) fn mark(&self, k: &mut Kernel<PiEv>, w: Window) {
+        self.emit(k, Actor::Host, Ev::Mark(w));
+    }
+
+    /// Mark the race windows a producer message arrives in.
+    pub(super) fn mark_arrival(&self, k: &mut Kernel<PiEv>) {
+        let gap = match self.generation {
+            Gen::V099 => self.run_active && self.agent_active.is_none(),
+            Gen::V058 => self.pending_continues > 0,
+        };
+        if gap {
+            self.mark(k, Window::MessageBetweenInnerRuns);
+        }
+        if self.settling > 0 {
+            self.mark(k, Window::MessageWhileSettling);
+        }
+        if matches!(
+            self.compacting,
+            Compacting::Manual | Compacting::Tree | Compacting::Prompt
+        ) {
+            self.mark(k, Window::MessageWhileCompacting);
+        }
+        if let Some(last) = self.last_wake_at {
+            let since = (k.now() - last).0;
+            if k.choices
+                .constants()
+                .iter()
+                .any(|&c| since.abs_diff(c) <= 1)
+            {
+                self.mark(k, Window::AtConstantBoundary);
+            }
+        }
+    }
+
     fn count_call(&mut self) {
         self.calls += 1;
         if self.calls > CALLS_MAX {
@@ -504,6 +548,10 @@ impl Pi<'_> {
     /// payload is the blank wake text `" "`; a non-empty one renders those messages as the text.
     pub fn send_user_message(&mut self, payload: Payload, deliver_as: Option<DeliverAs>) {
         self.core.count_call();
+        if self.core.live_prompts > 0 {
+            self.core.mark(self.k, Window::WakeWhilePreparing);
+        }
+        self.core.last_wake_at = Some(self.k.now());
         let id = self.core.new_prompt(false, payload.clone(), deliver_as);
         self.core.note(
             self.k,
@@ -579,6 +627,9 @@ impl Pi<'_> {
     pub(crate) fn ctx_is_idle(&mut self, ctx: Ctx) -> Result<bool, StaleCtx> {
         self.core.count_call();
         let result = self.peek_idle(ctx).ok();
+        if result.is_none() {
+            self.core.mark(self.k, Window::StaleCtx);
+        }
         self.core.note(self.k, Actor::Wake, Note::IsIdle { result });
         result.ok_or(StaleCtx)
     }

@@ -23,7 +23,8 @@ use note::{FaultNote, Hook, HostError, Note, Queue, RunNote, Step};
 
 use crate::kernel::time::Ms;
 use crate::kernel::{Kernel, World};
-use crate::trace::{Actor, DropReason, Ev, MsgKind, Payload, Starter};
+use crate::swarm::{self, Mix};
+use crate::trace::{Actor, DropReason, Ev, MsgKind, Payload, Starter, Window};
 
 /// Which pi the model plays.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -73,6 +74,8 @@ pub struct PiHost {
     wake: Box<dyn PiWake>,
     producers: Vec<Planned>,
     timed: Vec<TimedFault>,
+    /// The producer kinds this seed enabled.
+    kinds_on: Vec<MsgKind>,
 }
 
 impl PiHost {
@@ -82,15 +85,8 @@ impl PiHost {
             wake,
             producers: Vec::new(),
             timed: Vec::new(),
+            kinds_on: Vec::new(),
         }
-    }
-
-    /// The faults this seed switched on, in declaration order.
-    pub fn faults_on(&self) -> Vec<PiFault> {
-        PiFault::ALL
-            .into_iter()
-            .filter(|f| self.core.faults[*f as usize].on)
-            .collect()
     }
 
     /// Call into the wake logic with a fresh call budget; then run the input handlers of any
@@ -141,10 +137,19 @@ impl PiHost {
     fn plan(&mut self, k: &mut Kernel<PiEv>) {
         for f in PiFault::ALL {
             let st = &mut self.core.faults[f as usize];
-            st.on = k.choices.chance(st.spec.share, "fault on");
+            if let Some(rate) = swarm::draw_fault(&mut k.choices, st.spec.share, st.spec.rate) {
+                st.on = true;
+                st.spec.rate = rate;
+            }
         }
         let active = k.limits().active_ms;
-        let p = self.core.cfg.producers.clone();
+        let mut p = self.core.cfg.producers.clone();
+        let mask = swarm::draw_subset(&mut k.choices, p.kinds.len());
+        p.kinds = (0..p.kinds.len())
+            .filter(|i| mask & (1 << i) != 0)
+            .map(|i| p.kinds[i])
+            .collect();
+        self.kinds_on = p.kinds.clone();
         let n = p.messages.min + k.choose(p.messages.max - p.messages.min + 1, "messages");
         let mut t = Ms(k.delay(p.start_ms.min, p.start_ms.max, "first message"));
         let mut completed = vec![false; usize::from(p.subagents)];
@@ -205,6 +210,22 @@ impl PiHost {
         self.core.live_prompts -= 1;
     }
 
+    /// A prompt throws `error` (to its caller, or the extension error channel) and ends.
+    fn reject_prompt(&mut self, k: &mut Kernel<PiEv>, id: u32, error: HostError) {
+        let prompt = Some(id);
+        self.core
+            .note(k, Actor::Host, Note::Error { prompt, error });
+        self.fail_prompt(k, id);
+    }
+
+    /// A prompt ended without starting a run.
+    fn fail_prompt(&mut self, k: &mut Kernel<PiEv>, id: u32) {
+        if !self.core.prompts[id as usize - 1].from_user {
+            self.core.mark(k, Window::WakePromptFailed);
+        }
+        self.end_prompt(id);
+    }
+
     fn prompt_note(&self, k: &mut Kernel<PiEv>, prompt: u32, step: Step) {
         self.core.note(k, Actor::Host, Note::Step { prompt, step });
     }
@@ -231,10 +252,10 @@ impl PiHost {
                 let action = self.call(k, |w, pi| w.on_input(pi, ctx, input));
                 if action == InputAction::Handled {
                     self.prompt_note(k, id, Step::InputHandledByWake);
-                    self.end_prompt(id);
+                    self.fail_prompt(k, id);
                 } else if self.core.fires(k, PiFault::InputSwallowsPrompt) {
                     self.prompt_note(k, id, Step::InputSwallowed);
-                    self.end_prompt(id);
+                    self.fail_prompt(k, id);
                 } else {
                     self.core.prompts[i].step = PStep::Streaming;
                     let d = self.core.step_delay(k);
@@ -243,6 +264,9 @@ impl PiHost {
             }
             PStep::Streaming => {
                 // Step 5, the single isStreaming check, after the input handlers' await.
+                if self.core.run_active && self.core.agent_active.is_none() {
+                    self.core.mark(k, Window::PromptRacesSettle);
+                }
                 if self.core.is_streaming() {
                     match behavior {
                         Some(d) => {
@@ -254,15 +278,8 @@ impl PiHost {
                             self.prompt_note(k, id, Step::QueuedWhileStreaming(d));
                         }
                         None => {
-                            let error = HostError::AlreadyProcessing;
-                            self.core.note(
-                                k,
-                                Actor::Host,
-                                Note::Error {
-                                    prompt: Some(id),
-                                    error,
-                                },
-                            );
+                            self.reject_prompt(k, id, HostError::AlreadyProcessing);
+                            return;
                         }
                     }
                     self.end_prompt(id);
@@ -277,16 +294,7 @@ impl PiHost {
             }
             PStep::Auth => {
                 if self.core.prompts[i].auth_fails {
-                    let error = HostError::AuthFailed;
-                    self.core.note(
-                        k,
-                        Actor::Host,
-                        Note::Error {
-                            prompt: Some(id),
-                            error,
-                        },
-                    );
-                    self.end_prompt(id);
+                    self.reject_prompt(k, id, HostError::AuthFailed);
                 } else if self.core.compacting == Compacting::None
                     && self.core.fires(k, PiFault::PrePromptCompaction)
                 {
@@ -776,6 +784,17 @@ impl PiHost {
 impl World for PiHost {
     type Ev = PiEv;
 
+    fn mix(&self) -> Mix {
+        Mix {
+            faults: PiFault::ALL
+                .into_iter()
+                .filter(|f| self.core.faults[*f as usize].on)
+                .map(|f| (f.name(), self.core.faults[f as usize].spec.rate))
+                .collect(),
+            producers: self.kinds_on.iter().map(|k| k.name()).collect(),
+        }
+    }
+
     fn start(&mut self, k: &mut Kernel<PiEv>) {
         k.choices.set_constants(&self.wake.constants_ms());
         self.plan(k);
@@ -793,6 +812,7 @@ impl World for PiHost {
                 let p = &self.producers[i as usize];
                 let (kind, source) = (p.kind, p.source);
                 let id = k.produce(kind, source, self.core.state() as u8);
+                self.core.mark_arrival(k);
                 self.core
                     .note(k, Actor::Wake, Note::Handler(Hook::Message(id)));
                 let msg = Message { id, kind, source };
