@@ -376,6 +376,24 @@ fn each_adapter_fault_is_its_own_outcome_within_the_bound() {
 }
 
 #[test]
+fn a_parallel_sweep_stops_at_the_first_adapter_fault_whatever_the_threads() {
+    let registry = Registry::builtin();
+    let text = misbehaving("crash", "2", "", "adapter-fault").replace("seeds = 20", "seeds = 400");
+    let scn = inline(&text, &registry);
+    for threads in [1, 2] {
+        let started = Instant::now();
+        let rep = wakesim::run::run_scenario_parallel(&registry, &scn, 0..400, threads, &|_| {});
+        assert!(rep.met, "{threads} threads: {:?}", rep.why);
+        // Every seed crashes the adapter: the report ends at seed 0, not 400 restarts later.
+        assert_eq!(rep.seeds, 0..1, "{threads} threads");
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{threads} threads"
+        );
+    }
+}
+
+#[test]
 fn an_exception_in_the_wake_logic_is_a_panic_not_an_adapter_fault() {
     let registry = Registry::builtin();
     let scn = inline(&misbehaving("throws", "2", "", "panic"), &registry);
