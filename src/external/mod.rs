@@ -8,8 +8,9 @@
 //! adapter's `done`. The simulator answers every query at once and owns time, so a run through an
 //! adapter is as deterministic as a built-in one; the adapter never reads a clock of its own.
 //!
-//! One process serves every seed of a scenario: a `reset` line starts each run afresh. The
-//! [`Pool`] keeps the processes of a [`Runner`](crate::run::Runner) alive between seeds.
+//! One process serves every seed a runner takes of a scenario: a `reset` line starts each run
+//! afresh. The [`Pool`] keeps the processes of a [`Runner`](crate::run::Runner) alive between
+//! seeds; parallel sweeps have a runner, so a process, per thread.
 //!
 //! Whatever the adapter does wrong (it exits, writes a line that is not JSON or not the protocol,
 //! calls a function the host does not have, or stays silent past the wall-clock bound) ends the
