@@ -96,6 +96,38 @@ impl<E> Kernel<E> {
         self.steps
     }
 
+    /// The time of the next event, if any. With [`Kernel::micro_pending`], [`Kernel::advance_to`],
+    /// [`Kernel::pop_event`] and [`Kernel::begin_quiescence`], this lets a driver other than
+    /// [`drive`] run the loop one event at a time (the madsim lane, whose clock is madsim's).
+    pub fn next_time(&self) -> Option<Ms> {
+        self.queue.peek_time()
+    }
+
+    /// A microtask is due at the current instant: it runs before anything else may happen, so a
+    /// promise chain is never interrupted.
+    pub fn micro_pending(&self) -> bool {
+        self.queue.micro_pending()
+    }
+
+    /// Move the clock forward to `t` (never back), for a driver whose clock lives elsewhere.
+    pub fn advance_to(&mut self, t: Ms) {
+        self.now = self.now.max(t);
+    }
+
+    /// Remove the next event (same-instant order by a choice, as in [`drive`]), move the clock to
+    /// its time and count it as a step.
+    pub fn pop_event(&mut self) -> Option<E> {
+        let (t, ev) = self.queue.pop(&mut self.choices)?;
+        self.now = self.now.max(t);
+        self.steps += 1;
+        Some(ev)
+    }
+
+    /// Producers and faults stop from now on (what [`drive`] does when the active phase ends).
+    pub fn begin_quiescence(&mut self) {
+        self.quiescent = true;
+    }
+
     /// Schedule `ev` after `delay_ms`.
     #[inline]
     pub fn schedule(&mut self, delay_ms: u64, ev: E) {

@@ -44,6 +44,8 @@ pub struct Queue<E> {
     heap: BinaryHeap<Entry<E>>,
     ready: Vec<Entry<E>>,
     seq: u64,
+    /// Microtasks pending; they are always due at the current instant.
+    micros: usize,
 }
 
 impl<E> Default for Queue<E> {
@@ -52,6 +54,7 @@ impl<E> Default for Queue<E> {
             heap: BinaryHeap::with_capacity(64),
             ready: Vec::with_capacity(8),
             seq: 0,
+            micros: 0,
         }
     }
 }
@@ -61,6 +64,7 @@ impl<E> Queue<E> {
         self.heap.clear();
         self.ready.clear();
         self.seq = 0;
+        self.micros = 0;
     }
 
     pub fn push(&mut self, t: Ms, ev: E) {
@@ -76,12 +80,18 @@ impl<E> Queue<E> {
     /// Queue a microtask at `t` (the current instant).
     pub fn push_micro(&mut self, t: Ms, ev: E) {
         self.seq += 1;
+        self.micros += 1;
         self.heap.push(Entry {
             t,
             seq: self.seq,
             micro: true,
             ev,
         });
+    }
+
+    /// A microtask is pending (microtasks are queued at the current instant only, so it is due).
+    pub fn micro_pending(&self) -> bool {
+        self.micros > 0
     }
 
     pub fn is_empty(&self) -> bool {
@@ -127,6 +137,9 @@ impl<E> Queue<E> {
             0
         };
         let e = self.ready.remove(i);
+        if e.micro {
+            self.micros -= 1;
+        }
         Some((e.t, e.ev))
     }
 }
@@ -159,6 +172,24 @@ mod tests {
             let order: String = std::iter::from_fn(|| q.pop(&mut c).map(|(_, e)| e)).collect();
             assert!(order.ends_with('m'), "{order}");
         }
+    }
+
+    #[test]
+    fn micro_pending_counts_microtasks_until_they_run() {
+        let mut q = Queue::default();
+        let mut c = Choices::random(1, Profile::default());
+        q.push(Ms(5), 'm');
+        assert!(!q.micro_pending());
+        q.push_micro(Ms(5), 'a');
+        q.push_micro(Ms(5), 'b');
+        assert!(q.micro_pending());
+        assert!(q.pop(&mut c).is_some_and(|(_, e)| e != 'm'));
+        assert!(q.micro_pending(), "one microtask left");
+        assert!(q.pop(&mut c).is_some_and(|(_, e)| e != 'm'));
+        assert!(!q.micro_pending());
+        q.push_micro(Ms(5), 'c');
+        q.clear();
+        assert!(!q.micro_pending());
     }
 
     #[test]

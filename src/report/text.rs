@@ -23,6 +23,12 @@ pub fn header(scn: &Scenario, r: &RunResult) -> String {
 
 /// The whole timeline with its verdict and, on failure, the replay line.
 pub fn timeline(scn: &Scenario, r: &RunResult) -> String {
+    timeline_with(scn, r, &reproduce(scn, r))
+}
+
+/// The timeline with another replay line, for runners with a replay command of their own (the
+/// madsim lane).
+pub fn timeline_with(scn: &Scenario, r: &RunResult, replay: &str) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "{}", header(scn, r));
     let _ = writeln!(
@@ -60,18 +66,18 @@ pub fn timeline(scn: &Scenario, r: &RunResult) -> String {
                 "{} events · ends at {} ms · trace {:016x}",
                 r.events, r.end.0, r.trace_hash
             );
-            let _ = writeln!(s, "{}", reproduce(scn, r));
+            let _ = writeln!(s, "{replay}");
         }
         Outcome::Panic(m) => {
             let _ = writeln!(s, "✗ the wake logic panicked: {m}");
-            let _ = writeln!(s, "{}", reproduce(scn, r));
+            let _ = writeln!(s, "{replay}");
         }
         Outcome::StepBudget { steps } => {
             let _ = writeln!(
                 s,
                 "✗ step budget exhausted after {steps} events (a runaway wake logic?)"
             );
-            let _ = writeln!(s, "{}", reproduce(scn, r));
+            let _ = writeln!(s, "{replay}");
         }
         Outcome::AdapterFault(f) => {
             let _ = writeln!(s, "✗ {f}");

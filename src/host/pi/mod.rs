@@ -106,6 +106,16 @@ impl PiHost {
         r
     }
 
+    /// Call the host from outside its own events, as an async wake task does between two of them
+    /// (the madsim lane): `f` gets the same [`Pi`] handle the handlers get, with a fresh call
+    /// budget, at the kernel's current time. Input handlers of prompts it starts run before this
+    /// returns, as they do after a handler.
+    pub fn enter<R>(&mut self, k: &mut Kernel<PiEv>, f: impl FnOnce(&mut Pi<'_>) -> R) -> R {
+        let r = self.call(k, |_, pi| f(pi));
+        self.core.sync_idle(k);
+        r
+    }
+
     /// Run the input handlers of prompts started since: pi calls them synchronously inside
     /// `prompt()`, before anything else can happen.
     fn run_inputs(&mut self, k: &mut Kernel<PiEv>) {
