@@ -360,6 +360,17 @@ fn run(registry: &Registry, paths: &[PathBuf], opts: RunOpts) -> Result<i32> {
         scenarios,
     } = load_all(registry, paths)?;
     let multiplier = seeds_multiplier()?;
+    // An adapter that cannot start is an error of its scenario file (exit 2), found before any
+    // scenario runs. (Each seed-runner thread starts its own adapter process afterwards.)
+    {
+        let mut preparer = Runner::new(registry);
+        for scn in scenarios
+            .iter()
+            .chain(regressions.iter().map(|r| &r.scenario))
+        {
+            preparer.prepare(scn)?;
+        }
+    }
     let out = std::io::stdout();
     let mut out = out.lock();
     let started = Instant::now();
@@ -610,6 +621,7 @@ fn replay(
     let mut runner = Runner::new(registry);
     let (scn, r, stale) = if is_regression(&text) {
         let reg = Regression::parse(file, &text, registry)?;
+        runner.prepare(&reg.scenario)?;
         if let Some(seed) = seed {
             return Err(Error::Usage(format!(
                 "{} is a regression file: it replays its recorded choices, not --seed {seed}",
@@ -628,6 +640,7 @@ fn replay(
             ))
         })?;
         let scn = Scenario::parse(file, &text, registry)?;
+        runner.prepare(&scn)?;
         let r = runner.run_seed(&scn, seed, true);
         if let Some(dir) = record {
             let comment = format!(
@@ -683,6 +696,7 @@ fn explore(
         runs_max: flags.runs_max.unwrap_or(scn.explore.runs_max),
     };
     let mut runner = Runner::new(registry);
+    runner.prepare(&scn)?;
     let started = Instant::now();
     let ex = crate::explore::explore(&mut runner, &scn, scope);
     let secs = started.elapsed().as_secs_f64();
@@ -802,6 +816,7 @@ fn shrink(
         })?),
     };
     let mut runner = Runner::new(registry);
+    runner.prepare(&scn)?;
     let Some(sh) = crate::shrink::shrink(&mut runner, &scn, seed, invariant, runs_max) else {
         let r = runner.run_seed(&scn, seed, false);
         return Err(Error::Usage(format!(
@@ -901,6 +916,7 @@ fn write_regression_at(
         Outcome::Pass => Expect::Pass,
         Outcome::Panic(_) => Expect::Panic,
         Outcome::StepBudget { .. } => Expect::StepBudget,
+        Outcome::AdapterFault(_) => Expect::AdapterFault,
         Outcome::Fail(vs) => {
             let invariant = target.unwrap_or(vs[0].invariant);
             Expect::Fail {

@@ -188,6 +188,7 @@ fn shows(expect: &Expect, outcome: &Outcome) -> bool {
             .any(|v| v.invariant == *invariant),
         Expect::Panic => matches!(outcome, Outcome::Panic(_)),
         Expect::StepBudget => matches!(outcome, Outcome::StepBudget { .. }),
+        Expect::AdapterFault => matches!(outcome, Outcome::AdapterFault(_)),
         Expect::Pass => false,
     }
 }

@@ -19,6 +19,8 @@
 //!   gptme's server (`request_watch_wake`, the deferred watch queue), [`host::gptme::cli`] its
 //!   noninteractive chat loop with background jobs; each has its `api` module.
 //! - [`wake`]: the built-in wake logics (buggy and fixed) and the [`wake::Registry`] users extend.
+//! - [`external`]: wake logic in another language, run in an adapter process over the JSON Lines
+//!   protocol of `docs/protocol.md` (Node and Python reference adapters under `adapters/`).
 //! - [`scenario`]: scenario files (TOML) and their validation.
 //! - [`swarm`]: the per-seed mix of faults and producers (swarm testing).
 //! - [`run`]: running seeds and judging a scenario's expectation.
@@ -32,11 +34,14 @@
 //! scenario files that name it; see `examples/custom_wake.rs`. For gptme, implement
 //! [`host::gptme::server::api::ServerWake`] or [`host::gptme::cli::api::CliWake`] and register it
 //! with [`wake::Registry::with_gptme_server`] or [`wake::Registry::with_gptme_cli`].
+//! Or keep the logic in its own language and name its adapter in the scenario:
+//! `wake = { command = ["node", ...] }`.
 
 pub mod check;
 pub mod cli;
 pub mod error;
 pub mod explore;
+pub mod external;
 pub mod host;
 pub mod kernel;
 pub mod regression;

@@ -246,6 +246,7 @@ impl Regression {
             Expect::Pass => s += "verdict = \"pass\"\n",
             Expect::Panic => s += "verdict = \"panic\"\n",
             Expect::StepBudget => s += "verdict = \"step-budget\"\n",
+            Expect::AdapterFault => s += "verdict = \"adapter-fault\"\n",
             Expect::Fail { invariant, also } => {
                 s += &format!("verdict = \"fail\"\ninvariant = \"{invariant}\"\n");
                 if !also.is_empty() {

@@ -11,6 +11,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Once;
 
 use crate::check::{Invariant, InvariantSet, Monitor, Violation};
+use crate::external::{AdapterFault, ExternalPi, Pool};
 use crate::host::gptme::cli::{CliEv, CliHost};
 use crate::host::gptme::server::{ServerHost, SrvEv};
 use crate::host::pi::{Gen, PiEv, PiHost};
@@ -35,6 +36,9 @@ pub enum Outcome {
     StepBudget {
         steps: u64,
     },
+    /// The adapter process of an external wake logic failed: it exited, wrote something that is
+    /// not the protocol, or stayed silent past its wall-clock bound. Not an invariant violation.
+    AdapterFault(AdapterFault),
 }
 
 impl Outcome {
@@ -49,6 +53,7 @@ impl Outcome {
             Outcome::Fail(v) => v[0].invariant.name().to_string(),
             Outcome::Panic(_) => "panic".to_string(),
             Outcome::StepBudget { .. } => "step-budget".to_string(),
+            Outcome::AdapterFault(_) => "adapter-fault".to_string(),
         }
     }
 
@@ -156,17 +161,21 @@ fn quiet_panics_in_runs() {
     });
 }
 
-fn panic_message(payload: Box<dyn std::any::Any + Send>) -> Result<String, ()> {
+/// What a caught panic means: a wake-logic panic, a budget, or an adapter fault.
+fn panic_outcome(payload: Box<dyn std::any::Any + Send>, steps: u64) -> Outcome {
     if payload.is::<BudgetExceeded>() {
-        return Err(());
+        return Outcome::StepBudget { steps };
     }
-    Ok(if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "non-string panic payload".to_string()
-    })
+    match payload.downcast::<AdapterFault>() {
+        Ok(f) => Outcome::AdapterFault(*f),
+        Err(payload) => Outcome::Panic(if let Some(s) = payload.downcast_ref::<&str>() {
+            (*s).to_string()
+        } else if let Some(s) = payload.downcast_ref::<String>() {
+            s.clone()
+        } else {
+            "non-string panic payload".to_string()
+        }),
+    }
 }
 
 /// Runs seeds of scenarios, reusing each host's kernel allocations between seeds.
@@ -175,6 +184,8 @@ pub struct Runner<'r> {
     pi_kernel: Option<Kernel<PiEv>>,
     server_kernel: Option<Kernel<SrvEv>>,
     cli_kernel: Option<Kernel<CliEv>>,
+    /// Adapter processes of external wake logics, kept alive across seeds.
+    adapters: Pool,
 }
 
 impl<'r> Runner<'r> {
@@ -185,7 +196,31 @@ impl<'r> Runner<'r> {
             pi_kernel: None,
             server_kernel: None,
             cli_kernel: None,
+            adapters: Pool::default(),
         }
+    }
+
+    /// Start the adapter of an external wake logic and run its first reset, so a command or a
+    /// module that cannot start is reported as an error of the scenario (exit 2) before any seed
+    /// runs. Built-in wake logics need nothing.
+    pub fn prepare(&mut self, scn: &Scenario) -> crate::Result<()> {
+        let Some(spec) = &scn.adapter else {
+            return Ok(());
+        };
+        self.adapters.prepare(spec, scn.host).map_err(|f| {
+            let (file, line, column) = spec.origin.clone();
+            let mut message = format!("the adapter did not start: {f}");
+            if !f.stderr_tail.is_empty() {
+                message += &format!("; its stderr ends with:\n{}", indent(&f.stderr_tail));
+            }
+            crate::Error::Scenario {
+                file,
+                line,
+                column,
+                key: Some("wake".to_string()),
+                message,
+            }
+        })
     }
 
     pub fn registry(&self) -> &Registry {
@@ -234,18 +269,20 @@ impl<'r> Runner<'r> {
         choices: Choices,
         tracing: bool,
     ) -> RunResult {
-        let entry = self.registry.get(&scn.wake).unwrap_or_else(|| {
-            panic!(
-                "scenario {} names unknown wake {}",
-                scn.path.display(),
-                scn.wake
-            )
-        });
         let run = RunSpec {
             scn,
             seed,
             choices,
             tracing,
+        };
+        let entry = || {
+            self.registry.get(&scn.wake).unwrap_or_else(|| {
+                panic!(
+                    "scenario {} names unknown wake {}",
+                    scn.path.display(),
+                    scn.wake
+                )
+            })
         };
         match &scn.config {
             HostConfig::Pi(cfg) => {
@@ -253,16 +290,28 @@ impl<'r> Runner<'r> {
                     HostKind::Pi058 => Gen::V058,
                     _ => Gen::V099,
                 };
+                // A wake logic in another language runs in its adapter process (pi hosts).
+                let wake: Box<dyn crate::host::pi::api::PiWake> = match &scn.adapter {
+                    Some(spec) => Box::new(ExternalPi::new(
+                        self.adapters.slot(spec, scn.host),
+                        spec.constants_ms.clone(),
+                    )),
+                    None => entry().make(),
+                };
                 run.drive(&mut self.pi_kernel, || {
-                    PiHost::new(generation, cfg.clone(), entry.make())
+                    PiHost::new(generation, cfg.clone(), wake)
                 })
             }
-            HostConfig::GptmeServer(cfg) => run.drive(&mut self.server_kernel, || {
-                ServerHost::new(cfg.clone(), entry.make_server())
-            }),
-            HostConfig::GptmeCli(cfg) => run.drive(&mut self.cli_kernel, || {
-                CliHost::new(cfg.clone(), entry.make_cli())
-            }),
+            HostConfig::GptmeServer(cfg) => {
+                let wake = entry().make_server();
+                run.drive(&mut self.server_kernel, || {
+                    ServerHost::new(cfg.clone(), wake)
+                })
+            }
+            HostConfig::GptmeCli(cfg) => {
+                let wake = entry().make_cli();
+                run.drive(&mut self.cli_kernel, || CliHost::new(cfg.clone(), wake))
+            }
         }
     }
 }
@@ -316,10 +365,7 @@ impl RunSpec<'_> {
                 };
                 (outcome, faults)
             }
-            Err(payload) => match panic_message(payload) {
-                Ok(msg) => (Outcome::Panic(msg), Mix::default()),
-                Err(()) => (Outcome::StepBudget { steps: k.steps() }, Mix::default()),
-            },
+            Err(payload) => (panic_outcome(payload, k.steps()), Mix::default()),
         };
         RunResult::from_kernel(self.seed, outcome, mix, k)
     }
@@ -510,6 +556,12 @@ impl Runner<'_> {
             let r = self.run_seed(scn, seed, false);
             report.add(&r, &scn.expect);
             report.check_requests(&r, scn.requests);
+            if matches!(r.outcome, Outcome::AdapterFault(_)) {
+                // A broken adapter is one finding; restarting it for every remaining seed would
+                // only repeat it, slowly. The report covers the seeds that ran.
+                report.seeds.end = seed + 1;
+                break;
+            }
         }
         report
     }
@@ -542,6 +594,8 @@ pub fn run_scenario_parallel(
         })
         .collect();
     let next = std::sync::atomic::AtomicUsize::new(0);
+    // Set when a chunk ends at an adapter fault: no new chunks start (see `run_range`).
+    let faulted = std::sync::atomic::AtomicBool::new(false);
     let mut parts: Vec<(usize, ScenarioReport)> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..threads.min(chunks.len().max(1)))
             .map(|_| {
@@ -549,9 +603,16 @@ pub fn run_scenario_parallel(
                     let mut runner = Runner::new(registry);
                     let mut done = Vec::new();
                     loop {
+                        if faulted.load(std::sync::atomic::Ordering::Relaxed) {
+                            break;
+                        }
                         let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         let Some(c) = chunks.get(i) else { break };
-                        done.push((i, runner.run_range(scn, c.clone())));
+                        let part = runner.run_range(scn, c.clone());
+                        if part.seeds.end < c.end {
+                            faulted.store(true, std::sync::atomic::Ordering::Relaxed);
+                        }
+                        done.push((i, part));
                         progress(c.end - c.start);
                     }
                     done
@@ -568,10 +629,20 @@ pub fn run_scenario_parallel(
     });
     parts.sort_by_key(|(i, _)| *i);
     let mut report = ScenarioReport::new(range.start..range.start);
-    for (_, p) in parts {
+    let mut stopped = false;
+    for (i, p) in parts {
+        // Chunks are taken in order, so every chunk before a faulted one ran; the report ends
+        // at the first adapter fault, whichever thread met it first.
+        let cut = p.seeds.end < chunks[i].end;
         report.merge(p);
+        if cut {
+            stopped = true;
+            break;
+        }
     }
-    report.seeds = range;
+    if !stopped {
+        report.seeds = range;
+    }
     report.judge(&scn.expect, &scn.must_reach);
     report
 }
@@ -586,7 +657,22 @@ pub fn describe(o: &Outcome) -> String {
         ),
         Outcome::Panic(m) => format!("panicked: {m}"),
         Outcome::StepBudget { steps } => format!("ran out of its step budget after {steps} events"),
+        Outcome::AdapterFault(f) => {
+            let mut s = format!("ended with an {f}");
+            if !f.stderr_tail.is_empty() {
+                s += &format!("; its stderr ends with:\n{}", indent(&f.stderr_tail));
+            }
+            s
+        }
     }
+}
+
+/// Indent every line of `text` by four spaces.
+pub fn indent(text: &str) -> String {
+    text.lines()
+        .map(|l| format!("    {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Does `outcome` show what `expect` asks for, and is it allowed at all?
@@ -602,6 +688,7 @@ fn allowed(expect: &Expect, outcome: &Outcome) -> (bool, bool) {
         }
         (Expect::Panic, Outcome::Panic(_)) => (true, true),
         (Expect::StepBudget, Outcome::StepBudget { .. }) => (true, true),
+        (Expect::AdapterFault, Outcome::AdapterFault(_)) => (true, true),
         _ => (false, false),
     }
 }

@@ -21,6 +21,12 @@ fn outcome_json(o: &Outcome) -> Value {
         }),
         Outcome::Panic(m) => json!({"verdict": "panic", "message": m}),
         Outcome::StepBudget { steps } => json!({"verdict": "step-budget", "steps": steps}),
+        Outcome::AdapterFault(f) => json!({
+            "verdict": "adapter-fault",
+            "fault": f.kind.name(),
+            "detail": f.detail,
+            "stderr_tail": f.stderr_tail,
+        }),
     }
 }
 

@@ -79,6 +79,16 @@ pub fn timeline_with(scn: &Scenario, r: &RunResult, replay: &str) -> String {
             );
             let _ = writeln!(s, "{replay}");
         }
+        Outcome::AdapterFault(f) => {
+            let _ = writeln!(s, "✗ {f}");
+            if !f.stderr_tail.is_empty() {
+                let _ = writeln!(s, "  adapter stderr (last lines):");
+                for l in f.stderr_tail.lines() {
+                    let _ = writeln!(s, "    {l}");
+                }
+            }
+            let _ = writeln!(s, "{}", replay_line(&scn.path, r.seed));
+        }
     }
     s
 }

@@ -50,11 +50,15 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
-use serde::de::DeserializeOwned;
+use serde::de::{self, DeserializeOwned, Deserializer, MapAccess, Visitor};
 use toml::Spanned;
 
 use crate::check::{CheckParams, Invariant};
 use crate::error::{Error, Result};
+use crate::external::{
+    AdapterSpec, START_TIMEOUT_MS_DEFAULT, TIMEOUT_MS_DEFAULT, TIMEOUT_MS_MAX,
+    process::resolve_program,
+};
 use crate::host::faults::{FaultKind, FaultSpec};
 use crate::host::gptme::cli::config::CliConfig;
 use crate::host::gptme::server::config::ServerConfig;
@@ -79,6 +83,8 @@ pub enum Expect {
     Panic,
     /// Some seed runs out of its step budget.
     StepBudget,
+    /// The adapter of an external wake logic fails (tests of adapters themselves).
+    AdapterFault,
 }
 
 impl fmt::Display for Expect {
@@ -88,6 +94,7 @@ impl fmt::Display for Expect {
             Expect::Fail { invariant, .. } => write!(f, "fail {invariant}"),
             Expect::Panic => f.write_str("panic"),
             Expect::StepBudget => f.write_str("step-budget"),
+            Expect::AdapterFault => f.write_str("adapter-fault"),
         }
     }
 }
@@ -120,6 +127,8 @@ pub struct Scenario {
     pub must_reach: Vec<Window>,
     /// The scope `wakesim explore` enumerates by default (`[explore]`).
     pub explore: crate::explore::Scope,
+    /// The adapter of an external wake logic (`wake = { command = [...] }`).
+    pub adapter: Option<AdapterSpec>,
 }
 
 impl Scenario {
@@ -354,7 +363,7 @@ struct RawScenario<P, T> {
     // Read by the first pass; kept so the key is known.
     #[allow(dead_code)]
     host: Spanned<String>,
-    wake: Spanned<String>,
+    wake: Spanned<WakeValue>,
     seeds: Spanned<u64>,
     snapshot_seed: Spanned<u64>,
     #[serde(default)]
@@ -412,6 +421,148 @@ pub(crate) struct RawExpect {
     requests: Option<Spanned<u32>>,
 }
 
+/// `wake`: a registered name, or a table naming an external adapter.
+enum WakeValue {
+    Name(String),
+    External(Box<RawExternal>),
+}
+
+impl<'de> Deserialize<'de> for WakeValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = WakeValue;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a wake logic's name or a table { command = [...] }")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<WakeValue, E> {
+                Ok(WakeValue::Name(v.to_string()))
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> std::result::Result<WakeValue, A::Error> {
+                RawExternal::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(|x| WakeValue::External(Box::new(x)))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// `wake = { command = [...], cwd = "..", name = "..", constants_ms = [..], timeout_ms = n,
+/// start_timeout_ms = n, options = { .. } }`: an adapter process speaking `docs/protocol.md`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawExternal {
+    command: Spanned<Vec<String>>,
+    /// The adapter's working directory, relative to the scenario file's directory (default: that
+    /// directory). The program and its arguments are taken relative to it.
+    #[serde(default)]
+    cwd: Option<Spanned<String>>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    constants_ms: Option<Spanned<Vec<u64>>>,
+    #[serde(default)]
+    timeout_ms: Option<Spanned<u64>>,
+    #[serde(default)]
+    start_timeout_ms: Option<Spanned<u64>>,
+    #[serde(default)]
+    options: Option<toml::Table>,
+}
+
+/// Constants a scenario may declare for an external logic.
+const CONSTANTS_MAX: usize = 32;
+
+impl RawExternal {
+    fn validate(
+        &self,
+        path: &Path,
+        origin: (PathBuf, usize, usize),
+        err: &dyn Fn(std::ops::Range<usize>, String) -> Error,
+    ) -> Result<AdapterSpec> {
+        let command = self.command.get_ref().clone();
+        let Some(program) = command.first() else {
+            return Err(err(
+                self.command.span(),
+                "the command is empty: give the program and its arguments".to_string(),
+            ));
+        };
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let cwd = match &self.cwd {
+            Some(c) => {
+                let cwd = dir.join(c.get_ref());
+                if !cwd.is_dir() {
+                    return Err(err(
+                        c.span(),
+                        format!("`{}` is not a directory", cwd.display()),
+                    ));
+                }
+                cwd
+            }
+            None => dir,
+        };
+        if resolve_program(program, &cwd).is_none() {
+            let where_ = if program.contains('/') {
+                format!("in `{}`", cwd.display())
+            } else {
+                "on PATH".to_string()
+            };
+            return Err(err(
+                self.command.span(),
+                format!("program `{program}` not found {where_}"),
+            ));
+        }
+        let bound = |t: &Option<Spanned<u64>>, default: u64| match t {
+            Some(t) => {
+                let v = *t.get_ref();
+                if v == 0 || v > TIMEOUT_MS_MAX {
+                    return Err(err(
+                        t.span(),
+                        format!("{v} is out of range 1..={TIMEOUT_MS_MAX}"),
+                    ));
+                }
+                Ok(v)
+            }
+            None => Ok(default),
+        };
+        let timeout_ms = bound(&self.timeout_ms, TIMEOUT_MS_DEFAULT)?;
+        let start_timeout_ms = bound(&self.start_timeout_ms, START_TIMEOUT_MS_DEFAULT)?;
+        let constants_ms = match &self.constants_ms {
+            Some(c) => {
+                let v = c.get_ref();
+                if v.len() > CONSTANTS_MAX || v.iter().any(|&ms| ms > DURATION_MS_MAX) {
+                    return Err(err(
+                        c.span(),
+                        format!(
+                            "at most {CONSTANTS_MAX} constants, each at most {DURATION_MS_MAX} ms"
+                        ),
+                    ));
+                }
+                v.clone()
+            }
+            None => Vec::new(),
+        };
+        let options = match &self.options {
+            Some(t) => serde_json::to_value(t).unwrap_or_default(),
+            None => serde_json::Value::Object(Default::default()),
+        };
+        Ok(AdapterSpec {
+            command,
+            cwd,
+            constants_ms,
+            timeout_ms,
+            start_timeout_ms,
+            options,
+            origin,
+        })
+    }
+}
+
 impl RawExpect {
     /// Validate into an `Expect` for `host`: only the invariants it is judged by can be
     /// expected. `err` locates an error at a span.
@@ -459,7 +610,7 @@ impl RawExpect {
                     also,
                 })
             }
-            v @ ("pass" | "panic" | "step-budget") => {
+            v @ ("pass" | "panic" | "step-budget" | "adapter-fault") => {
                 if let Some(inv) = &self.invariant {
                     return Err(err(
                         inv.span(),
@@ -475,13 +626,14 @@ impl RawExpect {
                 Ok(match v {
                     "pass" => Expect::Pass,
                     "panic" => Expect::Panic,
+                    "adapter-fault" => Expect::AdapterFault,
                     _ => Expect::StepBudget,
                 })
             }
             other => Err(err(
                 self.verdict.span(),
                 format!(
-                    "unknown verdict `{other}`, expected one of pass, fail, panic, step-budget"
+                    "unknown verdict `{other}`, expected one of pass, fail, panic, step-budget, adapter-fault"
                 ),
             )),
         }
@@ -503,10 +655,34 @@ impl<P, T> RawScenario<P, T> {
     ) -> Result<Scenario> {
         let err = |span: std::ops::Range<usize>, msg: String| cx.err(span, msg);
 
-        let wake = self.wake.get_ref().clone();
-        wakes
-            .check(&wake, host)
-            .map_err(|m| err(self.wake.span(), m))?;
+        let (wake, adapter) = match self.wake.get_ref() {
+            WakeValue::Name(wake) => {
+                wakes
+                    .check(wake, host)
+                    .map_err(|m| err(self.wake.span(), m))?;
+                (wake.clone(), None)
+            }
+            WakeValue::External(_) if host.family() != Family::Pi => {
+                return Err(err(
+                    self.wake.span(),
+                    format!(
+                        "an external wake logic runs on pi hosts (pi, pi-0.58), not {}",
+                        host.name()
+                    ),
+                ));
+            }
+            WakeValue::External(x) => {
+                let origin = match located(cx.path, cx.text, self.wake.span(), String::new()) {
+                    Error::Scenario {
+                        file, line, column, ..
+                    } => (file, line, column),
+                    _ => unreachable!("located gives a scenario error"),
+                };
+                let spec = x.validate(cx.path, origin, &err)?;
+                let label = x.name.clone().unwrap_or_else(|| spec.command.join(" "));
+                (label, Some(spec))
+            }
+        };
         let seeds = *self.seeds.get_ref();
         if seeds == 0 || seeds > SEEDS_MAX {
             return Err(err(
@@ -593,6 +769,7 @@ impl<P, T> RawScenario<P, T> {
         }
 
         Ok(Scenario {
+            adapter,
             explore,
             path: cx.path.to_path_buf(),
             name: self.name,

@@ -585,13 +585,21 @@ impl Pi<'_> {
 
     pub(crate) fn ctx_is_idle(&mut self, ctx: Ctx) -> Result<bool, StaleCtx> {
         self.core.count_call();
-        let result = if ctx.session != self.core.session {
+        let result = self.peek_idle(ctx).ok();
+        if result.is_none() {
             self.core.mark(self.k, Window::StaleCtx);
-            None
-        } else {
-            Some(self.core.is_idle())
-        };
+        }
         self.core.note(self.k, Actor::Wake, Note::IsIdle { result });
         result.ok_or(StaleCtx)
+    }
+
+    /// What `ctx.isIdle()` would answer now, without calling it (nothing is recorded). The
+    /// external adapter sends it with each event so an adapter can answer `isIdle()` itself.
+    pub(crate) fn peek_idle(&self, ctx: Ctx) -> Result<bool, StaleCtx> {
+        if ctx.session != self.core.session {
+            Err(StaleCtx)
+        } else {
+            Ok(self.core.is_idle())
+        }
     }
 }

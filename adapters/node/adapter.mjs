@@ -1,0 +1,230 @@
+#!/usr/bin/env node
+// wakesim's Node reference adapter (protocol 1, docs/protocol.md).
+//
+//   node adapters/node/adapter.mjs MODULE [--export NAME]
+//
+// Loads MODULE (TypeScript or JavaScript, ES module or CommonJS; types are stripped by sucrase,
+// pinned in package-lock.json) inside a vm context whose clock, timers and microtasks follow the
+// simulation, and calls its default export (or NAME) with a pi-shaped facade and the scenario's
+// `options`. The export returns `send(message, options)`: wakesim calls it for each producer
+// message, as a pi extension's own transport would. Handlers registered with `pi.on` receive the
+// host's events; `pi.sendMessage`, `pi.sendUserMessage` and `ctx.isIdle()` act on the simulated
+// host synchronously.
+//
+// The loop is synchronous: it blocks on stdin between messages and while a query is answered, and
+// never yields to Node's event loop, so nothing but the simulator moves the module forward.
+
+import fs from "node:fs";
+import path from "node:path";
+import vm from "node:vm";
+import { createRequire } from "node:module";
+import { StringDecoder } from "node:string_decoder";
+
+const PROTOCOL = 1;
+const NAME = "wakesim-node/0.1.0";
+const here = path.dirname(new URL(import.meta.url).pathname);
+const requireHere = createRequire(import.meta.url);
+
+function fatal(message) {
+  write(JSON.stringify({ type: "error", message }) + "\n");
+  process.exit(1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Blocking line IO on fds 0 and 1.
+
+const chunk = Buffer.alloc(1 << 16);
+const decoder = new StringDecoder("utf8");
+let pending = "";
+
+function sleepMs(ms) {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+function readLine() {
+  for (;;) {
+    const i = pending.indexOf("\n");
+    if (i >= 0) {
+      const line = pending.slice(0, i);
+      pending = pending.slice(i + 1);
+      return line;
+    }
+    let n;
+    try {
+      n = fs.readSync(0, chunk, 0, chunk.length, null);
+    } catch (e) {
+      if (e.code === "EAGAIN") {
+        sleepMs(1);
+        continue;
+      }
+      if (e.code === "EOF") return null;
+      throw e;
+    }
+    if (n === 0) return null;
+    pending += decoder.write(chunk.subarray(0, n));
+  }
+}
+
+function write(text) {
+  const n = fs.writeSync(1, text);
+  if (n === Buffer.byteLength(text)) return;
+  let buf = Buffer.from(text, "utf8").subarray(n);
+  while (buf.length) {
+    try {
+      const n = fs.writeSync(1, buf);
+      buf = buf.subarray(n);
+    } catch (e) {
+      if (e.code !== "EAGAIN") throw e;
+      sleepMs(1);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Arguments.
+
+const argv = process.argv.slice(2);
+let entryArg = null;
+let exportName = null;
+for (let i = 0; i < argv.length; i++) {
+  if (argv[i] === "--export") exportName = argv[++i];
+  else if (entryArg === null) entryArg = argv[i];
+  else fatal(`unexpected argument ${JSON.stringify(argv[i])}; usage: adapter.mjs MODULE [--export NAME]`);
+}
+if (!entryArg) fatal("usage: adapter.mjs MODULE [--export NAME]");
+const cwd = process.cwd();
+const entry = path.resolve(cwd, entryArg);
+if (!fs.existsSync(entry)) fatal(`module ${entryArg} not found (from ${cwd})`);
+
+// ---------------------------------------------------------------------------------------------
+// Module loading: resolve, transpile, compile into the context.
+
+let sucrase = null;
+function transform(code, filename) {
+  const ext = path.extname(filename);
+  const ts = [".ts", ".mts", ".cts"].includes(ext);
+  if (ext === ".cjs" || (ext === ".js" && !/^\s*(import|export)\b/m.test(code))) return code;
+  if (!sucrase) {
+    try {
+      sucrase = requireHere("sucrase");
+    } catch {
+      throw new Error(
+        `cannot load sucrase to transpile ${path.relative(cwd, filename)}: run \`npm ci --prefix adapters/node\` once`
+      );
+    }
+  }
+  const transforms = ts ? ["typescript", "imports"] : ["imports"];
+  return sucrase.transform(code, { transforms, filePath: filename, production: true }).code;
+}
+
+const EXTENSIONS = ["", ".ts", ".mts", ".js", ".mjs", ".cjs", ".cts", "/index.ts", "/index.js"];
+const BUILTINS = new Set(["path", "util", "events", "assert"]);
+
+function resolve(spec, fromDir) {
+  const bare = spec.startsWith("node:") ? spec.slice(5) : spec;
+  if (BUILTINS.has(bare)) return { builtin: bare };
+  if (!(spec.startsWith("./") || spec.startsWith("../") || path.isAbsolute(spec))) {
+    throw new Error(
+      `cannot load ${JSON.stringify(spec)} inside the simulation: only relative modules and node:{${[...BUILTINS].join(",")}} are available`
+    );
+  }
+  const base = path.resolve(fromDir, spec);
+  for (const ext of EXTENSIONS) {
+    const f = base + ext;
+    // A .js import of a .ts file (TypeScript's NodeNext style) resolves to the .ts.
+    if (fs.existsSync(f) && fs.statSync(f).isFile()) return { filename: f, dirname: path.dirname(f) };
+  }
+  if (/\.js$/.test(base) && fs.existsSync(base.replace(/\.js$/, ".ts"))) {
+    const f = base.replace(/\.js$/, ".ts");
+    return { filename: f, dirname: path.dirname(f) };
+  }
+  throw new Error(`cannot find module ${JSON.stringify(spec)} from ${path.relative(cwd, fromDir) || "."}`);
+}
+
+const context = vm.createContext({}, { name: "wakesim", microtaskMode: "afterEvaluate" });
+const compiled = new Map();
+
+function compile(filename) {
+  let fn = compiled.get(filename);
+  if (!fn) {
+    const code = transform(fs.readFileSync(filename, "utf8"), filename);
+    fn = vm.compileFunction(code, ["exports", "require", "module", "__filename", "__dirname"], {
+      parsingContext: context,
+      filename: path.relative(cwd, filename) || filename,
+    });
+    compiled.set(filename, fn);
+  }
+  return fn;
+}
+
+const host = {
+  write,
+  query(text) {
+    write(text);
+    const line = readLine();
+    if (line === null) process.exit(0);
+    return line;
+  },
+  log(text) {
+    fs.writeSync(2, text);
+  },
+  resolve,
+  compile,
+  builtin: (name) => requireHere(name),
+};
+
+const prelude = fs.readFileSync(path.join(here, "lib", "realm.js"), "utf8");
+const makeRealm = new vm.Script(prelude, { filename: "wakesim-realm.js" }).runInContext(context);
+const realm = makeRealm(host);
+context.__wakesim = realm;
+const resetScript = new vm.Script("__wakesim.reset(__wakesim_entry, __wakesim_export, __wakesim_options)", {
+  filename: "wakesim-adapter",
+});
+const dispatchScript = new vm.Script("__wakesim.dispatch(__wakesim_line)", { filename: "wakesim-adapter" });
+context.__wakesim_entry = entry;
+context.__wakesim_export = exportName;
+context.__wakesim_options = null;
+
+// ---------------------------------------------------------------------------------------------
+// The protocol loop.
+
+let greeted = false;
+for (;;) {
+  const line = readLine();
+  if (line === null) process.exit(0);
+  // wakesim writes `type` first; anything else is parsed in full.
+  let type = line.startsWith('{"type":"event"') ? "event" : null;
+  if (type === null) {
+    try {
+      type = JSON.parse(line).type;
+    } catch {
+      fatal(`the simulator sent a line that is not JSON: ${line.slice(0, 200)}`);
+    }
+  }
+  if (!greeted && type !== "hello") fatal("the simulator did not say hello first");
+  if (type === "event") {
+    context.__wakesim_line = line;
+    // Evaluated as a script, so the context's microtasks (the handlers' promise continuations)
+    // run before it returns; `finish` queues none and is called directly.
+    dispatchScript.runInContext(context);
+    write(realm.finish());
+  } else if (type === "reset") {
+    let ready;
+    try {
+      ready = resetScript.runInContext(context);
+    } catch (e) {
+      const msg = e && e.stack ? String(e.stack).split("\n").filter((l) => !/node:|wakesim-/.test(l)).slice(0, 6).join("\n") : String(e);
+      fatal(`the module failed to load: ${msg}`);
+    }
+    write(ready);
+  } else if (type === "hello") {
+    const hello = JSON.parse(line);
+    if (hello.protocol !== PROTOCOL) fatal(`${NAME} speaks protocol ${PROTOCOL}, not ${hello.protocol}`);
+    if (hello.host !== "pi") fatal(`${NAME} has a facade for pi only, not ${hello.host}`);
+    context.__wakesim_options = hello.options || {};
+    greeted = true;
+    write(JSON.stringify({ type: "hello", protocol: PROTOCOL, adapter: NAME }) + "\n");
+  } else {
+    fatal(`unexpected message from the simulator: ${line.slice(0, 200)}`);
+  }
+}

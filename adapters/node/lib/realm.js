@@ -1,0 +1,565 @@
+// The realm prelude: evaluated inside the module's vm context (one per adapter process), it builds
+// the `pi` facade, the virtual clock and timers, and the module loader, and returns the functions
+// the adapter's main loop calls (`reset`, `dispatch`, `finish`).
+//
+// Everything here runs in the context's own realm, so the promises a handler creates belong to
+// the context, whose microtask queue Node drains at the end of each `runInContext`: an async
+// handler runs to completion (or to a virtual timer) before its `done` is written.
+//
+// `host` is the bridge to the main realm: write(text), query(text) -> line, log(text),
+// resolve(specifier, fromDir) -> {filename, dirname} | {builtin}, compile(filename) -> function,
+// builtin(name) -> module.
+(function wakesimRealm(host) {
+  "use strict";
+
+  const STALE_CTX =
+    "This extension ctx is stale after session replacement or reload. Use the ctx passed to the current handler.";
+  // Date.now() is this epoch plus virtual time: realistic dates, the same in every run.
+  const EPOCH_MS = 1767225600000; // 2026-01-01T00:00:00Z
+  const TIMEOUT_MAX = 2147483647;
+  const RealDate = Date;
+  const realMath = Math;
+
+  // Per run.
+  let now = 0;
+  let session = 1;
+  let out = [];
+  let handlers = new Map();
+  let deliverFn = null;
+  let ctxs = new Map();
+  let timers = new Map(); // wire id -> timer record
+  let nextTimerId = 1;
+  let pendingError = null;
+  let inputAction = null;
+  let loading = false;
+  let moduleCache = new Map();
+  let rngState = 0;
+
+  // ---------------------------------------------------------------------------------------------
+  // Output: calls are buffered and written before the next query or with `done`.
+
+  function call(obj) {
+    out.push(JSON.stringify(obj) + "\n");
+  }
+
+  // The event's `idle`: what isIdle() on the event's ctx answers, until this handler's first send
+  // (the only calls that can change it). While it holds, isIdle() is answered here and the
+  // simulator checks the answer instead of sending one: a round trip less.
+  let hint = null;
+  let hintCtx = 0;
+  let hintValid = false;
+
+  function flushWith(line) {
+    if (out.length === 0) return line;
+    out.push(line);
+    const text = out.join("");
+    out = [];
+    return text;
+  }
+
+  function query(obj) {
+    const line = host.query(flushWith(JSON.stringify(obj) + "\n"));
+    const answer = JSON.parse(line);
+    if (answer.type !== "result") {
+      throw new Error(`wakesim: expected a result from the simulator, got ${line}`);
+    }
+    return answer;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // What a send carries: producer messages are marked "[wakesim mN]" in their text; whatever a
+  // logic sends carries the markers it contains, however it wraps or joins them.
+
+  const MARKER = /\[wakesim m(\d+)\]/g;
+
+  function carriesOf(x) {
+    let text;
+    if (typeof x === "string") {
+      text = x;
+    } else {
+      try {
+        text = JSON.stringify(x);
+      } catch {
+        text = String(x && x.content);
+      }
+    }
+    if (typeof text !== "string" || text.indexOf("[wakesim m") < 0) return [];
+    const ids = [];
+    for (const m of text.matchAll(MARKER)) {
+      const id = Number(m[1]) - 1;
+      if (id >= 0 && !ids.includes(id)) ids.push(id);
+    }
+    return ids;
+  }
+
+  const DELIVER_AS = new Set(["steer", "followUp", "nextTurn"]);
+
+  function deliverAsOf(options, fn) {
+    const d = options == null ? undefined : options.deliverAs;
+    if (d === undefined || d === null) return null;
+    if (!DELIVER_AS.has(d)) {
+      throw new TypeError(`${fn}: deliverAs must be "steer", "followUp" or "nextTurn", not ${JSON.stringify(d)}`);
+    }
+    return d;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // The pi facade.
+
+  function noop() {}
+
+  // A fresh facade for every run, so a module that decorates it cannot carry that over.
+  const makePi = () => ({
+    on(event, handler) {
+      if (typeof handler !== "function") throw new TypeError("pi.on: the handler must be a function");
+      let list = handlers.get(event);
+      if (!list) handlers.set(event, (list = []));
+      list.push(handler);
+    },
+    sendMessage(message, options) {
+      hintValid = false;
+      const customType = message && message.customType != null ? String(message.customType) : null;
+      call({
+        type: "send_message",
+        custom_type: customType,
+        carries: carriesOf(message),
+        deliver_as: deliverAsOf(options, "pi.sendMessage"),
+        trigger_turn: !!(options && options.triggerTurn),
+      });
+    },
+    sendUserMessage(content, options) {
+      hintValid = false;
+      call({
+        type: "send_user_message",
+        carries: carriesOf(content),
+        deliver_as: deliverAsOf(options, "pi.sendUserMessage"),
+      });
+    },
+    // Registrations that do not bear on waking: accepted and ignored.
+    registerCommand: noop,
+    registerTool: noop,
+    registerShortcut: noop,
+    registerFlag: noop,
+    registerMessageRenderer: noop,
+    appendEntry: noop,
+  });
+
+  const ui = new Proxy({}, { get: () => noop });
+
+  function ctxFor(id) {
+    let c = ctxs.get(id);
+    if (!c) {
+      c = Object.freeze({
+        isIdle() {
+          if (loading) throw new Error("wakesim: ctx.isIdle() called while the module loads");
+          if (hintValid && id === hintCtx) {
+            call({ type: "is_idle", ctx: id, known: hint === null ? "stale_ctx" : hint });
+            if (hint === null) throw new Error(STALE_CTX);
+            return hint;
+          }
+          const r = query({ type: "is_idle", ctx: id });
+          if (r.error === "stale_ctx") throw new Error(STALE_CTX);
+          return r.value === true;
+        },
+        hasUI: false,
+        ui,
+      });
+      ctxs.set(id, c);
+    }
+    return c;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Virtual time: Date, performance.now(), timers and queueMicrotask all follow the simulation.
+
+  function virtualNow() {
+    return EPOCH_MS + now;
+  }
+
+  function VirtualDate(...args) {
+    if (!new.target) return new RealDate(virtualNow()).toString();
+    return Reflect.construct(RealDate, args.length ? args : [virtualNow()], new.target);
+  }
+  VirtualDate.prototype = RealDate.prototype;
+  VirtualDate.now = virtualNow;
+  VirtualDate.parse = RealDate.parse;
+  VirtualDate.UTC = RealDate.UTC;
+  Object.defineProperty(RealDate.prototype, "constructor", { value: VirtualDate, writable: true, configurable: true });
+
+  const performance = Object.freeze({ now: () => now, timeOrigin: EPOCH_MS });
+
+  function delayOf(ms) {
+    const n = Math.floor(Number(ms));
+    if (!(n >= 0)) return 0;
+    // Node runs a delay beyond the 32-bit range at once (after a warning).
+    return n > TIMEOUT_MAX ? 1 : n;
+  }
+
+  class Timeout {
+    constructor(fn, args, ms, repeat) {
+      this._fn = fn;
+      this._args = args;
+      this._ms = ms;
+      this._repeat = repeat;
+      this._id = 0;
+      this._live = false;
+      this._cleared = false;
+    }
+    _arm() {
+      this._id = nextTimerId++;
+      this._live = true;
+      this._cleared = false;
+      timers.set(this._id, this);
+      call({ type: "set_timeout", timer: this._id, ms: this._ms });
+    }
+    _cancel() {
+      this._cleared = true;
+      if (!this._live) return;
+      this._live = false;
+      timers.delete(this._id);
+      call({ type: "clear_timeout", timer: this._id });
+    }
+    ref() {
+      return this;
+    }
+    unref() {
+      return this;
+    }
+    hasRef() {
+      return true;
+    }
+    refresh() {
+      this._cancel();
+      this._arm();
+      return this;
+    }
+    close() {
+      this._cancel();
+      return this;
+    }
+    [Symbol.toPrimitive]() {
+      return this._id;
+    }
+  }
+
+  function checkFn(fn, name) {
+    if (typeof fn !== "function") throw new TypeError(`${name}: the callback must be a function`);
+  }
+
+  function setTimeout(fn, ms, ...args) {
+    checkFn(fn, "setTimeout");
+    const t = new Timeout(fn, args, delayOf(ms), false);
+    t._arm();
+    return t;
+  }
+
+  function setInterval(fn, ms, ...args) {
+    checkFn(fn, "setInterval");
+    const t = new Timeout(fn, args, Math.max(1, delayOf(ms)), true);
+    t._arm();
+    return t;
+  }
+
+  function clearTimeout(t) {
+    if (t instanceof Timeout) {
+      t._cancel();
+    } else if (t != null) {
+      const rec = timers.get(Number(t));
+      if (rec instanceof Timeout) rec._cancel();
+    }
+  }
+
+  function queueMicrotask(fn) {
+    checkFn(fn, "queueMicrotask");
+    const id = nextTimerId++;
+    timers.set(id, { micro: fn });
+    call({ type: "queue_microtask", timer: id });
+  }
+
+  function fire(id) {
+    const t = timers.get(id);
+    if (!t) return;
+    timers.delete(id);
+    if (!(t instanceof Timeout)) {
+      t.micro();
+      return;
+    }
+    t._live = false;
+    try {
+      t._fn(...t._args);
+    } finally {
+      if (t._repeat && !t._cleared && !t._live) {
+        t._arm();
+      }
+    }
+  }
+
+  // A deterministic Math.random and crypto: the same sequence in every run (mulberry32).
+  function random() {
+    rngState = (rngState + 0x6d2b79f5) | 0;
+    let x = rngState;
+    x = Math.imul(x ^ (x >>> 15), x | 1);
+    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
+    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
+  }
+
+  const crypto = Object.freeze({
+    getRandomValues(a) {
+      for (let i = 0; i < a.length; i++) a[i] = Math.floor(random() * 2 ** 32);
+      return a;
+    },
+    randomUUID() {
+      const h = [];
+      for (let i = 0; i < 16; i++) h.push(Math.floor(random() * 256));
+      h[6] = (h[6] & 0x0f) | 0x40;
+      h[8] = (h[8] & 0x3f) | 0x80;
+      const s = h.map((b) => b.toString(16).padStart(2, "0")).join("");
+      return `${s.slice(0, 8)}-${s.slice(8, 12)}-${s.slice(12, 16)}-${s.slice(16, 20)}-${s.slice(20)}`;
+    },
+  });
+
+  function format(args) {
+    return args
+      .map((a) => {
+        if (typeof a === "string") return a;
+        try {
+          return JSON.stringify(a);
+        } catch {
+          return String(a);
+        }
+      })
+      .join(" ");
+  }
+
+  // stdout is the protocol: the module's console writes to stderr.
+  const log = (...args) => host.log(format(args) + "\n");
+  const console = Object.freeze({ log, info: log, warn: log, error: log, debug: log, trace: log });
+
+  const process = Object.freeze({
+    env: Object.freeze({}),
+    platform: "wakesim",
+    nextTick: (fn, ...args) => queueMicrotask(() => fn(...args)),
+    cwd: () => "/",
+  });
+
+  const g = globalThis;
+  Object.assign(g, {
+    setTimeout,
+    setInterval,
+    clearTimeout,
+    clearInterval: clearTimeout,
+    queueMicrotask,
+    performance,
+    crypto,
+    console,
+    process,
+    Date: VirtualDate,
+  });
+  realMath.random = random;
+  // The realm's globals as the prelude leaves them: each reset restores them, so a module that
+  // writes globals cannot carry state from one run into the next.
+  const baseline = new Map();
+  for (const name of Object.getOwnPropertyNames(g)) {
+    baseline.set(name, Object.getOwnPropertyDescriptor(g, name));
+  }
+
+  function restoreGlobals() {
+    for (const name of Object.getOwnPropertyNames(g)) {
+      if (name.startsWith("__wakesim")) continue;
+      const d = baseline.get(name);
+      if (!d) {
+        delete g[name];
+      } else if ("value" in d && g[name] !== d.value) {
+        Object.defineProperty(g, name, d);
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Modules: CommonJS inside the realm (TypeScript and ES modules are transpiled by the host).
+
+  function makeRequire(fromDir) {
+    return function require(spec) {
+      const r = host.resolve(String(spec), fromDir);
+      if (r.builtin) return host.builtin(r.builtin);
+      const cached = moduleCache.get(r.filename);
+      if (cached) return cached.exports;
+      const module = { exports: {}, filename: r.filename, id: r.filename, loaded: false };
+      moduleCache.set(r.filename, module);
+      const fn = host.compile(r.filename);
+      fn.call(module.exports, module.exports, makeRequire(r.dirname), module, r.filename, r.dirname);
+      module.loaded = true;
+      return module.exports;
+    };
+  }
+
+  function describeError(e) {
+    if (e && typeof e.stack === "string") {
+      const lines = e.stack.split("\n");
+      const head = lines.filter((l) => !/^\s+at /.test(l));
+      const frames = lines.filter((l) => /^\s+at /.test(l) && !/wakesim-(realm|adapter)/.test(l) && !/node:/.test(l));
+      return head.concat(frames.slice(0, 3)).join("\n");
+    }
+    return String(e);
+  }
+
+  const DEFAULT_OPTIONS = {
+    completion: { deliverAs: "steer", triggerTurn: true },
+    notification: { deliverAs: "steer", triggerTurn: true },
+    orchestrator: { deliverAs: "followUp", triggerTurn: true },
+  };
+
+  // ---------------------------------------------------------------------------------------------
+  // The adapter's entry points.
+
+  // A fresh module instance: returns the `ready` line, or throws with why the module cannot run.
+  function reset(entry, exportName, options) {
+    restoreGlobals();
+    now = 0;
+    session = 1;
+    out = [];
+    handlers = new Map();
+    deliverFn = null;
+    ctxs = new Map();
+    timers = new Map();
+    nextTimerId = 1;
+    pendingError = null;
+    inputAction = null;
+    moduleCache = new Map();
+    rngState = 0x5eed;
+    realMath.random = random;
+    const pi = makePi();
+    hintValid = false;
+    loading = true;
+    let exports;
+    try {
+      exports = makeRequire("/")(entry);
+      let factory;
+      if (exportName) {
+        factory = exports[exportName];
+      } else if (typeof exports === "function") {
+        factory = exports;
+      } else {
+        factory = exports.default;
+      }
+      const what = exportName ? `export \`${exportName}\`` : "default export";
+      if (typeof factory !== "function") {
+        throw new Error(`${entry}: its ${what} is not a function (a factory taking pi)`);
+      }
+      const ret = factory(pi, JSON.parse(JSON.stringify(options || {})));
+      if (typeof ret !== "function") {
+        throw new Error(
+          `${entry}: its ${what} returned ${ret === null ? "null" : typeof ret}, not a function: ` +
+            "a wake module's factory takes pi and returns send(message, options), which wakesim " +
+            "calls for each producer message"
+        );
+      }
+      deliverFn = ret;
+    } finally {
+      loading = false;
+    }
+    // Calls the module made while loading (timers, say) go out with the first event.
+    const events = ["message", "session_start"];
+    for (const name of handlers.keys()) {
+      const wire = name === "session_compact_failed" ? "session_compact" : name;
+      if (!events.includes(wire)) events.push(wire);
+    }
+    return JSON.stringify({ type: "ready", events }) + "\n";
+  }
+
+  // Run the handlers of `name` one after another, awaiting those that return a promise.
+  function runHandlers(name, event, ctx, onResult) {
+    const list = handlers.get(name);
+    if (!list) return;
+    let i = 0;
+    const step = () => {
+      while (i < list.length) {
+        const r = list[i++](event, ctx);
+        if (r && typeof r.then === "function") {
+          return r.then((v) => {
+            if (onResult && onResult(v)) return undefined;
+            return step();
+          });
+        }
+        if (onResult && onResult(r)) return undefined;
+      }
+      return undefined;
+    };
+    const p = step();
+    if (p) {
+      p.then(undefined, (e) => {
+        if (!pendingError) pendingError = e;
+      });
+    }
+  }
+
+  function dispatch(line) {
+    const ev = JSON.parse(line);
+    now = ev.now;
+    session = ev.ctx;
+    hintCtx = ev.ctx;
+    hint = ev.idle === undefined ? null : ev.idle;
+    hintValid = ev.idle !== undefined;
+    pendingError = null;
+    inputAction = null;
+    const ctx = ctxFor(session);
+    try {
+      switch (ev.event) {
+        case "message": {
+          const m = ev.message;
+          const message = {
+            customType: `wakesim.${m.kind}`,
+            content: m.text,
+            display: true,
+            details: { id: m.name, kind: m.kind, source: m.source },
+          };
+          const r = deliverFn(message, { ...DEFAULT_OPTIONS[m.kind] });
+          if (r && typeof r.then === "function") {
+            r.then(undefined, (e) => {
+              if (!pendingError) pendingError = e;
+            });
+          }
+          break;
+        }
+        case "timer":
+          fire(ev.timer);
+          break;
+        case "input":
+          inputAction = "continue";
+          runHandlers(
+            "input",
+            { type: "input", text: "", source: ev.input.source, streamingBehavior: ev.input.streaming_behavior ?? undefined },
+            ctx,
+            (r) => {
+              if (r && r.action === "handled") {
+                inputAction = "handled";
+                return true;
+              }
+              return false;
+            }
+          );
+          break;
+        case "session_compact": {
+          const name = ev.outcome === "failed" ? "session_compact_failed" : "session_compact";
+          runHandlers(name, { type: name }, ctx);
+          break;
+        }
+        default:
+          runHandlers(ev.event, { type: ev.event }, ctx);
+      }
+    } catch (e) {
+      if (!pendingError) pendingError = e;
+    }
+  }
+
+  // After the context's microtasks ran: the buffered calls and `done`.
+  function finish() {
+    if (!inputAction && !pendingError) return flushWith('{"type":"done"}\n');
+    const done = { type: "done" };
+    if (inputAction) done.action = inputAction;
+    if (pendingError) done.error = describeError(pendingError);
+    return flushWith(JSON.stringify(done) + "\n");
+  }
+
+  return { reset, dispatch, finish };
+});

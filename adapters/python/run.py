@@ -1,0 +1,32 @@
+#!/usr/bin/env python3
+"""wakesim's Python reference adapter: `python3 adapters/python/run.py MODULE.py [--export NAME]`.
+
+Loads MODULE.py afresh at every reset and calls its `wake` function (or NAME) with a pi-shaped
+facade and the scenario's options; it returns send(message, options). See wakesim_adapter/.
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from wakesim_adapter.pi import PiFacade  # noqa: E402
+from wakesim_adapter.protocol import serve  # noqa: E402
+
+
+def main(argv):
+    module, export = None, "wake"
+    it = iter(argv)
+    for a in it:
+        if a == "--export":
+            export = next(it, None)
+        elif module is None:
+            module = a
+        else:
+            sys.exit(f"unexpected argument {a!r}; usage: run.py MODULE.py [--export NAME]")
+    if module is None:
+        sys.exit("usage: run.py MODULE.py [--export NAME]")
+    serve({"pi": PiFacade}, (module, export))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,177 @@
+"""The pi-shaped facade: what a pi extension's wake logic sees, in Python.
+
+    def factory(pi, options):
+        pi.on("agent_end", lambda event, ctx: ...)
+        def send(message, options): ...
+        return send
+
+`pi.send_message(message, {"deliver_as": ..., "trigger_turn": ...})`,
+`pi.send_user_message(content, {"deliver_as": ...})`, `ctx.is_idle()` (raises `StaleCtx` once the
+session was replaced), and timers on virtual time: `pi.set_timeout(fn, ms)`,
+`pi.clear_timeout(id)`, `pi.queue_microtask(fn)`, `pi.now()` (ms). Producer messages are dicts
+`{"custom_type", "content", "display", "details": {"id", "kind", "source"}}`; a send carries every
+producer message whose marker "[wakesim mN]" appears in what it sends.
+"""
+
+import json
+import re
+
+from .protocol import drive
+
+MARKER = re.compile(r"\[wakesim m(\d+)\]")
+DELIVER_AS = ("steer", "followUp", "nextTurn")
+DEFAULT_OPTIONS = {
+    "completion": {"deliver_as": "steer", "trigger_turn": True},
+    "notification": {"deliver_as": "steer", "trigger_turn": True},
+    "orchestrator": {"deliver_as": "followUp", "trigger_turn": True},
+}
+STALE = "This extension ctx is stale after session replacement or reload."
+
+
+class StaleCtx(Exception):
+    """pi's stale-ctx error."""
+
+
+def carries(value):
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    ids = []
+    for m in MARKER.finditer(text):
+        i = int(m.group(1)) - 1
+        if i >= 0 and i not in ids:
+            ids.append(i)
+    return ids
+
+
+def deliver_as(options, fn):
+    d = (options or {}).get("deliver_as")
+    if d is not None and d not in DELIVER_AS:
+        raise ValueError(f"{fn}: deliver_as must be one of {DELIVER_AS}, not {d!r}")
+    return d
+
+
+class Ctx:
+    def __init__(self, pi, session):
+        self._pi = pi
+        self.session = session
+
+    def is_idle(self):
+        r = self._pi._conn.query({"type": "is_idle", "ctx": self.session})
+        if r.get("error") == "stale_ctx":
+            raise StaleCtx(STALE)
+        return r.get("value") is True
+
+
+class Pi:
+    """One per run."""
+
+    def __init__(self, conn, clock):
+        self._conn = conn
+        self._clock = clock
+        self._handlers = {}
+
+    def on(self, event, handler=None):
+        """`pi.on("agent_end", fn)`, or as a decorator: `@pi.on("agent_end")`."""
+        if handler is None:
+            return lambda fn: self.on(event, fn) or fn
+        self._handlers.setdefault(event, []).append(handler)
+        return None
+
+    def send_message(self, message, options=None):
+        options = options or {}
+        custom = message.get("custom_type") if isinstance(message, dict) else None
+        self._conn.call({
+            "type": "send_message",
+            "custom_type": custom,
+            "carries": carries(message),
+            "deliver_as": deliver_as(options, "pi.send_message"),
+            "trigger_turn": bool(options.get("trigger_turn")),
+        })
+
+    def send_user_message(self, content, options=None):
+        self._conn.call({
+            "type": "send_user_message",
+            "carries": carries(content),
+            "deliver_as": deliver_as(options, "pi.send_user_message"),
+        })
+
+    def now(self):
+        return self._clock.now_ms
+
+    def set_timeout(self, fn, ms, *args):
+        return self._clock.set_timeout(fn, ms, *args)
+
+    def clear_timeout(self, tid):
+        self._clock.clear_timeout(tid)
+
+    def queue_microtask(self, fn, *args):
+        return self._clock.queue_microtask(fn, *args)
+
+
+class PiFacade:
+    def __init__(self, conn, clock, options):
+        self._conn = conn
+        self._clock = clock
+        self._options = options
+        self._pi = None
+        self._send = None
+        self._ctxs = {}
+
+    def reset(self, factory):
+        self._pi = Pi(self._conn, self._clock)
+        self._ctxs = {}
+        send = factory(self._pi, json.loads(json.dumps(self._options)))
+        if not callable(send):
+            raise TypeError(
+                "the factory returned no send function: a wake module's factory takes pi and "
+                "returns send(message, options), which wakesim calls for each producer message"
+            )
+        self._send = send
+        events = ["message", "session_start"]
+        for name in self._pi._handlers:
+            wire = "session_compact" if name == "session_compact_failed" else name
+            if wire not in events:
+                events.append(wire)
+        return events
+
+    def _ctx(self, session):
+        c = self._ctxs.get(session)
+        if c is None:
+            c = self._ctxs[session] = Ctx(self._pi, session)
+        return c
+
+    def _run(self, name, event, ctx):
+        results = []
+        for h in self._pi._handlers.get(name, ()):
+            r = drive(h(event, ctx))
+            results.append(r)
+            if name == "input" and isinstance(r, dict) and r.get("action") == "handled":
+                break
+        return results
+
+    def dispatch(self, ev):
+        ctx = self._ctx(ev["ctx"])
+        name = ev["event"]
+        if name == "message":
+            m = ev["message"]
+            message = {
+                "custom_type": f"wakesim.{m['kind']}",
+                "content": m["text"],
+                "display": True,
+                "details": {"id": m["name"], "kind": m["kind"], "source": m["source"]},
+            }
+            drive(self._send(message, dict(DEFAULT_OPTIONS[m["kind"]])))
+            return None
+        if name == "timer":
+            self._clock.fire(ev["timer"])
+            return None
+        if name == "input":
+            inp = ev["input"]
+            event = {"type": "input", "text": "", "source": inp["source"],
+                     "streaming_behavior": inp.get("streaming_behavior")}
+            results = self._run("input", event, ctx)
+            handled = any(isinstance(r, dict) and r.get("action") == "handled" for r in results)
+            return "handled" if handled else "continue"
+        if name == "session_compact":
+            name = "session_compact_failed" if ev.get("outcome") == "failed" else "session_compact"
+        self._run(name, {"type": name}, ctx)
+        return None

@@ -1,0 +1,240 @@
+"""The host-independent core of the Python adapter: line IO, the message loop, calls, queries and
+the virtual clock. A facade (pi today, gptme next) turns events into calls of the user's module.
+
+Everything the module sees of time comes from the simulator: `now` is set from each event, the
+`time` module's clocks are replaced by virtual ones at start-up, timers and microtasks are host
+calls whose callbacks run when the simulator delivers their `timer` event, and `random` is
+reseeded at every reset. stdout is the protocol, so `sys.stdout` is pointed at stderr: a `print`
+in the module cannot corrupt it.
+"""
+
+import importlib.machinery
+import importlib.util
+import json
+import os
+import random
+import sys
+import time
+import traceback
+
+from . import NAME, PROTOCOL
+
+# time.time() is this epoch plus virtual time: realistic, and the same in every run.
+EPOCH_S = 1767225600  # 2026-01-01T00:00:00Z
+
+
+class Fatal(Exception):
+    """The adapter itself cannot go on; reported as {"type":"error"}."""
+
+
+class Connection:
+    """Lines on the real stdin and stdout, with calls buffered until the next query or `done`."""
+
+    def __init__(self):
+        self._in = sys.stdin.buffer
+        self._out = os.fdopen(os.dup(1), "wb", buffering=0)
+        sys.stdout = sys.stderr
+        self._pending = []
+
+    def read(self):
+        line = self._in.readline()
+        if not line:
+            sys.exit(0)
+        return line
+
+    def call(self, obj):
+        self._pending.append(json.dumps(obj, separators=(",", ":")))
+
+    def flush(self, last=None):
+        if last is not None:
+            self._pending.append(json.dumps(last, separators=(",", ":")))
+        if self._pending:
+            self._out.write(("\n".join(self._pending) + "\n").encode())
+            self._pending = []
+
+    def query(self, obj):
+        """A call whose answer the module waits for: the simulator answers at once."""
+        self.flush(obj)
+        answer = json.loads(self.read())
+        if answer.get("type") != "result":
+            raise Fatal(f"expected a result from the simulator, got {answer!r}")
+        return answer
+
+
+class Clock:
+    """Virtual time and the timers of one run. Timer ids are the adapter's, unique per run."""
+
+    def __init__(self, conn):
+        self._conn = conn
+        self.now_ms = 0
+        self._timers = {}
+        self._next = 1
+
+    def reset(self):
+        self.now_ms = 0
+        self._timers = {}
+        self._next = 1
+
+    def set_timeout(self, fn, ms, *args):
+        ms = max(0, int(ms))
+        tid = self._next
+        self._next += 1
+        self._timers[tid] = (fn, args)
+        self._conn.call({"type": "set_timeout", "timer": tid, "ms": ms})
+        return tid
+
+    def clear_timeout(self, tid):
+        if self._timers.pop(tid, None) is not None:
+            self._conn.call({"type": "clear_timeout", "timer": tid})
+
+    def queue_microtask(self, fn, *args):
+        tid = self._next
+        self._next += 1
+        self._timers[tid] = (fn, args)
+        self._conn.call({"type": "queue_microtask", "timer": tid})
+        return tid
+
+    def fire(self, tid):
+        entry = self._timers.pop(tid, None)
+        if entry is not None:
+            fn, args = entry
+            drive(fn(*args))
+
+
+def drive(result):
+    """Run a coroutine a handler returned to completion; it may not await real I/O."""
+    if hasattr(result, "send") and hasattr(result, "throw"):
+        for _ in range(100_000):
+            try:
+                result.send(None)
+            except StopIteration as stop:
+                return stop.value
+        raise RuntimeError("a coroutine handler kept awaiting: only awaits that finish at once work")
+    return result
+
+
+_clock = None
+
+
+def _virtual_s():
+    return EPOCH_S + _clock.now_ms / 1000.0
+
+
+def install_clock(clock):
+    """Replace the `time` module's clocks with virtual ones (before the module loads)."""
+    global _clock
+    _clock = clock
+    time.time = _virtual_s
+    time.time_ns = lambda: int(_virtual_s() * 1e9)
+    time.monotonic = lambda: _clock.now_ms / 1000.0
+    time.monotonic_ns = lambda: _clock.now_ms * 1_000_000
+    time.perf_counter = time.monotonic
+    time.perf_counter_ns = time.monotonic_ns
+
+
+_code_cache = {}
+_get_code = importlib.machinery.SourceFileLoader.get_code
+
+
+def _cached_get_code(self, fullname):
+    # Modules are executed afresh at every reset, but compiled once per process.
+    path = self.get_filename(fullname)
+    code = _code_cache.get(path)
+    if code is None:
+        code = _code_cache[path] = _get_code(self, fullname)
+    return code
+
+
+importlib.machinery.SourceFileLoader.get_code = _cached_get_code
+
+
+class ModuleLoader:
+    """Loads the user's module afresh at every reset; modules it imported are dropped too."""
+
+    def __init__(self, path, export):
+        self.path = os.path.abspath(path)
+        self.export = export
+        if not os.path.isfile(self.path):
+            raise Fatal(f"module {path} not found (from {os.getcwd()})")
+        self._baseline = None
+
+    def load(self):
+        if self._baseline is None:
+            self._baseline = set(sys.modules)
+        else:
+            for name in [m for m in sys.modules if m not in self._baseline]:
+                del sys.modules[name]
+        directory = os.path.dirname(self.path)
+        if directory not in sys.path:
+            sys.path.insert(0, directory)
+        name = "wakesim_user_" + os.path.splitext(os.path.basename(self.path))[0]
+        spec = importlib.util.spec_from_file_location(name, self.path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        factory = getattr(module, self.export, None)
+        if not callable(factory):
+            raise Fatal(f"{self.path}: `{self.export}` is not a function (a factory taking pi)")
+        return factory
+
+
+def describe(exc):
+    lines = traceback.format_exception_only(type(exc), exc)
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if "wakesim_adapter" not in f.filename]
+    where = "".join(f"    at {os.path.relpath(f.filename)}:{f.lineno} in {f.name}\n" for f in frames[-3:])
+    return ("".join(lines) + where).rstrip()
+
+
+def serve(facades, loader_args):
+    """The protocol loop. `facades` maps a host family to a facade class."""
+    conn = Connection()
+    clock = Clock(conn)
+    install_clock(clock)
+    facade = None
+    loader = None
+    try:
+        while True:
+            line = conn.read()
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                raise Fatal(f"the simulator sent a line that is not JSON: {line[:200]!r}")
+            kind = msg.get("type")
+            if kind == "hello":
+                if msg.get("protocol") != PROTOCOL:
+                    raise Fatal(f"{NAME} speaks protocol {PROTOCOL}, not {msg.get('protocol')}")
+                host = msg.get("host")
+                if host not in facades:
+                    raise Fatal(f"{NAME} has facades for {', '.join(facades)}, not {host}")
+                loader = ModuleLoader(*loader_args)
+                facade = facades[host](conn, clock, msg.get("options") or {})
+                conn.flush({"type": "hello", "protocol": PROTOCOL, "adapter": NAME})
+            elif facade is None:
+                raise Fatal("the simulator did not say hello first")
+            elif kind == "reset":
+                clock.reset()
+                random.seed(0x5EED)
+                try:
+                    events = facade.reset(loader.load())
+                except Fatal:
+                    raise
+                except Exception as e:  # the module failed to load
+                    raise Fatal(f"the module failed to load: {describe(e)}")
+                conn.flush({"type": "ready", "events": events})
+            elif kind == "event":
+                clock.now_ms = msg["now"]
+                done = {"type": "done"}
+                try:
+                    action = facade.dispatch(msg)
+                    if action is not None:
+                        done["action"] = action
+                except Fatal:
+                    raise
+                except Exception as e:
+                    done["error"] = describe(e)
+                conn.flush(done)
+            else:
+                raise Fatal(f"unexpected message from the simulator: {line[:200]!r}")
+    except Fatal as f:
+        conn.flush({"type": "error", "message": str(f)})
+        sys.exit(1)

@@ -1,0 +1,559 @@
+//! External wake logic through adapter processes (`docs/protocol.md`): the Node reference adapter
+//! must reproduce the built-in variants seed for seed, runs through an adapter must be as
+//! deterministic as built-in ones, and a broken adapter must end in its own outcome (or, when it
+//! cannot even start, in a scenario error) within its wall-clock bound, never in a hang or a
+//! panic of the simulator.
+//!
+//! The adapters run for real: `node` with the pinned sucrase (`npm ci --prefix adapters/node`,
+//! which `.ci/run` does), `python3` for the misbehaving adapter under `tests/data/adapters/`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use wakesim::external::FaultKind;
+use wakesim::report;
+use wakesim::run::{Outcome, Runner};
+use wakesim::scenario::{Expect, Scenario};
+use wakesim::wake::Registry;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn scenario(rel: &str, registry: &Registry) -> Scenario {
+    let scn =
+        Scenario::load(&root().join(rel), registry).unwrap_or_else(|e| panic!("{rel} loads: {e}"));
+    Scenario {
+        path: PathBuf::from(rel),
+        ..scn
+    }
+}
+
+fn inline(text: &str, registry: &Registry) -> Scenario {
+    Scenario::parse(Path::new("inline.toml"), text, registry).expect("inline scenario parses")
+}
+
+fn wakesim(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_wakesim"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("wakesim runs")
+}
+
+fn tempdir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("wakesim-ext-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+// ---------------------------------------------------------------------------------------------
+// The same logic in TypeScript gives the built-in's run, seed for seed.
+
+/// Each external scenario and the built-in variant its module re-implements.
+const TWINS: [(&str, &str); 17] = [
+    (
+        "scenarios/external/node-g0-idle-wake-skips-harness.toml",
+        "pi.raw-trigger-turn",
+    ),
+    (
+        "scenarios/external/node-g0-follow-up-while-parent-calls-tools.toml",
+        "pi.raw-follow-up",
+    ),
+    (
+        "scenarios/external/node-g0-wake-during-compaction.toml",
+        "pi.raw-trigger-turn",
+    ),
+    (
+        "scenarios/external/node-g1-counter-strands-between-inner-runs.toml",
+        "pi.counter",
+    ),
+    (
+        "scenarios/external/node-g2-two-wakes-during-preparation.toml",
+        "pi.is-idle",
+    ),
+    (
+        "scenarios/external/node-g2-pi058-wake-in-the-retry-gap.toml",
+        "pi.is-idle",
+    ),
+    (
+        "scenarios/external/node-g2-stale-ctx-takes-host-path.toml",
+        "pi.is-idle",
+    ),
+    (
+        "scenarios/external/node-g3-failed-wake-strands.toml",
+        "pi.reservation",
+    ),
+    (
+        "scenarios/external/node-g3-compaction-takes-host-path.toml",
+        "pi.reservation",
+    ),
+    (
+        "scenarios/external/node-g3-passes-without-failed-wake.toml",
+        "pi.reservation",
+    ),
+    (
+        "scenarios/external/node-g4-failed-wake-prompt-strands.toml",
+        "pi.gentle",
+    ),
+    (
+        "scenarios/external/node-g4-fixed-passes.toml",
+        "pi.gentle-fixed",
+    ),
+    (
+        "scenarios/external/node-g4-passes-with-faults.toml",
+        "pi.gentle",
+    ),
+    (
+        "scenarios/external/node-g4-pre-t2-held-over-tree.toml",
+        "pi.gentle-pre-t2",
+    ),
+    (
+        "scenarios/external/node-g4-session-replacement-drops-documented.toml",
+        "pi.gentle",
+    ),
+    (
+        "scenarios/external/python-g2-two-wakes-during-preparation.toml",
+        "pi.is-idle",
+    ),
+    (
+        "scenarios/external/python-g3-failed-wake-strands.toml",
+        "pi.reservation",
+    ),
+];
+
+#[test]
+fn every_twin_gives_the_builtin_trace_and_verdict_seed_for_seed() {
+    let registry = Registry::builtin();
+    let mut runner = Runner::new(&registry);
+    for (file, builtin) in TWINS {
+        let ext = scenario(file, &registry);
+        assert!(ext.adapter.is_some(), "{file} names an adapter");
+        // The twin differs in the wake logic only.
+        let twin = Scenario {
+            wake: builtin.to_string(),
+            adapter: None,
+            ..ext.clone()
+        };
+        let mut failing = 0;
+        for seed in 0..150 {
+            let a = runner.run_seed(&ext, seed, false);
+            let b = runner.run_seed(&twin, seed, false);
+            assert_eq!(a.outcome, b.outcome, "{file} seed {seed}: verdicts differ");
+            assert_eq!(
+                a.trace_hash, b.trace_hash,
+                "{file} seed {seed}: traces differ from {builtin}'s"
+            );
+            failing += u32::from(!a.outcome.is_pass());
+        }
+        // The snapshot seed in full, record by record.
+        let a = runner.run_seed(&ext, ext.snapshot_seed, true);
+        let b = runner.run_seed(&twin, ext.snapshot_seed, true);
+        assert_eq!(a.trace, b.trace, "{file}: snapshot seed");
+        if ext.expect != Expect::Pass {
+            assert!(failing > 0, "{file}: no failing seed in 0..150 to compare");
+        }
+    }
+}
+
+/// G4 races whose scope is too large to explore through a process in the gate have no scenario
+/// copy in `scenarios/external/`; their built-in scenarios run through `g4-gentle.ts` here: the
+/// built-in scenario, the built-in's name, the module's options and constants.
+const G4_ONLY_HERE: [(&str, &str, &str, &[u64]); 3] = [
+    (
+        "scenarios/pi/g4-held-orchestrator-overtaken.toml",
+        "pi.gentle",
+        "{}",
+        &[30_000, 1_000, 2_000],
+    ),
+    (
+        "scenarios/pi/g4-pre-t3-user-prompt-race.toml",
+        "pi.gentle-pre-t3",
+        r#"{"t3":false}"#,
+        &[30_000, 1_000],
+    ),
+    (
+        "scenarios/pi/g4-user-prompt-compaction-race.toml",
+        "pi.gentle",
+        "{}",
+        &[30_000, 1_000, 2_000],
+    ),
+];
+
+#[test]
+fn g4_races_through_node_give_the_builtin_traces_and_find_the_bugs() {
+    let registry = Registry::builtin();
+    let mut runner = Runner::new(&registry);
+    let model = scenario("scenarios/external/node-g4-fixed-passes.toml", &registry);
+    let model = model.adapter.expect("an adapter");
+    for (file, builtin, options, constants) in G4_ONLY_HERE {
+        let twin = scenario(file, &registry);
+        assert_eq!(twin.wake, builtin);
+        let mut spec = model.clone();
+        spec.options = serde_json::from_str(options).expect("JSON");
+        spec.constants_ms = constants.to_vec();
+        let ext = Scenario {
+            wake: "node:g4-gentle.ts".to_string(),
+            adapter: Some(spec),
+            ..twin.clone()
+        };
+        // Up to the built-in's first expected failure, and a little past it.
+        let rep = runner.run_scenario(&twin, 0..twin.seeds);
+        let last = rep.first_expected.expect("the built-in shows its bug") + 20;
+        let mut found = false;
+        for seed in 0..=last {
+            let a = runner.run_seed(&ext, seed, false);
+            let b = runner.run_seed(&twin, seed, false);
+            assert_eq!(a.outcome, b.outcome, "{file} seed {seed}");
+            assert_eq!(a.trace_hash, b.trace_hash, "{file} seed {seed}");
+            found |= wakesim::run::shows_expected(&twin.expect, &a.outcome);
+        }
+        assert!(found, "{file}: the module shows the bug too");
+    }
+}
+
+#[test]
+fn the_twin_table_covers_every_external_variant_scenario() {
+    let mut files: Vec<String> = std::fs::read_dir(root().join("scenarios/external"))
+        .expect("scenarios/external")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("node-g") || n.starts_with("python-g"))
+        .collect();
+    files.sort();
+    let mut twins: Vec<String> = TWINS
+        .iter()
+        .map(|(f, _)| f.rsplit('/').next().expect("name").to_string())
+        .collect();
+    twins.sort();
+    assert_eq!(files, twins);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Determinism through the adapter.
+
+fn clockwork(registry: &Registry) -> Scenario {
+    inline(
+        r#"name = "clockwork"
+host = "pi"
+wake = { command = ["node", "adapters/node/adapter.mjs", "tests/data/adapters/node/clockwork.ts"] }
+seeds = 60
+snapshot_seed = 3
+[producers]
+messages = { min = 1, max = 4 }
+[faults]
+retries = "1/2"
+session_replacement = "1/4"
+[expect]
+verdict = "pass"
+"#,
+        registry,
+    )
+}
+
+#[test]
+fn a_seed_through_the_adapter_is_the_same_alone_after_other_seeds_and_in_another_process() {
+    let registry = Registry::builtin();
+    let scn = clockwork(&registry);
+    let mut shared = Runner::new(&registry);
+    let other = scenario(
+        "scenarios/external/node-g2-two-wakes-during-preparation.toml",
+        &registry,
+    );
+    let mut after = Vec::new();
+    for seed in 0..30 {
+        shared.run_seed(&other, seed, false);
+        after.push(shared.run_seed(&scn, seed, true));
+    }
+    for (seed, a) in after.iter().enumerate() {
+        // A fresh runner is a fresh adapter process.
+        let alone = Runner::new(&registry).run_seed(&scn, seed as u64, true);
+        assert_eq!(a.trace, alone.trace, "seed {seed}");
+        assert_eq!(a.outcome, alone.outcome, "seed {seed}");
+        assert_eq!(
+            report::text::timeline(&scn, a),
+            report::text::timeline(&scn, &alone)
+        );
+    }
+    // The module really used the clock, timers and microtasks (the trace shows timer calls).
+    let text = report::text::timeline(&scn, &after[3]);
+    assert!(text.contains("sets timer T0 (+1 ms)"), "{text}");
+    assert!(text.contains("clears timer"), "{text}");
+}
+
+#[test]
+fn replay_through_the_adapter_prints_the_same_bytes_every_time() {
+    let file = "scenarios/external/node-g2-two-wakes-during-preparation.toml";
+    for format in ["text", "json", "mermaid"] {
+        let a = wakesim(&["replay", file, "--seed", "11", "--format", format]);
+        let b = wakesim(&["replay", file, "--seed", "11", "--format", format]);
+        assert_eq!(a.status.code(), Some(1), "{format}");
+        assert_eq!(a.stdout, b.stdout, "{format}");
+    }
+    let text = String::from_utf8(wakesim(&["replay", file, "--seed", "11"]).stdout).expect("utf-8");
+    assert!(text.contains("✗ single-starter"), "{text}");
+    assert!(text.contains(&format!("reproduce: wakesim replay {file} --seed 11")));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Faults of the adapter itself.
+
+fn misbehaving(mode: &str, messages: &str, extra: &str, expect: &str) -> String {
+    format!(
+        r#"name = "misbehave {mode}"
+host = "pi"
+wake = {{ command = ["python3", "tests/data/adapters/misbehave.py", "{mode}"]{extra} }}
+seeds = 20
+snapshot_seed = 0
+[producers]
+messages = {messages}
+[expect]
+verdict = "{expect}"
+"#
+    )
+}
+
+#[test]
+fn each_adapter_fault_is_its_own_outcome_within_the_bound() {
+    let registry = Registry::builtin();
+    let cases = [
+        ("crash", FaultKind::Exited, "crashed on purpose"),
+        ("not-json", FaultKind::NotJson, "about to write garbage"),
+        ("not-protocol", FaultKind::Protocol, ""),
+        ("unknown-call", FaultKind::UnknownCall, ""),
+        ("wrong-known", FaultKind::Protocol, ""),
+        ("silent", FaultKind::Timeout, "going silent"),
+    ];
+    let mut runner = Runner::new(&registry);
+    for (mode, kind, stderr) in cases {
+        // Only the silent adapter needs the bound; the others answer at once.
+        let bound = if mode == "silent" {
+            ", timeout_ms = 1000"
+        } else {
+            ""
+        };
+        let scn = inline(&misbehaving(mode, "2", bound, "adapter-fault"), &registry);
+        let started = Instant::now();
+        let rep = runner.run_scenario(&scn, 0..scn.seeds);
+        assert!(rep.met, "{mode}: {:?}", rep.why);
+        // The sweep stops at the first fault instead of restarting the adapter for every seed.
+        assert_eq!(rep.seed_count(), 1, "{mode}");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{mode} took {:?}",
+            started.elapsed()
+        );
+
+        let r = runner.run_seed(&scn, 0, true);
+        let Outcome::AdapterFault(f) = &r.outcome else {
+            panic!("{mode}: expected an adapter fault, got {:?}", r.outcome)
+        };
+        assert_eq!(f.kind, kind, "{mode}: {f}");
+        assert!(
+            f.stderr_tail.contains(stderr),
+            "{mode}: {:?}",
+            f.stderr_tail
+        );
+        let text = report::text::timeline(&scn, &r);
+        assert!(
+            text.contains(&format!("✗ adapter fault ({})", kind.name())),
+            "{text}"
+        );
+        assert!(text.contains("while handling `message`"), "{text}");
+        assert!(
+            text.ends_with("reproduce: wakesim replay inline.toml --seed 0\n"),
+            "{text}"
+        );
+        // Not an invariant violation: the first message was delivered normally before the fault.
+        assert!(r.outcome.violations().is_empty());
+    }
+    // The runner is fine afterwards: a good adapter still runs in it.
+    let good = scenario(
+        "scenarios/external/node-g2-two-wakes-during-preparation.toml",
+        &registry,
+    );
+    assert!(runner.run_scenario(&good, 0..50).met);
+}
+
+#[test]
+fn a_parallel_sweep_stops_at_the_first_adapter_fault_whatever_the_threads() {
+    let registry = Registry::builtin();
+    let text = misbehaving("crash", "2", "", "adapter-fault").replace("seeds = 20", "seeds = 400");
+    let scn = inline(&text, &registry);
+    for threads in [1, 2] {
+        let started = Instant::now();
+        let rep = wakesim::run::run_scenario_parallel(&registry, &scn, 0..400, threads, &|_| {});
+        assert!(rep.met, "{threads} threads: {:?}", rep.why);
+        // Every seed crashes the adapter: the report ends at seed 0, not 400 restarts later.
+        assert_eq!(rep.seeds, 0..1, "{threads} threads");
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{threads} threads"
+        );
+    }
+}
+
+#[test]
+fn an_exception_in_the_wake_logic_is_a_panic_not_an_adapter_fault() {
+    let registry = Registry::builtin();
+    let scn = inline(&misbehaving("throws", "2", "", "panic"), &registry);
+    let mut runner = Runner::new(&registry);
+    let rep = runner.run_scenario(&scn, 0..scn.seeds);
+    assert!(rep.met, "{:?}", rep.why);
+    // The adapter answered `done` properly, so it serves every seed.
+    assert_eq!(rep.seed_count(), 20);
+    let r = runner.run_seed(&scn, 0, false);
+    assert_eq!(
+        r.outcome,
+        Outcome::Panic(
+            "the `message` handler threw: Error: the wake logic threw on purpose".to_string()
+        )
+    );
+}
+
+#[test]
+fn a_flood_on_stderr_does_not_block_the_run() {
+    let registry = Registry::builtin();
+    let scn = inline(&misbehaving("chatty", "1", "", "pass"), &registry);
+    let rep = Runner::new(&registry).run_scenario(&scn, 0..5);
+    assert!(rep.met, "{:?}", rep.why);
+}
+
+#[test]
+fn an_adapter_that_cannot_start_is_a_scenario_error_with_exit_2() {
+    let registry = Registry::builtin();
+    let cases = [
+        ("exit-at-start", "exiting before the handshake", ""),
+        (
+            "bad-version",
+            "the adapter speaks protocol 99, wakesim speaks 1",
+            "",
+        ),
+        (
+            "silent-hello",
+            "no answer within 1000 ms while shaking hands",
+            ", start_timeout_ms = 1000",
+        ),
+    ];
+    for (mode, says, bound) in cases {
+        let scn = inline(&misbehaving(mode, "2", bound, "pass"), &registry);
+        let started = Instant::now();
+        let err = Runner::new(&registry)
+            .prepare(&scn)
+            .expect_err("the adapter cannot start");
+        assert!(started.elapsed() < Duration::from_secs(5), "{mode}");
+        let text = err.to_string();
+        assert!(
+            text.starts_with("inline.toml:3:8: wake: the adapter did not start: "),
+            "{text}"
+        );
+        assert!(text.contains(says), "{mode}: {text}");
+        assert_eq!(err.exit_code(), 2);
+    }
+
+    // Through the CLI: a module that does not exist.
+    let dir = tempdir("nostart");
+    let file = dir.join("missing-module.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "name = \"missing module\"\nhost = \"pi\"\nwake = {{ command = [\"node\", \"adapters/node/adapter.mjs\", \"adapters/node/examples/no-such.ts\"], cwd = \"{}\" }}\nseeds = 5\nsnapshot_seed = 0\n[expect]\nverdict = \"pass\"\n",
+            root().display()
+        ),
+    )
+    .expect("write");
+    let out = wakesim(&["run", file.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty(), "no partial run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with(&format!(
+            "error: {}:3:8: wake: the adapter did not start",
+            file.display()
+        )),
+        "{err}"
+    );
+    assert!(err.contains("no-such.ts not found"), "{err}");
+}
+
+#[test]
+fn an_unexpected_adapter_fault_fails_the_run_with_exit_1_and_the_replay_line() {
+    let dir = tempdir("unexpected");
+    let file = dir.join("crashes.toml");
+    let text = misbehaving("crash", "2", "", "pass").replace(
+        "wake = {",
+        &format!("wake = {{ cwd = \"{}\",", root().display()),
+    );
+    std::fs::write(&file, text).expect("write");
+    let out = wakesim(&["run", file.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("seed 0 ended with an adapter fault (exited)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("crashed on purpose"), "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "reproduce: wakesim replay {} --seed 0",
+            file.display()
+        )),
+        "{stdout}"
+    );
+    let json = wakesim(&[
+        "replay",
+        file.to_str().expect("utf-8"),
+        "--seed",
+        "0",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(json.status.code(), Some(1));
+    let last = String::from_utf8_lossy(&json.stdout)
+        .lines()
+        .last()
+        .expect("a verdict line")
+        .to_string();
+    let v: serde_json::Value = serde_json::from_str(&last).expect("JSON");
+    assert_eq!(v["verdict"], "adapter-fault");
+    assert_eq!(v["fault"], "exited");
+    assert!(
+        v["stderr_tail"]
+            .as_str()
+            .expect("tail")
+            .contains("crashed on purpose")
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bad `wake` tables: file, line, column and key; exit 2.
+
+#[test]
+fn bad_wake_tables_name_file_line_and_key_and_exit_2() {
+    let dir = root().join("tests/data/bad-wake");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("bad-wake dir")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    files.sort();
+    assert!(files.len() >= 6);
+    let mut all = String::new();
+    for f in &files {
+        let rel = f.strip_prefix(root()).expect("under root");
+        let out = wakesim(&["run", rel.to_str().expect("utf-8")]);
+        assert_eq!(out.status.code(), Some(2), "{}", rel.display());
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(
+            err.starts_with(&format!("error: {}:", rel.display())),
+            "{err}"
+        );
+        assert!(err.contains(": wake"), "names the key: {err}");
+        assert!(out.stdout.is_empty());
+        all += &err;
+    }
+    let mut s = insta::Settings::clone_current();
+    s.set_snapshot_path(root().join("snapshots"));
+    s.set_prepend_module_to_snapshot(false);
+    s.set_omit_expression(true);
+    s.bind(|| insta::assert_snapshot!("external__bad-wake-tables", all));
+}
