@@ -52,7 +52,7 @@ fn tempdir(name: &str) -> PathBuf {
 // The same logic in TypeScript gives the built-in's run, seed for seed.
 
 /// Each external scenario and the built-in variant its module re-implements.
-const TWINS: [(&str, &str); 17] = [
+const TWINS: [(&str, &str); 27] = [
     (
         "scenarios/external/node-g0-idle-wake-skips-harness.toml",
         "pi.raw-trigger-turn",
@@ -120,6 +120,46 @@ const TWINS: [(&str, &str); 17] = [
     (
         "scenarios/external/python-g3-failed-wake-strands.toml",
         "pi.reservation",
+    ),
+    (
+        "scenarios/external/python-w0-refused-event-dropped.toml",
+        "gptme.w0-drop-refused",
+    ),
+    (
+        "scenarios/external/python-w1-burst-refuses-itself.toml",
+        "gptme.w1-per-event-drain",
+    ),
+    (
+        "scenarios/external/python-w2-one-wake-per-burst-passes.toml",
+        "gptme.w2-one-wake-per-burst",
+    ),
+    (
+        "scenarios/external/python-w2-subagent-completions-reordered.toml",
+        "gptme.w2-subagent",
+    ),
+    (
+        "scenarios/external/python-b0-exits-with-job-running.toml",
+        "gptme.b0-exit-on-empty",
+    ),
+    (
+        "scenarios/external/python-pr3843-chat-loop-baseline.toml",
+        "gptme.b0-exit-on-empty",
+    ),
+    (
+        "scenarios/external/python-pr3843-chat-loop-fixed.toml",
+        "gptme.b1-idle-wait",
+    ),
+    (
+        "scenarios/external/python-b1-passes-with-faults.toml",
+        "gptme.b1-idle-wait",
+    ),
+    (
+        "scenarios/external/python-b1-pre-stale-control-spins.toml",
+        "gptme.b1-pre-control-any",
+    ),
+    (
+        "scenarios/external/python-b1-no-recheck-lost-wakeup.toml",
+        "gptme.b1-no-recheck",
     ),
 ];
 
@@ -218,7 +258,7 @@ fn the_twin_table_covers_every_external_variant_scenario() {
     let mut files: Vec<String> = std::fs::read_dir(root().join("scenarios/external"))
         .expect("scenarios/external")
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("node-g") || n.starts_with("python-g"))
+        .filter(|n| n.starts_with("node-") || n.starts_with("python-"))
         .collect();
     files.sort();
     let mut twins: Vec<String> = TWINS

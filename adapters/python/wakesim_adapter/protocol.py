@@ -1,5 +1,5 @@
 """The host-independent core of the Python adapter: line IO, the message loop, calls, queries and
-the virtual clock. A facade (pi today, gptme next) turns events into calls of the user's module.
+the virtual clock. A facade (`pi`, `gptme`) turns events into calls of the user's module.
 
 Everything the module sees of time comes from the simulator: `now` is set from each event, the
 `time` module's clocks are replaced by virtual ones at start-up, timers and microtasks are host
@@ -158,6 +158,14 @@ class ModuleLoader:
             raise Fatal(f"module {path} not found (from {os.getcwd()})")
         self._baseline = None
 
+    def load_factory(self):
+        """The module's factory (`--export`, default `wake`): pi modules."""
+        module = self.load()
+        factory = getattr(module, self.export, None)
+        if not callable(factory):
+            raise Fatal(f"{self.path}: `{self.export}` is not a function (a factory taking pi)")
+        return factory
+
     def load(self):
         if self._baseline is None:
             self._baseline = set(sys.modules)
@@ -172,10 +180,7 @@ class ModuleLoader:
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
         spec.loader.exec_module(module)
-        factory = getattr(module, self.export, None)
-        if not callable(factory):
-            raise Fatal(f"{self.path}: `{self.export}` is not a function (a factory taking pi)")
-        return factory
+        return module
 
 
 def describe(exc):
@@ -186,7 +191,13 @@ def describe(exc):
 
 
 def serve(facades, loader_args):
-    """The protocol loop. `facades` maps a host family to a facade class."""
+    """The protocol loop. `facades` maps a host family to a facade class.
+
+    A facade has `reset(loader)`, which loads the module afresh and returns the `ready` fields
+    (`events`, and what else its family reads), and `dispatch(event)`, which runs the module's
+    handler and returns what ends it: None (a plain `done`), fields to add to `done` (`action`,
+    `items`), or a whole terminator with its own `type` (a gptme CLI hook that suspends). A
+    handler's exception becomes `done` with `error`."""
     conn = Connection()
     clock = Clock(conn)
     install_clock(clock)
@@ -215,24 +226,26 @@ def serve(facades, loader_args):
                 clock.reset()
                 random.seed(0x5EED)
                 try:
-                    events = facade.reset(loader.load())
+                    ready = facade.reset(loader)
                 except Fatal:
                     raise
                 except Exception as e:  # the module failed to load
                     raise Fatal(f"the module failed to load: {describe(e)}")
-                conn.flush({"type": "ready", "events": events})
+                conn.flush({"type": "ready", **ready})
             elif kind == "event":
                 clock.now_ms = msg["now"]
-                done = {"type": "done"}
+                end = {"type": "done"}
                 try:
-                    action = facade.dispatch(msg)
-                    if action is not None:
-                        done["action"] = action
+                    result = facade.dispatch(msg)
+                    if result is not None and "type" in result:
+                        end = result
+                    elif result is not None:
+                        end.update(result)
                 except Fatal:
                     raise
                 except Exception as e:
-                    done["error"] = describe(e)
-                conn.flush(done)
+                    end["error"] = describe(e)
+                conn.flush(end)
             else:
                 raise Fatal(f"unexpected message from the simulator: {line[:200]!r}")
     except Fatal as f:
