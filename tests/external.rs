@@ -655,8 +655,7 @@ fn a_gptme_seed_through_the_adapter_is_the_same_alone_and_after_other_seeds() {
                 let text = report::text::timeline(&scn, a);
                 let last = text
                     .lines()
-                    .filter(|l| l.starts_with(' '))
-                    .last()
+                    .rfind(|l| l.starts_with(' '))
                     .expect("a timeline");
                 assert!(last.trim_end().ends_with("WAITING"), "{text}");
             }
