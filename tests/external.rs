@@ -906,3 +906,63 @@ fn the_node_adapter_installs_its_pinned_sucrase_once_when_adapters_start_side_by
     }
     let _ = std::fs::remove_dir_all(&copy);
 }
+
+#[test]
+fn a_module_with_its_own_deliver_runs_as_gptme_s_deliver_does() {
+    // The W2 scenario with a module that also writes out `_deliver`: every watch event now
+    // crosses the process boundary (a `deliver` event, `request_watch_wake`, `queue_watch_event`)
+    // and the runs are those of the built-in W2 with gptme's own `_deliver`.
+    let registry = Registry::builtin();
+    let w2 = scenario(
+        "scenarios/external/python-w2-one-wake-per-burst-passes.toml",
+        &registry,
+    );
+    let mut spec = w2.adapter.clone().expect("an adapter");
+    spec.command[2] = "tests/data/adapters/gptme/w2_own_deliver.py".to_string();
+    let own = Scenario {
+        adapter: Some(spec),
+        ..w2.clone()
+    };
+    let twin = Scenario {
+        wake: "gptme.w2-one-wake-per-burst".to_string(),
+        adapter: None,
+        ..w2.clone()
+    };
+    let mut runner = Runner::new(&registry);
+    let mut deferred = 0;
+    for seed in 0..100 {
+        let a = runner.run_seed(&own, seed, true);
+        let b = runner.run_seed(&twin, seed, false);
+        assert_eq!(a.trace_hash, b.trace_hash, "seed {seed}");
+        assert_eq!(a.outcome, b.outcome, "seed {seed}");
+        deferred += usize::from(
+            report::text::timeline(&own, &a).contains("appended to _pending_deliveries"),
+        );
+    }
+    assert!(
+        deferred > 0,
+        "some watch event was deferred by the module's deliver"
+    );
+}
+
+#[test]
+fn the_node_adapter_on_a_gptme_host_refuses_to_start() {
+    let registry = Registry::builtin();
+    let text = r#"name = "node on gptme"
+host = "gptme-server"
+wake = { command = ["node", "adapters/node/adapter.mjs", "adapters/node/examples/g2-is-idle.ts"] }
+seeds = 5
+snapshot_seed = 0
+[expect]
+verdict = "pass"
+"#;
+    let err = Runner::new(&registry)
+        .prepare(&inline(text, &registry))
+        .expect_err("no gptme facade in Node");
+    assert_eq!(err.exit_code(), 2);
+    assert!(
+        err.to_string()
+            .contains("has a facade for pi only, not gptme-server"),
+        "{err}"
+    );
+}
