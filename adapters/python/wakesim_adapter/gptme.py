@@ -44,6 +44,7 @@ milliseconds; compare deadlines in `monotonic_ns`, which is exact); `random` is 
 run; `options()` is the scenario's `options` table.
 """
 
+import _thread
 import copy
 import enum
 import math
@@ -229,8 +230,12 @@ class Fiber:
 
     def __init__(self, fn):
         self._fn = fn
-        self._to_fiber = threading.Semaphore(0)
-        self._to_main = threading.Semaphore(0)
+        # Raw locks as binary semaphores (a lock may be released by another thread than the one
+        # that took it): each side blocks on its own until the other releases it.
+        self._to_fiber = _thread.allocate_lock()
+        self._to_fiber.acquire()
+        self._to_main = _thread.allocate_lock()
+        self._to_main.acquire()
         self._report = None
         self._resumed_with = None
         self.abandoned = False

@@ -158,10 +158,18 @@ _SHARED_DIRS = tuple(sorted({
 }))
 
 
+_own_files = {}
+
+
 def _own(module):
     """A module of the user's (imported from outside the shared directories): reloaded every run."""
     f = getattr(module, "__file__", None)
-    return bool(f) and not os.path.realpath(f).startswith(_SHARED_DIRS)
+    if not f:
+        return False
+    own = _own_files.get(f)
+    if own is None:
+        own = _own_files[f] = not os.path.realpath(f).startswith(_SHARED_DIRS)
+    return own
 
 
 class ModuleLoader:
