@@ -11,7 +11,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Once;
 
 use crate::check::{Invariant, InvariantSet, Monitor, Violation};
-use crate::external::{AdapterFault, ExternalPi, Pool};
+use crate::external::{AdapterFault, ExternalCli, ExternalPi, ExternalServer, Pool};
 use crate::host::gptme::cli::{CliEv, CliHost};
 use crate::host::gptme::server::{ServerHost, SrvEv};
 use crate::host::pi::{Gen, PiEv, PiHost};
@@ -290,7 +290,7 @@ impl<'r> Runner<'r> {
                     HostKind::Pi058 => Gen::V058,
                     _ => Gen::V099,
                 };
-                // A wake logic in another language runs in its adapter process (pi hosts).
+                // A wake logic in another language runs in its adapter process.
                 let wake: Box<dyn crate::host::pi::api::PiWake> = match &scn.adapter {
                     Some(spec) => Box::new(ExternalPi::new(
                         self.adapters.slot(spec, scn.host),
@@ -303,13 +303,26 @@ impl<'r> Runner<'r> {
                 })
             }
             HostConfig::GptmeServer(cfg) => {
-                let wake = entry().make_server();
+                let wake: Box<dyn crate::host::gptme::server::api::ServerWake> = match &scn.adapter
+                {
+                    Some(spec) => Box::new(ExternalServer::new(
+                        self.adapters.slot(spec, scn.host),
+                        spec.constants_ms.clone(),
+                    )),
+                    None => entry().make_server(),
+                };
                 run.drive(&mut self.server_kernel, || {
                     ServerHost::new(cfg.clone(), wake)
                 })
             }
             HostConfig::GptmeCli(cfg) => {
-                let wake = entry().make_cli();
+                let wake: Box<dyn crate::host::gptme::cli::api::CliWake> = match &scn.adapter {
+                    Some(spec) => Box::new(ExternalCli::new(
+                        self.adapters.slot(spec, scn.host),
+                        spec.constants_ms.clone(),
+                    )),
+                    None => entry().make_cli(),
+                };
                 run.drive(&mut self.cli_kernel, || CliHost::new(cfg.clone(), wake))
             }
         }

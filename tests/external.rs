@@ -52,7 +52,7 @@ fn tempdir(name: &str) -> PathBuf {
 // The same logic in TypeScript gives the built-in's run, seed for seed.
 
 /// Each external scenario and the built-in variant its module re-implements.
-const TWINS: [(&str, &str); 17] = [
+const TWINS: [(&str, &str); 27] = [
     (
         "scenarios/external/node-g0-idle-wake-skips-harness.toml",
         "pi.raw-trigger-turn",
@@ -120,6 +120,46 @@ const TWINS: [(&str, &str); 17] = [
     (
         "scenarios/external/python-g3-failed-wake-strands.toml",
         "pi.reservation",
+    ),
+    (
+        "scenarios/external/python-w0-refused-event-dropped.toml",
+        "gptme.w0-drop-refused",
+    ),
+    (
+        "scenarios/external/python-w1-burst-refuses-itself.toml",
+        "gptme.w1-per-event-drain",
+    ),
+    (
+        "scenarios/external/python-w2-one-wake-per-burst-passes.toml",
+        "gptme.w2-one-wake-per-burst",
+    ),
+    (
+        "scenarios/external/python-w2-subagent-completions-reordered.toml",
+        "gptme.w2-subagent",
+    ),
+    (
+        "scenarios/external/python-b0-exits-with-job-running.toml",
+        "gptme.b0-exit-on-empty",
+    ),
+    (
+        "scenarios/external/python-pr3843-chat-loop-baseline.toml",
+        "gptme.b0-exit-on-empty",
+    ),
+    (
+        "scenarios/external/python-pr3843-chat-loop-fixed.toml",
+        "gptme.b1-idle-wait",
+    ),
+    (
+        "scenarios/external/python-b1-passes-with-faults.toml",
+        "gptme.b1-idle-wait",
+    ),
+    (
+        "scenarios/external/python-b1-pre-stale-control-spins.toml",
+        "gptme.b1-pre-control-any",
+    ),
+    (
+        "scenarios/external/python-b1-no-recheck-lost-wakeup.toml",
+        "gptme.b1-no-recheck",
     ),
 ];
 
@@ -218,7 +258,7 @@ fn the_twin_table_covers_every_external_variant_scenario() {
     let mut files: Vec<String> = std::fs::read_dir(root().join("scenarios/external"))
         .expect("scenarios/external")
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("node-g") || n.starts_with("python-g"))
+        .filter(|n| n.starts_with("node-") || n.starts_with("python-"))
         .collect();
     files.sort();
     let mut twins: Vec<String> = TWINS
@@ -556,4 +596,373 @@ fn bad_wake_tables_name_file_line_and_key_and_exit_2() {
     s.set_prepend_module_to_snapshot(false);
     s.set_omit_expression(true);
     s.bind(|| insta::assert_snapshot!("external__bad-wake-tables", all));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The gptme hosts through the Python adapter.
+
+/// A session whose job outlives the run: every run ends with the LOOP_CONTINUE hook suspended in
+/// its wait, and the next run's reset must leave that hook behind.
+const ENDS_WAITING: &str = r#"name = "ends waiting"
+host = "gptme-cli"
+wake = { command = ["python3", "adapters/python/run.py", "adapters/python/examples/gptme/b1_idle_wait.py"], constants_ms = [1000] }
+seeds = 10
+snapshot_seed = 0
+duration_ms = 5000
+quiesce_ms_max = 5000
+[producers]
+script = ["job", "text"]
+jobs = 0
+[timing]
+job_ms = 600000
+idle_max_ms = 3600000
+[expect]
+verdict = "fail"
+invariant = "bounded-latency"
+"#;
+
+#[test]
+fn a_gptme_seed_through_the_adapter_is_the_same_alone_and_after_other_seeds() {
+    let registry = Registry::builtin();
+    let ends_waiting = inline(ENDS_WAITING, &registry);
+    let cases = [
+        (
+            scenario(
+                "scenarios/external/python-b1-passes-with-faults.toml",
+                &registry,
+            ),
+            0..30,
+        ),
+        (
+            scenario(
+                "scenarios/external/python-w2-one-wake-per-burst-passes.toml",
+                &registry,
+            ),
+            0..30,
+        ),
+        (ends_waiting, 0..10),
+    ];
+    for (scn, seeds) in cases {
+        let file = scn.path.display().to_string();
+        // One process serves the seeds in order.
+        let mut shared = Runner::new(&registry);
+        let after: Vec<_> = seeds.map(|s| shared.run_seed(&scn, s, true)).collect();
+        for a in &after {
+            let alone = Runner::new(&registry).run_seed(&scn, a.seed, true);
+            assert_eq!(a.trace, alone.trace, "{file} seed {}", a.seed);
+            assert_eq!(a.outcome, alone.outcome, "{file} seed {}", a.seed);
+            if file == "inline.toml" {
+                let text = report::text::timeline(&scn, a);
+                let last = text
+                    .lines()
+                    .rfind(|l| l.starts_with(' '))
+                    .expect("a timeline");
+                assert!(last.trim_end().ends_with("WAITING"), "{text}");
+            }
+        }
+    }
+}
+
+#[test]
+fn replay_of_a_gptme_scenario_through_the_adapter_prints_the_same_bytes_every_time() {
+    for (file, seed) in [
+        (
+            "scenarios/external/python-w1-burst-refuses-itself.toml",
+            "7",
+        ),
+        (
+            "scenarios/external/python-b1-no-recheck-lost-wakeup.toml",
+            "11",
+        ),
+    ] {
+        let a = wakesim(&["replay", file, "--seed", seed, "--format", "json"]);
+        let b = wakesim(&["replay", file, "--seed", seed, "--format", "json"]);
+        assert_eq!(a.status.code(), Some(1), "{file}");
+        assert_eq!(a.stdout, b.stdout, "{file}");
+    }
+}
+
+fn misbehaving_gptme(host: &str, mode: &str, extra: &str, expect: &str) -> String {
+    let producers = if host == "gptme-server" {
+        "events = { min = 2, max = 4 }\nspacing_ms = { min = 0, max = 2000 }\n[faults]\nuser_steps = \"1/1\""
+    } else {
+        "script = [\"job\", \"text\"]\njobs = 0"
+    };
+    format!(
+        r#"name = "misbehave {mode}"
+host = "{host}"
+wake = {{ command = ["python3", "tests/data/adapters/misbehave_gptme.py", "{mode}"]{extra} }}
+seeds = 20
+snapshot_seed = 0
+[producers]
+{producers}
+[expect]
+verdict = "{expect}"
+"#
+    )
+}
+
+#[test]
+fn each_gptme_protocol_breach_is_an_adapter_fault_that_says_what() {
+    let registry = Registry::builtin();
+    let cases = [
+        (
+            "gptme-server",
+            "requeue-unknown",
+            FaultKind::Protocol,
+            "not a watch event the simulator handed out",
+        ),
+        (
+            "gptme-server",
+            "wrong-logdir",
+            FaultKind::Protocol,
+            "the server model runs one conversation, A",
+        ),
+        (
+            "gptme-server",
+            "pi-call",
+            FaultKind::UnknownCall,
+            "`send_user_message`, which the gptme server does not have",
+        ),
+        (
+            "gptme-server",
+            "bad-ready",
+            FaultKind::Protocol,
+            "`agent_end`",
+        ),
+        (
+            "gptme-cli",
+            "wait-in-step-pre",
+            FaultKind::Protocol,
+            "a STEP_PRE hook cannot block",
+        ),
+        (
+            "gptme-cli",
+            "item-unclaimed",
+            FaultKind::Protocol,
+            "neither a completion the hook claimed",
+        ),
+        (
+            "gptme-cli",
+            "input-without-control",
+            FaultKind::Protocol,
+            "read no non-empty control.jsonl",
+        ),
+        (
+            "gptme-cli",
+            "no-hooks",
+            FaultKind::Protocol,
+            "`hooks.step_pre`",
+        ),
+        (
+            "gptme-cli",
+            "mark-unknown-job",
+            FaultKind::Protocol,
+            "the handle of a job",
+        ),
+        (
+            "gptme-cli",
+            "silent-resume",
+            FaultKind::Timeout,
+            "no answer within 1000 ms while handling `resume`",
+        ),
+    ];
+    let mut runner = Runner::new(&registry);
+    for (host, mode, kind, says) in cases {
+        let bound = if mode == "silent-resume" {
+            ", timeout_ms = 1000"
+        } else {
+            ""
+        };
+        let scn = inline(
+            &misbehaving_gptme(host, mode, bound, "adapter-fault"),
+            &registry,
+        );
+        let started = Instant::now();
+        let rep = runner.run_scenario(&scn, 0..scn.seeds);
+        assert!(rep.met, "{mode}: {:?}", rep.why);
+        assert_eq!(
+            rep.seed_count(),
+            1,
+            "{mode}: the sweep stops at the first fault"
+        );
+        assert!(started.elapsed() < Duration::from_secs(5), "{mode}");
+        let r = runner.run_seed(&scn, 0, false);
+        let Outcome::AdapterFault(f) = &r.outcome else {
+            panic!("{mode}: expected an adapter fault, got {:?}", r.outcome)
+        };
+        assert_eq!(f.kind, kind, "{mode}: {f}");
+        assert!(f.detail.contains(says), "{mode}: {f}");
+    }
+}
+
+fn gptme_module(host: &str, module: &str, expect: &str) -> String {
+    format!(
+        r#"name = "{module}"
+host = "{host}"
+wake = {{ command = ["python3", "adapters/python/run.py", "tests/data/adapters/gptme/{module}"] }}
+seeds = 5
+snapshot_seed = 0
+[producers]
+script = ["job", "text"]
+jobs = 0
+[expect]
+verdict = "{expect}"
+"#
+    )
+}
+
+#[test]
+fn a_gptme_module_that_fails_is_a_panic_with_its_own_words() {
+    let registry = Registry::builtin();
+    let mut runner = Runner::new(&registry);
+    let cases = [
+        (
+            "yields_plain_text.py",
+            "the `loop_continue` handler threw: ValueError: a hook yielded Message('system', 'still thinking')",
+        ),
+        (
+            // Raised on the hook's thread after a suspension, reported with the module's line.
+            "raises_after_waiting.py",
+            "the `resume` handler threw: RuntimeError: woke up on the wrong side",
+        ),
+    ];
+    for (module, says) in cases {
+        let scn = inline(&gptme_module("gptme-cli", module, "panic"), &registry);
+        let rep = runner.run_scenario(&scn, 0..scn.seeds);
+        assert!(rep.met, "{module}: {:?}", rep.why);
+        // The adapter answered `done` with the error: it serves every seed.
+        assert_eq!(rep.seed_count(), 5, "{module}");
+        let Outcome::Panic(text) = runner.run_seed(&scn, 0, false).outcome else {
+            panic!("{module}: not a panic")
+        };
+        assert!(text.starts_with(says), "{module}: {text}");
+        if module == "raises_after_waiting.py" {
+            assert!(text.contains("raises_after_waiting.py:9 in hook"), "{text}");
+        }
+    }
+    // A server module without its retry function cannot start: a scenario error, exit 2.
+    let text = gptme_module("gptme-server", "no_retry.py", "pass")
+        .replace("[producers]\nscript = [\"job\", \"text\"]\njobs = 0\n", "");
+    let err = Runner::new(&registry)
+        .prepare(&inline(&text, &registry))
+        .expect_err("cannot start");
+    assert_eq!(err.exit_code(), 2);
+    assert!(
+        err.to_string()
+            .contains("defines retry_deferred_watch_wakes(conversation_id)"),
+        "{err}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// A fresh clone: nobody ran `npm ci --prefix adapters/node`.
+
+#[test]
+fn the_node_adapter_installs_its_pinned_sucrase_once_when_adapters_start_side_by_side() {
+    // A copy of the adapter without node_modules, as a fresh clone has it.
+    let copy = tempdir("fresh-node");
+    let _ = std::fs::remove_dir_all(&copy);
+    std::fs::create_dir_all(copy.join("lib")).expect("mkdir");
+    let node = root().join("adapters/node");
+    for f in ["adapter.mjs", "package.json", "package-lock.json"] {
+        std::fs::copy(node.join(f), copy.join(f)).expect("copy");
+    }
+    for e in std::fs::read_dir(node.join("lib")).expect("lib") {
+        let e = e.expect("entry");
+        std::fs::copy(e.path(), copy.join("lib").join(e.file_name())).expect("copy");
+    }
+    assert!(!copy.join("node_modules").exists());
+
+    let registry = Registry::builtin();
+    let scn = scenario(
+        "scenarios/external/node-g2-two-wakes-during-preparation.toml",
+        &registry,
+    );
+    let mut spec = scn.adapter.clone().expect("an adapter");
+    spec.command[1] = copy.join("adapter.mjs").display().to_string();
+    let fresh = Scenario {
+        adapter: Some(spec),
+        ..scn.clone()
+    };
+    // Three adapters start at once, each loading a TypeScript module: one installs under the
+    // lock, the others wait for it and load what it installed.
+    std::thread::scope(|s| {
+        let starts: Vec<_> = (0..3)
+            .map(|_| s.spawn(|| Runner::new(&registry).prepare(&fresh)))
+            .collect();
+        for st in starts {
+            st.join().expect("thread").expect("the adapter starts");
+        }
+    });
+    assert!(copy.join("node_modules/sucrase/package.json").is_file());
+    assert!(!copy.join(".install.lock").exists(), "the lock is released");
+    // And the copy runs the scenario as the installed adapter does, seed for seed.
+    let mut runner = Runner::new(&registry);
+    for seed in 0..20 {
+        let a = runner.run_seed(&fresh, seed, false);
+        let b = runner.run_seed(&scn, seed, false);
+        assert_eq!(a.trace_hash, b.trace_hash, "seed {seed}");
+    }
+    let _ = std::fs::remove_dir_all(&copy);
+}
+
+#[test]
+fn a_module_with_its_own_deliver_runs_as_gptme_s_deliver_does() {
+    // The W2 scenario with a module that also writes out `_deliver`: every watch event now
+    // crosses the process boundary (a `deliver` event, `request_watch_wake`, `queue_watch_event`)
+    // and the runs are those of the built-in W2 with gptme's own `_deliver`.
+    let registry = Registry::builtin();
+    let w2 = scenario(
+        "scenarios/external/python-w2-one-wake-per-burst-passes.toml",
+        &registry,
+    );
+    let mut spec = w2.adapter.clone().expect("an adapter");
+    spec.command[2] = "tests/data/adapters/gptme/w2_own_deliver.py".to_string();
+    let own = Scenario {
+        adapter: Some(spec),
+        ..w2.clone()
+    };
+    let twin = Scenario {
+        wake: "gptme.w2-one-wake-per-burst".to_string(),
+        adapter: None,
+        ..w2.clone()
+    };
+    let mut runner = Runner::new(&registry);
+    let mut deferred = 0;
+    for seed in 0..100 {
+        let a = runner.run_seed(&own, seed, true);
+        let b = runner.run_seed(&twin, seed, false);
+        assert_eq!(a.trace_hash, b.trace_hash, "seed {seed}");
+        assert_eq!(a.outcome, b.outcome, "seed {seed}");
+        deferred += usize::from(
+            report::text::timeline(&own, &a).contains("appended to _pending_deliveries"),
+        );
+    }
+    assert!(
+        deferred > 0,
+        "some watch event was deferred by the module's deliver"
+    );
+}
+
+#[test]
+fn the_node_adapter_on_a_gptme_host_refuses_to_start() {
+    let registry = Registry::builtin();
+    let text = r#"name = "node on gptme"
+host = "gptme-server"
+wake = { command = ["node", "adapters/node/adapter.mjs", "adapters/node/examples/g2-is-idle.ts"] }
+seeds = 5
+snapshot_seed = 0
+[expect]
+verdict = "pass"
+"#;
+    let err = Runner::new(&registry)
+        .prepare(&inline(text, &registry))
+        .expect_err("no gptme facade in Node");
+    assert_eq!(err.exit_code(), 2);
+    assert!(
+        err.to_string()
+            .contains("has a facade for pi only, not gptme-server"),
+        "{err}"
+    );
 }

@@ -4,7 +4,8 @@
 //   node adapters/node/adapter.mjs MODULE [--export NAME]
 //
 // Loads MODULE (TypeScript or JavaScript, ES module or CommonJS; types are stripped by sucrase,
-// pinned in package-lock.json) inside a vm context whose clock, timers and microtasks follow the
+// pinned in package-lock.json, which the adapter installs itself with `npm ci` the first time it
+// needs it, under a lock) inside a vm context whose clock, timers and microtasks follow the
 // simulation, and calls its default export (or NAME) with a pi-shaped facade and the scenario's
 // `options`. The export returns `send(message, options)`: wakesim calls it for each producer
 // message, as a pi extension's own transport would. Handlers registered with `pi.on` receive the
@@ -14,6 +15,7 @@
 // The loop is synchronous: it blocks on stdin between messages and while a query is answered, and
 // never yields to Node's event loop, so nothing but the simulator moves the module forward.
 
+import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import vm from "node:vm";
@@ -99,6 +101,81 @@ if (!fs.existsSync(entry)) fatal(`module ${entryArg} not found (from ${cwd})`);
 // ---------------------------------------------------------------------------------------------
 // Module loading: resolve, transpile, compile into the context.
 
+// sucrase, pinned by package-lock.json, lives in this directory's node_modules. A fresh clone has
+// none: the first adapter that needs it runs `npm ci` here, holding a lock directory so that
+// adapters starting side by side (one per runner thread, tests in parallel) install once; the
+// others wait for the lock, then load what it installed. A lock whose holder died is taken over.
+const INSTALL_LOCK = path.join(here, ".install.lock");
+const INSTALL_WAIT_MS = 300_000;
+const INSTALL_STALE_MS = 10_000;
+
+function loadable() {
+  try {
+    requireHere.resolve("sucrase");
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function lockHolderGone() {
+  let pid = NaN;
+  try {
+    pid = Number(fs.readFileSync(path.join(INSTALL_LOCK, "pid"), "utf8"));
+  } catch {
+    // Created but no pid yet: the holder is between two syscalls, or died there.
+    try {
+      return Date.now() - fs.statSync(INSTALL_LOCK).mtimeMs > INSTALL_STALE_MS;
+    } catch {
+      return false; // the lock just went away: try again
+    }
+  }
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (e) {
+    return e.code === "ESRCH";
+  }
+}
+
+function installPinned() {
+  const deadline = Date.now() + INSTALL_WAIT_MS;
+  for (;;) {
+    try {
+      fs.mkdirSync(INSTALL_LOCK);
+      break;
+    } catch (e) {
+      if (e.code !== "EEXIST") {
+        throw new Error(`cannot take the install lock ${INSTALL_LOCK}: ${e.message}`);
+      }
+      if (lockHolderGone()) {
+        fs.rmSync(INSTALL_LOCK, { recursive: true, force: true });
+      } else if (Date.now() > deadline) {
+        throw new Error(`another adapter held ${INSTALL_LOCK} for ${INSTALL_WAIT_MS} ms`);
+      } else {
+        sleepMs(50);
+      }
+    }
+  }
+  try {
+    fs.writeFileSync(path.join(INSTALL_LOCK, "pid"), String(process.pid));
+    if (loadable()) return; // the previous holder installed it
+    process.stderr.write(`wakesim-node: installing the pinned sucrase (npm ci in ${here})\n`);
+    const npm = spawnSync(
+      "npm",
+      ["ci", "--prefix", here, "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error"],
+      // npm's output goes to stderr: stdout is the protocol.
+      { stdio: ["ignore", 2, 2], timeout: INSTALL_WAIT_MS }
+    );
+    if (npm.error || npm.status !== 0) {
+      const why = npm.error ? npm.error.message : `exit status ${npm.status}`;
+      throw new Error(`npm ci failed (${why})`);
+    }
+  } finally {
+    fs.rmSync(INSTALL_LOCK, { recursive: true, force: true });
+  }
+}
+
 let sucrase = null;
 function transform(code, filename) {
   const ext = path.extname(filename);
@@ -106,10 +183,11 @@ function transform(code, filename) {
   if (ext === ".cjs" || (ext === ".js" && !/^\s*(import|export)\b/m.test(code))) return code;
   if (!sucrase) {
     try {
+      if (!loadable()) installPinned();
       sucrase = requireHere("sucrase");
-    } catch {
+    } catch (e) {
       throw new Error(
-        `cannot load sucrase to transpile ${path.relative(cwd, filename)}: run \`npm ci --prefix adapters/node\` once`
+        `cannot load sucrase to transpile ${path.relative(cwd, filename)} (${e.message}): run \`npm ci --prefix adapters/node\` once`
       );
     }
   }

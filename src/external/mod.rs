@@ -7,6 +7,10 @@
 //! with (`send_message`, `is_idle`, `set_timeout`, ...) on the host, synchronously, until the
 //! adapter's `done`. The simulator answers every query at once and owns time, so a run through an
 //! adapter is as deterministic as a built-in one; the adapter never reads a clock of its own.
+//! [`ExternalServer`] (a [`ServerWake`](crate::host::gptme::server::api::ServerWake)) and
+//! [`ExternalCli`] (a [`CliWake`](crate::host::gptme::cli::api::CliWake)) do the same for the
+//! gptme hosts; a CLI hook may also end a handler by suspending (`unlock`, `wait`), and the host
+//! resumes it with a `resume` event later.
 //!
 //! One process serves every seed a runner takes of a scenario: a `reset` line starts each run
 //! afresh. The [`Pool`] keeps the processes of a [`Runner`](crate::run::Runner) alive between
@@ -17,8 +21,10 @@
 //! run with its own outcome, [`AdapterFault`], carrying the adapter's stderr tail; the simulator
 //! never hangs and never panics on adapter input.
 
+mod cli;
 mod pi;
 pub mod process;
+mod server;
 
 use std::cell::RefCell;
 use std::fmt;
@@ -28,8 +34,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+pub use cli::ExternalCli;
 pub use pi::ExternalPi;
 use process::{Process, ReadError};
+pub use server::ExternalServer;
 
 use crate::host::HostKind;
 
@@ -317,8 +325,9 @@ impl Slot {
         self.write(r#"{"type":"reset"}"#, "resetting for a new run")
     }
 
-    /// `ready`, with the events the logic listens to.
-    fn read_ready(&mut self) -> Result<Vec<String>, AdapterFault> {
+    /// `ready`: the events the logic listens to, and the whole message (a family may read more
+    /// of it: the CLI's hooks).
+    fn read_ready(&mut self) -> Result<(Vec<String>, Value), AdapterFault> {
         let doing = "resetting for a new run";
         let (ty, v) = self.read(doing)?;
         match ty.as_str() {
@@ -334,17 +343,144 @@ impl Slot {
                         None => return Err(self.unexpected(&ty, &v, doing)),
                     }
                 }
-                Ok(out)
+                Ok((out, v))
             }
             "error" => Err(self.reported(&v, doing)),
             _ => Err(self.unexpected(&ty, &v, doing)),
         }
     }
 
-    fn reset(&mut self) -> Result<Vec<String>, AdapterFault> {
+    fn reset(&mut self) -> Result<(Vec<String>, Value), AdapterFault> {
         self.begin_reset()?;
         self.read_ready()
     }
+
+    /// A message that is JSON and has a `type`, but a bad field or value: `what` says which.
+    fn bad(&mut self, v: &Value, what: &str, doing: &str) -> AdapterFault {
+        self.fail(
+            FaultKind::Protocol,
+            format!("{what} while {doing}: {}", quote(v.to_string().as_bytes())),
+        )
+    }
+
+    /// One handler: write the `event` line, then read the adapter's messages and hand each to
+    /// `step` (which executes a host call, answers a query, or ends the handler) until `step`
+    /// ends it. A message `step` does not take is the adapter's `error`, a message out of turn,
+    /// or a call the family does not have (`calls` names the ones it has).
+    fn exchange<T>(
+        &mut self,
+        line: &str,
+        doing: &str,
+        family: &str,
+        calls: &str,
+        mut step: impl FnMut(&mut Slot, &str, &Value) -> Result<Step<T>, AdapterFault>,
+    ) -> Result<T, AdapterFault> {
+        self.in_handler = true;
+        self.write(line, doing)?;
+        loop {
+            let (ty, v) = self.read(doing)?;
+            match step(self, &ty, &v)? {
+                Step::Next => {}
+                Step::End(t) => {
+                    self.in_handler = false;
+                    return Ok(t);
+                }
+                Step::NotMine => {
+                    return Err(match ty.as_str() {
+                        "error" => self.reported(&v, doing),
+                        "hello" | "ready" | "result" | "event" | "reset" | "done" => {
+                            self.unexpected(&ty, &v, doing)
+                        }
+                        other => self.fail(
+                            FaultKind::UnknownCall,
+                            format!(
+                                "the adapter called `{other}`, which {family} does not have, \
+                                 while {doing} ({family}: {calls})"
+                            ),
+                        ),
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// What a family's handler made of one message of the adapter (see [`Slot::exchange`]).
+enum Step<T> {
+    /// A host call done (and answered, if it was a query); read the next message.
+    Next,
+    /// The handler ended.
+    End(T),
+    /// Not a message of this family at this point.
+    NotMine,
+}
+
+/// End the run with an adapter fault: the runner turns this panic into the outcome.
+fn fault(f: AdapterFault) -> ! {
+    std::panic::panic_any(f)
+}
+
+/// `done.error`: the module's handler threw. The run ends with the **panic** outcome (a bug of
+/// the wake logic, not of the adapter).
+fn handler_threw(event: &str, v: &Value) {
+    if let Some(err) = v.get("error") {
+        let text = err.as_str().map_or_else(|| err.to_string(), str::to_string);
+        std::panic::panic_any(format!("the `{event}` handler threw: {}", truncate(&text)));
+    }
+}
+
+fn truncate(s: &str) -> String {
+    const MAX: usize = 2000;
+    if s.len() <= MAX {
+        s.to_string()
+    } else {
+        let mut end = MAX;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{}…", &s[..end])
+    }
+}
+
+/// `carries`: the producer messages a call carries, by id (the markers `[wakesim mN]` the
+/// adapter found in what the module passed; `N` is the id plus one).
+fn carries(v: &Value) -> Result<Vec<crate::trace::MsgId>, String> {
+    match v.get("carries") {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|x| {
+                x.as_u64()
+                    .and_then(|n| u32::try_from(n).ok())
+                    .map(crate::trace::MsgId)
+                    .ok_or_else(|| "`carries` must be a list of message ids".to_string())
+            })
+            .collect(),
+        Some(_) => Err("`carries` must be a list of message ids".to_string()),
+    }
+}
+
+/// Names the adapter chose (custom types, hook names), kept once each: they appear in traces,
+/// which hold `&'static str`s. Beyond a bound every new name reads as `fallback`.
+fn intern(s: &str, fallback: &'static str) -> &'static str {
+    const NAMES_MAX: usize = 256;
+    static NAMES: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
+    let Ok(mut names) = NAMES.lock() else {
+        return fallback;
+    };
+    if let Some(n) = names.iter().find(|n| **n == s) {
+        return n;
+    }
+    if names.len() >= NAMES_MAX || s.len() > 64 {
+        return fallback;
+    }
+    let leaked: &'static str = Box::leak(s.to_string().into_boxed_str());
+    names.push(leaked);
+    leaked
+}
+
+fn json_str(s: &str) -> String {
+    serde_json::to_string(s).expect("a string serializes")
 }
 
 /// The adapter processes of a runner, one per (spec, host), reused across seeds and scenarios.

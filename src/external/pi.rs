@@ -8,16 +8,15 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
-use std::sync::Mutex;
 
 use serde_json::Value;
 
-use super::{AdapterFault, FaultKind, SlotRef};
+use super::{AdapterFault, FaultKind, SlotRef, carries, fault, intern, json_str, truncate};
 use crate::host::pi::api::{
     CompactOutcome, Ctx, CustomMessage, DeliverAs, InputAction, InputEvent, Message, Pi, PiWake,
     SendOptions, TimerId,
 };
-use crate::trace::{MsgId, MsgInfo, Payload};
+use crate::trace::{MsgInfo, Payload};
 
 /// The events an adapter may ask for in `ready`.
 const EVENTS: [&str; 11] = [
@@ -64,11 +63,6 @@ impl ExternalPi {
             timer_ids: Vec::new(),
             timers: BTreeMap::new(),
         }
-    }
-
-    /// End the run with an adapter fault: the runner turns this panic into the outcome.
-    fn fault(f: AdapterFault) -> ! {
-        std::panic::panic_any(f)
     }
 
     /// Take the events of `ready`.
@@ -130,13 +124,13 @@ impl ExternalPi {
         if !self.started {
             self.started = true;
             let begun = self.slot.borrow_mut().begin_reset();
-            begun.unwrap_or_else(|f| Self::fault(f));
+            begun.unwrap_or_else(|f| fault(f));
             if event == "session_start" {
                 ready_first = true;
             } else {
                 let ready = self.slot.borrow_mut().read_ready();
-                let names = ready.unwrap_or_else(|f| Self::fault(f));
-                self.listen_to(&names).unwrap_or_else(|f| Self::fault(f));
+                let (names, _) = ready.unwrap_or_else(|f| fault(f));
+                self.listen_to(&names).unwrap_or_else(|f| fault(f));
             }
         }
         if !ready_first && !self.listens(event) {
@@ -147,7 +141,7 @@ impl ExternalPi {
         line.push('}');
         match self.exchange(pi, event, &line, ready_first) {
             Ok(action) => action,
-            Err(f) => Self::fault(f),
+            Err(f) => fault(f),
         }
     }
 
@@ -165,7 +159,7 @@ impl ExternalPi {
         slot.in_handler = true;
         slot.write(line, &doing)?;
         if ready_first {
-            let names = slot.read_ready()?;
+            let (names, _) = slot.read_ready()?;
             drop(slot);
             self.listen_to(&names)?;
             slot = self.slot.borrow_mut();
@@ -217,7 +211,7 @@ impl ExternalPi {
                     };
                     let custom_type = match v.get("custom_type") {
                         None | Some(Value::Null) => "custom",
-                        Some(Value::String(s)) => intern(s),
+                        Some(Value::String(s)) => intern(s, "custom"),
                         Some(_) => {
                             return Err(bad(&mut slot, "`custom_type` must be a string".into()));
                         }
@@ -348,36 +342,6 @@ impl ExternalPi {
     }
 }
 
-fn truncate(s: &str) -> String {
-    const MAX: usize = 2000;
-    if s.len() <= MAX {
-        s.to_string()
-    } else {
-        let mut end = MAX;
-        while !s.is_char_boundary(end) {
-            end -= 1;
-        }
-        format!("{}…", &s[..end])
-    }
-}
-
-/// `carries`: the producer messages a send carries, by id.
-fn carries(v: &Value) -> Result<Vec<MsgId>, String> {
-    match v.get("carries") {
-        None | Some(Value::Null) => Ok(Vec::new()),
-        Some(Value::Array(a)) => a
-            .iter()
-            .map(|x| {
-                x.as_u64()
-                    .and_then(|n| u32::try_from(n).ok())
-                    .map(MsgId)
-                    .ok_or_else(|| "`carries` must be a list of message ids".to_string())
-            })
-            .collect(),
-        Some(_) => Err("`carries` must be a list of message ids".to_string()),
-    }
-}
-
 fn deliver_as(v: &Value) -> Result<Option<DeliverAs>, String> {
     match v.get("deliver_as") {
         None | Some(Value::Null) => Ok(None),
@@ -391,29 +355,6 @@ fn deliver_as(v: &Value) -> Result<Option<DeliverAs>, String> {
         },
         Some(_) => Err("`deliver_as` must be a string or null".to_string()),
     }
-}
-
-/// Custom types of content-less messages, kept once each (they appear in traces, which hold
-/// `&'static str`s). Beyond a bound every new name reads as "custom".
-fn intern(s: &str) -> &'static str {
-    const NAMES_MAX: usize = 256;
-    static NAMES: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
-    let Ok(mut names) = NAMES.lock() else {
-        return "custom";
-    };
-    if let Some(n) = names.iter().find(|n| **n == s) {
-        return n;
-    }
-    if names.len() >= NAMES_MAX || s.len() > 64 {
-        return "custom";
-    }
-    let leaked: &'static str = Box::leak(s.to_string().into_boxed_str());
-    names.push(leaked);
-    leaked
-}
-
-fn json_str(s: &str) -> String {
-    serde_json::to_string(s).expect("a string serializes")
 }
 
 impl PiWake for ExternalPi {

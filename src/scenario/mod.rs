@@ -662,15 +662,6 @@ impl<P, T> RawScenario<P, T> {
                     .map_err(|m| err(self.wake.span(), m))?;
                 (wake.clone(), None)
             }
-            WakeValue::External(_) if host.family() != Family::Pi => {
-                return Err(err(
-                    self.wake.span(),
-                    format!(
-                        "an external wake logic runs on pi hosts (pi, pi-0.58), not {}",
-                        host.name()
-                    ),
-                ));
-            }
             WakeValue::External(x) => {
                 let origin = match located(cx.path, cx.text, self.wake.span(), String::new()) {
                     Error::Scenario {

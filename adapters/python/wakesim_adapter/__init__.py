@@ -5,7 +5,7 @@
 `protocol` is the host-independent core: line IO on stdin/stdout, the handshake, resets, events,
 buffered calls and synchronous queries, and the virtual clock (time.time/monotonic/perf_counter,
 timers and microtasks follow the simulation; `random` is reseeded every run). `pi` is the
-pi-shaped facade. A gptme-shaped facade will sit beside it on the same core.
+pi-shaped facade; `gptme` the gptme-shaped ones (server and CLI), on the same core.
 """
 
 PROTOCOL = 1

@@ -116,7 +116,8 @@ class PiFacade:
         self._send = None
         self._ctxs = {}
 
-    def reset(self, factory):
+    def reset(self, loader):
+        factory = loader.load_factory()
         self._pi = Pi(self._conn, self._clock)
         self._ctxs = {}
         send = factory(self._pi, json.loads(json.dumps(self._options)))
@@ -131,7 +132,7 @@ class PiFacade:
             wire = "session_compact" if name == "session_compact_failed" else name
             if wire not in events:
                 events.append(wire)
-        return events
+        return {"events": events}
 
     def _ctx(self, session):
         c = self._ctxs.get(session)
@@ -170,7 +171,7 @@ class PiFacade:
                      "streaming_behavior": inp.get("streaming_behavior")}
             results = self._run("input", event, ctx)
             handled = any(isinstance(r, dict) and r.get("action") == "handled" for r in results)
-            return "handled" if handled else "continue"
+            return {"action": "handled" if handled else "continue"}
         if name == "session_compact":
             name = "session_compact_failed" if ev.get("outcome") == "failed" else "session_compact"
         self._run(name, {"type": name}, ctx)

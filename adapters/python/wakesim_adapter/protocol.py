@@ -1,5 +1,5 @@
 """The host-independent core of the Python adapter: line IO, the message loop, calls, queries and
-the virtual clock. A facade (pi today, gptme next) turns events into calls of the user's module.
+the virtual clock. A facade (`pi`, `gptme`) turns events into calls of the user's module.
 
 Everything the module sees of time comes from the simulator: `now` is set from each event, the
 `time` module's clocks are replaced by virtual ones at start-up, timers and microtasks are host
@@ -14,6 +14,7 @@ import json
 import os
 import random
 import sys
+import sysconfig
 import time
 import traceback
 
@@ -148,8 +149,32 @@ def _cached_get_code(self, fullname):
 importlib.machinery.SourceFileLoader.get_code = _cached_get_code
 
 
+# Modules from these directories (the standard library, site-packages) are imported once per
+# process; re-importing them at every reset would cost more than the run (hashlib: 0.35 ms).
+_SHARED_DIRS = tuple(sorted({
+    os.path.realpath(p) + os.sep
+    for p in (sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib"))
+    if p
+}))
+
+
+_own_files = {}
+
+
+def _own(module):
+    """A module of the user's (imported from outside the shared directories): reloaded every run."""
+    f = getattr(module, "__file__", None)
+    if not f:
+        return False
+    own = _own_files.get(f)
+    if own is None:
+        own = _own_files[f] = not os.path.realpath(f).startswith(_SHARED_DIRS)
+    return own
+
+
 class ModuleLoader:
-    """Loads the user's module afresh at every reset; modules it imported are dropped too."""
+    """Loads the user's module afresh at every reset, and the user's modules it imported (the
+    standard library and site-packages stay imported)."""
 
     def __init__(self, path, export):
         self.path = os.path.abspath(path)
@@ -158,12 +183,21 @@ class ModuleLoader:
             raise Fatal(f"module {path} not found (from {os.getcwd()})")
         self._baseline = None
 
+    def load_factory(self):
+        """The module's factory (`--export`, default `wake`): pi modules."""
+        module = self.load()
+        factory = getattr(module, self.export, None)
+        if not callable(factory):
+            raise Fatal(f"{self.path}: `{self.export}` is not a function (a factory taking pi)")
+        return factory
+
     def load(self):
         if self._baseline is None:
             self._baseline = set(sys.modules)
         else:
             for name in [m for m in sys.modules if m not in self._baseline]:
-                del sys.modules[name]
+                if _own(sys.modules[name]):
+                    del sys.modules[name]
         directory = os.path.dirname(self.path)
         if directory not in sys.path:
             sys.path.insert(0, directory)
@@ -172,10 +206,7 @@ class ModuleLoader:
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
         spec.loader.exec_module(module)
-        factory = getattr(module, self.export, None)
-        if not callable(factory):
-            raise Fatal(f"{self.path}: `{self.export}` is not a function (a factory taking pi)")
-        return factory
+        return module
 
 
 def describe(exc):
@@ -186,7 +217,13 @@ def describe(exc):
 
 
 def serve(facades, loader_args):
-    """The protocol loop. `facades` maps a host family to a facade class."""
+    """The protocol loop. `facades` maps a host family to a facade class.
+
+    A facade has `reset(loader)`, which loads the module afresh and returns the `ready` fields
+    (`events`, and what else its family reads), and `dispatch(event)`, which runs the module's
+    handler and returns what ends it: None (a plain `done`), fields to add to `done` (`action`,
+    `items`), or a whole terminator with its own `type` (a gptme CLI hook that suspends). A
+    handler's exception becomes `done` with `error`."""
     conn = Connection()
     clock = Clock(conn)
     install_clock(clock)
@@ -215,24 +252,26 @@ def serve(facades, loader_args):
                 clock.reset()
                 random.seed(0x5EED)
                 try:
-                    events = facade.reset(loader.load())
+                    ready = facade.reset(loader)
                 except Fatal:
                     raise
                 except Exception as e:  # the module failed to load
                     raise Fatal(f"the module failed to load: {describe(e)}")
-                conn.flush({"type": "ready", "events": events})
+                conn.flush({"type": "ready", **ready})
             elif kind == "event":
                 clock.now_ms = msg["now"]
-                done = {"type": "done"}
+                end = {"type": "done"}
                 try:
-                    action = facade.dispatch(msg)
-                    if action is not None:
-                        done["action"] = action
+                    result = facade.dispatch(msg)
+                    if result is not None and "type" in result:
+                        end = result
+                    elif result is not None:
+                        end.update(result)
                 except Fatal:
                     raise
                 except Exception as e:
-                    done["error"] = describe(e)
-                conn.flush(done)
+                    end["error"] = describe(e)
+                conn.flush(end)
             else:
                 raise Fatal(f"unexpected message from the simulator: {line[:200]!r}")
     except Fatal as f:

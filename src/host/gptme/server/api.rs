@@ -81,6 +81,13 @@ impl SystemMessage {
     }
 }
 
+/// gptme's `_deliver`: wake for the event, or append it to `_pending_deliveries` when refused.
+pub fn default_deliver(srv: &mut Server<'_>, cid: ConvId, event: WatchEvent) {
+    if !srv.request_watch_wake(cid, SystemMessage::watch(&[event])) {
+        srv.queue_watch_event(event);
+    }
+}
+
 /// A wake logic for the gptme server: the code under test.
 pub trait ServerWake {
     /// Constants of the logic in ms; the kernel biases its delay draws toward them.
@@ -92,9 +99,7 @@ pub trait ServerWake {
     /// gptme tries a wake and, when it is refused, appends the event to `_pending_deliveries`
     /// for a later retry; that is the default.
     fn deliver(&mut self, srv: &mut Server<'_>, cid: ConvId, event: WatchEvent) {
-        if !srv.request_watch_wake(cid, SystemMessage::watch(&[event])) {
-            srv.queue_watch_event(event);
-        }
+        default_deliver(srv, cid, event);
     }
 
     /// `SessionManager.retry_deferred_watch_wakes(cid)`: called at step completion, in
