@@ -200,27 +200,30 @@ struct Checkers {
     isolation: isolation::Isolation,
 }
 
-impl Checkers {
-    fn for_each(&mut self, enabled: InvariantSet, mut f: impl FnMut(&mut dyn Checker)) {
-        let all: [&mut dyn Checker; 11] = [
-            &mut self.no_loss,
-            &mut self.exactly_once,
-            &mut self.fifo,
-            &mut self.latency,
-            &mut self.single_starter,
-            &mut self.flag,
-            &mut self.harness,
-            &mut self.no_self_refusal,
-            &mut self.alive,
-            &mut self.no_spin,
-            &mut self.isolation,
-        ];
-        for c in all {
-            if enabled.contains(c.invariant()) {
-                f(c);
-            }
+/// Call `$method` on every enabled checker, statically dispatched (this runs for every
+/// observation of every run).
+macro_rules! each_checker {
+    ($checkers:expr, $enabled:expr, |$c:ident| $call:expr) => {{
+        let cs = $checkers;
+        let enabled = $enabled;
+        each_checker!(@one enabled, cs.no_loss, $c, $call);
+        each_checker!(@one enabled, cs.exactly_once, $c, $call);
+        each_checker!(@one enabled, cs.fifo, $c, $call);
+        each_checker!(@one enabled, cs.latency, $c, $call);
+        each_checker!(@one enabled, cs.single_starter, $c, $call);
+        each_checker!(@one enabled, cs.flag, $c, $call);
+        each_checker!(@one enabled, cs.harness, $c, $call);
+        each_checker!(@one enabled, cs.no_self_refusal, $c, $call);
+        each_checker!(@one enabled, cs.alive, $c, $call);
+        each_checker!(@one enabled, cs.no_spin, $c, $call);
+        each_checker!(@one enabled, cs.isolation, $c, $call);
+    }};
+    (@one $enabled:ident, $field:expr, $c:ident, $call:expr) => {{
+        let $c = &mut $field;
+        if $enabled.contains(Checker::invariant($c)) {
+            $call;
         }
-    }
+    }};
 }
 
 /// The sink for every record of a run.
@@ -319,8 +322,8 @@ impl Monitor {
                 params: &self.params,
             };
             let scratch = &mut self.scratch;
-            self.checkers
-                .for_each(self.enabled, |c| c.observe(t, &record.ev, &view, scratch));
+            each_checker!(&mut self.checkers, self.enabled, |c| c
+                .observe(t, &record.ev, &view, scratch));
             self.ledger.apply(t, &record.ev, &self.messages);
             self.keep_violations();
         }
@@ -337,8 +340,8 @@ impl Monitor {
             params: &self.params,
         };
         let scratch = &mut self.scratch;
-        self.checkers
-            .for_each(self.enabled, |c| c.finish(t, &view, scratch));
+        each_checker!(&mut self.checkers, self.enabled, |c| c
+            .finish(t, &view, scratch));
         self.keep_violations();
         self.violations.sort_by_key(|v| (v.t, v.invariant));
     }

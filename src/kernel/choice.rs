@@ -235,7 +235,11 @@ impl Choices {
             }
         }
         let points = &mut points[..n];
-        points.sort_unstable();
+        // lo, the sorted constants' neighbourhoods, then hi are already ascending; only the grid
+        // points of the boundary-only profile interleave.
+        if self.profile.boundary_only && grid > 0 {
+            points.sort_unstable();
+        }
         let classes = if self.profile.boundary_only { n } else { n + 1 };
         // Weights: 1 per boundary point, `n` for the uniform class, so each half is even.
         let index = if classes <= 1 {
