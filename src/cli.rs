@@ -433,23 +433,17 @@ fn run(registry: &Registry, paths: &[PathBuf], opts: RunOpts) -> Result<i32> {
     }
     let secs = started.elapsed().as_secs_f64();
     let unmet = unmet + regressions_unmet;
+    let sum = report::Summary {
+        regressions: regressions.len(),
+        scenarios: scenarios.len(),
+        seeds: total_seeds,
+        events: total_events,
+        secs,
+        unmet,
+    };
     let summary = match opts.format {
-        RunFormat::Json => report::json::summary_line(
-            regressions.len(),
-            scenarios.len(),
-            total_seeds,
-            total_events,
-            secs,
-            unmet,
-        ),
-        RunFormat::Text => report::text::summary_line(
-            regressions.len(),
-            scenarios.len(),
-            total_seeds,
-            total_events,
-            secs,
-            unmet,
-        ),
+        RunFormat::Json => report::json::summary_line(&sum),
+        RunFormat::Text => report::text::summary_line(&sum),
     };
     let _ = writeln!(out, "{summary}");
     Ok(if unmet == 0 { 0 } else { 1 })
@@ -595,14 +589,14 @@ fn merge(registry: &Registry, files: &[PathBuf]) -> Result<i32> {
     let _ = writeln!(
         out,
         "{}",
-        report::json::summary_line(
-            regression_lines.len(),
-            order.len(),
+        report::json::summary_line(&report::Summary {
+            regressions: regression_lines.len(),
+            scenarios: order.len(),
             seeds,
             events,
             secs,
-            unmet
-        )
+            unmet,
+        })
     );
     Ok(if unmet == 0 { 0 } else { 1 })
 }

@@ -7,8 +7,9 @@
 //! The adapters run for real: `node` with the pinned sucrase (`npm ci --prefix adapters/node`,
 //! which `.ci/run` does), `python3` for the misbehaving adapter under `tests/data/adapters/`.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
+use common::{bad_file_errors, inline, insta_settings, root, scenario, tempdir, wakesim};
+
 use std::time::{Duration, Instant};
 
 use wakesim::external::FaultKind;
@@ -16,37 +17,6 @@ use wakesim::report;
 use wakesim::run::{Outcome, Runner};
 use wakesim::scenario::{Expect, Scenario};
 use wakesim::wake::Registry;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn scenario(rel: &str, registry: &Registry) -> Scenario {
-    let scn =
-        Scenario::load(&root().join(rel), registry).unwrap_or_else(|e| panic!("{rel} loads: {e}"));
-    Scenario {
-        path: PathBuf::from(rel),
-        ..scn
-    }
-}
-
-fn inline(text: &str, registry: &Registry) -> Scenario {
-    Scenario::parse(Path::new("inline.toml"), text, registry).expect("inline scenario parses")
-}
-
-fn wakesim(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_wakesim"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("wakesim runs")
-}
-
-fn tempdir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("wakesim-ext-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
-}
 
 // ---------------------------------------------------------------------------------------------
 // The same logic in TypeScript gives the built-in's run, seed for seed.
@@ -570,32 +540,11 @@ fn an_unexpected_adapter_fault_fails_the_run_with_exit_1_and_the_replay_line() {
 
 #[test]
 fn bad_wake_tables_name_file_line_and_key_and_exit_2() {
-    let dir = root().join("tests/data/bad-wake");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .expect("bad-wake dir")
-        .map(|e| e.expect("entry").path())
-        .collect();
-    files.sort();
-    assert!(files.len() >= 6);
-    let mut all = String::new();
-    for f in &files {
-        let rel = f.strip_prefix(root()).expect("under root");
-        let out = wakesim(&["run", rel.to_str().expect("utf-8")]);
-        assert_eq!(out.status.code(), Some(2), "{}", rel.display());
-        let err = String::from_utf8_lossy(&out.stderr).to_string();
-        assert!(
-            err.starts_with(&format!("error: {}:", rel.display())),
-            "{err}"
-        );
+    let all = bad_file_errors("tests/data/bad-wake", 6);
+    for err in all.lines().filter(|l| l.starts_with("error: ")) {
         assert!(err.contains(": wake"), "names the key: {err}");
-        assert!(out.stdout.is_empty());
-        all += &err;
     }
-    let mut s = insta::Settings::clone_current();
-    s.set_snapshot_path(root().join("snapshots"));
-    s.set_prepend_module_to_snapshot(false);
-    s.set_omit_expression(true);
-    s.bind(|| insta::assert_snapshot!("external__bad-wake-tables", all));
+    insta_settings().bind(|| insta::assert_snapshot!("external__bad-wake-tables", all));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -6,9 +6,7 @@
 //! observable output, so a regression in any of them fails here.
 
 mod common;
-use common::{bad_file_errors, inline, insta_settings, scenario, wakesim};
-
-use std::path::PathBuf;
+use common::{bad_file_errors, inline, insta_settings, scenario, tempdir, wakesim};
 
 use wakesim::check::Invariant;
 use wakesim::host::pi::api::{Ctx, CustomMessage, Message, Pi, PiWake, SendOptions};
@@ -433,12 +431,6 @@ fn a_runaway_handler_and_a_timer_loop_end_as_step_budget() {
         );
         assert!(report::text::timeline(&scn, &r).contains("reproduce: wakesim replay"));
     }
-}
-
-fn tempdir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("wakesim-test-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
 }
 
 // ---------------------------------------------------------------------------------------------

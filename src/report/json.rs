@@ -114,31 +114,17 @@ pub fn report_from_line(v: &Value) -> Result<ScenarioReport, String> {
 }
 
 /// The last line of `wakesim run`.
-pub fn summary_line(
-    regressions: usize,
-    scenarios: usize,
-    seeds: u64,
-    events: u64,
-    secs: f64,
-    unmet: usize,
-) -> String {
-    let rate = |n: u64| {
-        if secs > 0.0 {
-            (n as f64 / secs).round()
-        } else {
-            0.0
-        }
-    };
+pub fn summary_line(sum: &super::Summary) -> String {
     json!({
         "type": "summary",
-        "regressions": regressions,
-        "scenarios": scenarios,
-        "unmet": unmet,
-        "seeds": seeds,
-        "events": events,
-        "seconds": (secs * 1000.0).round() / 1000.0,
-        "seeds_per_s": rate(seeds),
-        "events_per_s": rate(events),
+        "regressions": sum.regressions,
+        "scenarios": sum.scenarios,
+        "unmet": sum.unmet,
+        "seeds": sum.seeds,
+        "events": sum.events,
+        "seconds": (sum.secs * 1000.0).round() / 1000.0,
+        "seeds_per_s": sum.rate(sum.seeds).round(),
+        "events_per_s": sum.rate(sum.events).round(),
     })
     .to_string()
 }

@@ -306,3 +306,25 @@ pub fn story(
     }
     out
 }
+
+/// The totals of a `wakesim run`, for its last line.
+#[derive(Clone, Copy, Debug)]
+pub struct Summary {
+    pub regressions: usize,
+    pub scenarios: usize,
+    pub seeds: u64,
+    pub events: u64,
+    pub secs: f64,
+    pub unmet: usize,
+}
+
+impl Summary {
+    /// `n` per second of wall clock (0 for a run too short to time).
+    pub fn rate(&self, n: u64) -> f64 {
+        if self.secs > 0.0 {
+            n as f64 / self.secs
+        } else {
+            0.0
+        }
+    }
+}

@@ -162,25 +162,22 @@ pub fn scenario_line(
 }
 
 /// The last line of `wakesim run`.
-pub fn summary_line(
-    regressions: usize,
-    scenarios: usize,
-    seeds: u64,
-    events: u64,
-    secs: f64,
-    unmet: usize,
-) -> String {
-    let rate = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
-    let total = regressions + scenarios;
-    let verdict = if unmet == 0 {
+pub fn summary_line(sum: &super::Summary) -> String {
+    let total = sum.regressions + sum.scenarios;
+    let verdict = if sum.unmet == 0 {
         format!("all {total} expectations met")
     } else {
-        format!("{unmet} of {total} expectations NOT met")
+        format!("{} of {total} expectations NOT met", sum.unmet)
     };
     format!(
-        "summary: {regressions} regressions, {scenarios} scenarios, {seeds} seeds, {events} events in {secs:.2} s: {:.0} seeds/s, {:.0} events/s · {verdict}",
-        rate(seeds),
-        rate(events),
+        "summary: {} regressions, {} scenarios, {} seeds, {} events in {:.2} s: {:.0} seeds/s, {:.0} events/s · {verdict}",
+        sum.regressions,
+        sum.scenarios,
+        sum.seeds,
+        sum.events,
+        sum.secs,
+        sum.rate(sum.seeds),
+        sum.rate(sum.events),
     )
 }
 

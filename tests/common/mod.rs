@@ -15,7 +15,8 @@ pub fn root() -> PathBuf {
 
 /// A scenario file of the repository, its path reported relative to the root.
 pub fn scenario(rel: &str, registry: &Registry) -> Scenario {
-    let scn = Scenario::load(&root().join(rel), registry).expect("scenario loads");
+    let scn =
+        Scenario::load(&root().join(rel), registry).unwrap_or_else(|e| panic!("{rel} loads: {e}"));
     Scenario {
         path: PathBuf::from(rel),
         ..scn
@@ -34,6 +35,13 @@ pub fn wakesim(args: &[&str]) -> std::process::Output {
         .current_dir(root())
         .output()
         .expect("wakesim runs")
+}
+
+/// A fresh directory under the system's temp dir, per test process.
+pub fn tempdir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("wakesim-test-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
 }
 
 /// insta, writing to the top-level `snapshots/`.
