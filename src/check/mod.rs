@@ -24,10 +24,10 @@ use std::fmt;
 pub use ledger::{Ledger, MsgLedger};
 
 use crate::kernel::time::Ms;
-use crate::trace::{Actor, Ev, MsgId, MsgInfo, Record, TraceHasher, Window};
+use crate::trace::{Actor, Encode, Ev, MsgId, MsgInfo, Record, TraceHasher, Window};
 
 /// The invariants wakesim checks (`wake-systems.md` §3.2 and §4).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Invariant {
     NoLoss,
     ExactlyOnce,
@@ -308,7 +308,7 @@ impl Monitor {
             state,
             ev,
         };
-        std::hash::Hash::hash(&record, &mut self.hash);
+        record.encode(&mut self.hash);
         self.records += 1;
         if let Ev::Mark(w) = record.ev {
             self.marks[w as usize] += 1;
@@ -383,7 +383,7 @@ impl Monitor {
     }
 
     pub fn trace_hash(&self) -> u64 {
-        std::hash::Hasher::finish(&self.hash)
+        self.hash.finish()
     }
 
     pub fn records(&self) -> u64 {

@@ -73,7 +73,7 @@ pub struct AdapterSpec {
 }
 
 /// What went wrong with an adapter.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FaultKind {
     /// It could not be started.
     Spawn,

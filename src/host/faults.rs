@@ -33,7 +33,7 @@ pub trait FaultKind: Copy + Eq + std::fmt::Debug + 'static {
 
 /// How a scenario switches one fault on: in `share` of the seeds; then each opportunity fires
 /// with probability `rate`, at most `max` times (timed faults: up to `max` occurrences).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FaultSpec {
     pub share: Ratio,
     pub rate: Ratio,

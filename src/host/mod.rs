@@ -11,7 +11,7 @@ pub mod pi;
 use crate::check::Invariant;
 
 /// The hosts wakesim models.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum HostKind {
     /// pi 0.99 `AgentSession` (earendil-works/pi @014b48bf).
     Pi,
@@ -26,7 +26,7 @@ pub enum HostKind {
 }
 
 /// Which wake-logic API a host offers: wake logics are written against one family.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Family {
     /// `host::pi::api::PiWake`.
     Pi,
@@ -144,7 +144,7 @@ impl HostKind {
 }
 
 /// An inclusive range from a scenario file, `{ min = .., max = .. }`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Span {
     pub min: u64,
     pub max: u64,

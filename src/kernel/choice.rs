@@ -311,7 +311,7 @@ impl Choices {
 pub const INSTANT_GRID: u64 = 7;
 
 /// A probability as an integer ratio, written `"num/den"` in scenario files.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ratio {
     pub num: u64,
     pub den: u64,

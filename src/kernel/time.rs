@@ -4,7 +4,7 @@ use std::fmt;
 use std::ops::{Add, Sub};
 
 /// A point in virtual time, or a duration, in milliseconds since the start of the run.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Ms(pub u64);
 
 impl Ms {

@@ -100,7 +100,7 @@ impl fmt::Display for Expect {
 }
 
 /// The host-specific part of a scenario: its family's producers, faults and timing.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum HostConfig {
     Pi(PiConfig),
     GptmeServer(ServerConfig),

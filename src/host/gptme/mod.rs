@@ -9,7 +9,7 @@ pub mod server;
 
 /// A conversation, named by its logdir (`conversation_id = logdir.name`). `ConvId(0)` is the
 /// conversation under test (A); others are foreign (B, ...).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct ConvId(pub u8);
 
 impl std::fmt::Display for ConvId {

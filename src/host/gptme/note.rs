@@ -2,7 +2,7 @@
 //! hosts. Observations (appends, model requests, wakes, session ends) are rendered by `report`.
 
 use crate::host::gptme::ConvId;
-use crate::trace::{MsgId, Payload, Refusal, conv_name, id_list};
+use crate::trace::{Encode, MsgId, Payload, Refusal, TraceHasher, conv_name, id_list};
 
 /// `[m1 m2]`, `[m1–m101]`: what an item carries.
 fn payload(p: &Payload) -> String {
@@ -59,7 +59,7 @@ pub fn cli_state_name(code: u8) -> &'static str {
 }
 
 /// Who set a session's `generating` flag.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StepOrigin {
     /// `request_watch_wake` #n reserved the step.
     Wake(u32),
@@ -70,14 +70,14 @@ pub enum StepOrigin {
 }
 
 /// What `request_watch_wake` did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WakeResult {
     Accepted { session: u8, dispatched: bool },
     Refused(Refusal),
 }
 
 /// Why the server called `retry_deferred_watch_wakes`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RetryCause {
     /// A step of session `n` completed.
     StepCompletion(u8),
@@ -86,7 +86,7 @@ pub enum RetryCause {
 }
 
 /// How a server step's reply ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reply {
     Done,
     ToolNeedsConfirmation,
@@ -94,7 +94,7 @@ pub enum Reply {
 }
 
 /// What a CLI model reply does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CliReply {
     /// Plain text, no tool call ("the job is running").
     Text,
@@ -105,7 +105,7 @@ pub enum CliReply {
 }
 
 /// A job as people read it: `job #2`, or `job #1 of B` for another conversation's.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct JobName {
     pub conv: u8,
     pub id: u32,
@@ -121,7 +121,7 @@ impl std::fmt::Display for JobName {
 }
 
 /// What the CLI pops from its prompt queue and appends to the log.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Popped {
     /// The prompt `gptme -n` was started with.
     Initial,
@@ -137,7 +137,7 @@ pub enum Popped {
 }
 
 /// One gptme narration record.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Note {
     // ---- server
     ServerStart {
@@ -577,5 +577,337 @@ impl Note {
                 | Note::TakePrompts { .. }
                 | Note::MarkExpired { .. }
         )
+    }
+}
+
+// ---- the trace-hash encoding (see `trace::hash`): explicit tags, never the variant order
+
+impl Encode for ConvId {
+    fn encode(&self, h: &mut TraceHasher) {
+        h.u8(self.0);
+    }
+}
+
+impl Encode for StepOrigin {
+    fn encode(&self, h: &mut TraceHasher) {
+        match *self {
+            StepOrigin::Wake(n) => {
+                h.tag(0);
+                h.u32(n);
+            }
+            StepOrigin::User => h.tag(1),
+            StepOrigin::AfterTools => h.tag(2),
+        }
+    }
+}
+
+impl Encode for WakeResult {
+    fn encode(&self, h: &mut TraceHasher) {
+        match self {
+            WakeResult::Accepted {
+                session,
+                dispatched,
+            } => {
+                h.tag(0);
+                h.u8(*session);
+                h.bool(*dispatched);
+            }
+            WakeResult::Refused(r) => {
+                h.tag(1);
+                r.encode(h);
+            }
+        }
+    }
+}
+
+impl Encode for RetryCause {
+    fn encode(&self, h: &mut TraceHasher) {
+        match *self {
+            RetryCause::StepCompletion(s) => {
+                h.tag(0);
+                h.u8(s);
+            }
+            RetryCause::FinishCommand => h.tag(1),
+            RetryCause::SubagentCompletion => h.tag(2),
+        }
+    }
+}
+
+impl Encode for Reply {
+    fn encode(&self, h: &mut TraceHasher) {
+        h.tag(match self {
+            Reply::Done => 0,
+            Reply::ToolNeedsConfirmation => 1,
+            Reply::ToolCalls => 2,
+        });
+    }
+}
+
+impl Encode for CliReply {
+    fn encode(&self, h: &mut TraceHasher) {
+        match *self {
+            CliReply::Text => h.tag(0),
+            CliReply::Tool => h.tag(1),
+            CliReply::Job(n) => {
+                h.tag(2);
+                h.u32(n);
+            }
+        }
+    }
+}
+
+impl Encode for JobName {
+    fn encode(&self, h: &mut TraceHasher) {
+        h.u8(self.conv);
+        h.u32(self.id);
+    }
+}
+
+impl Encode for Popped {
+    fn encode(&self, h: &mut TraceHasher) {
+        match self {
+            Popped::Initial => h.tag(0),
+            Popped::Completion(job, msg) => {
+                h.tag(1);
+                job.encode(h);
+                msg.encode(h);
+            }
+            Popped::Prompt(msg, steer) => {
+                h.tag(2);
+                msg.encode(h);
+                h.bool(*steer);
+            }
+            Popped::InputPending => h.tag(3),
+            Popped::Timeout(jobs) => {
+                h.tag(4);
+                jobs.encode(h);
+            }
+            Popped::Nudge(n) => {
+                h.tag(5);
+                h.u8(*n);
+            }
+            Popped::Subagent(msg) => {
+                h.tag(6);
+                msg.encode(h);
+            }
+        }
+    }
+}
+
+impl Encode for Note {
+    fn encode(&self, h: &mut TraceHasher) {
+        match self {
+            Note::ServerStart {
+                sessions,
+                watch_tool,
+            } => {
+                h.tag(0);
+                h.u8(*sessions);
+                h.bool(*watch_tool);
+            }
+            Note::Deliver { cid, msg } => {
+                h.tag(1);
+                cid.encode(h);
+                msg.encode(h);
+            }
+            Note::Retry { cid, cause } => {
+                h.tag(2);
+                cid.encode(h);
+                cause.encode(h);
+            }
+            Note::RequestWake {
+                cid,
+                wake,
+                payload,
+                result,
+            } => {
+                h.tag(3);
+                cid.encode(h);
+                h.u32(*wake);
+                payload.encode(h);
+                result.encode(h);
+            }
+            Note::Take { call, payload } => {
+                h.tag(4);
+                h.str(call);
+                payload.encode(h);
+            }
+            Note::Requeue { msg } => {
+                h.tag(5);
+                msg.encode(h);
+            }
+            Note::Defer { msg } => {
+                h.tag(6);
+                msg.encode(h);
+            }
+            Note::PutCompletion { msg } => {
+                h.tag(7);
+                msg.encode(h);
+            }
+            Note::StepStart { session, origin } => {
+                h.tag(8);
+                h.u8(*session);
+                origin.encode(h);
+            }
+            Note::StepPre { hook, payload } => {
+                h.tag(9);
+                h.str(hook);
+                payload.encode(h);
+            }
+            Note::Reply { session, reply } => {
+                h.tag(10);
+                h.u8(*session);
+                reply.encode(h);
+            }
+            Note::Confirmed { session } => {
+                h.tag(11);
+                h.u8(*session);
+            }
+            Note::Storm { watch, cancelled } => {
+                h.tag(12);
+                h.u8(*watch);
+                h.bool(*cancelled);
+            }
+            Note::UserMessage { session } => {
+                h.tag(13);
+                h.u8(*session);
+            }
+            Note::Command { finished } => {
+                h.tag(14);
+                h.bool(*finished);
+            }
+            Note::CliStart {
+                auto_reply,
+                stale_control,
+            } => {
+                h.tag(15);
+                h.bool(*auto_reply);
+                h.bool(*stale_control);
+            }
+            Note::Pop(p) => {
+                h.tag(16);
+                p.encode(h);
+            }
+            Note::DrainFile { payload } => {
+                h.tag(17);
+                payload.encode(h);
+            }
+            Note::Closing { reopened } => {
+                h.tag(18);
+                h.bool(*reopened);
+            }
+            Note::CliReply { reply } => {
+                h.tag(19);
+                reply.encode(h);
+            }
+            Note::JobExits { job } => {
+                h.tag(20);
+                job.encode(h);
+            }
+            Note::Notify { job, msg, woke } => {
+                h.tag(21);
+                job.encode(h);
+                msg.encode(h);
+                h.bool(*woke);
+            }
+            Note::LateCallback { job } => {
+                h.tag(22);
+                job.encode(h);
+            }
+            Note::Hook { name, priority } => {
+                h.tag(23);
+                h.str(name);
+                h.i32(*priority);
+            }
+            Note::Yield {
+                name,
+                payload,
+                input,
+                timeout,
+                stop,
+            } => {
+                h.tag(24);
+                h.str(name);
+                payload.encode(h);
+                h.bool(*input);
+                h.bool(*timeout);
+                h.bool(*stop);
+            }
+            Note::Claim { cid, payload } => {
+                h.tag(25);
+                cid.encode(h);
+                payload.encode(h);
+            }
+            Note::TakePrompts { payload, left } => {
+                h.tag(26);
+                payload.encode(h);
+                h.u32(*left);
+            }
+            Note::MarkExpired { job } => {
+                h.tag(27);
+                job.encode(h);
+            }
+            Note::Wait { timeout_ms, own } => {
+                h.tag(28);
+                h.u64(*timeout_ms);
+                h.u32(*own);
+            }
+            Note::Woken { rechecks } => {
+                h.tag(29);
+                h.u32(*rechecks);
+            }
+            Note::WaitEnded { rechecks } => {
+                h.tag(30);
+                h.u32(*rechecks);
+            }
+            Note::Nudge { count } => {
+                h.tag(31);
+                h.u8(*count);
+            }
+            Note::Reset { cid } => {
+                h.tag(32);
+                h.option(cid.as_ref(), |h, c| c.encode(h));
+            }
+            Note::Killed { job, running } => {
+                h.tag(33);
+                job.encode(h);
+                h.bool(*running);
+            }
+            Note::Purged { msg } => {
+                h.tag(34);
+                msg.encode(h);
+            }
+            Note::Writer {
+                payload,
+                steer,
+                malformed,
+                refused,
+            } => {
+                h.tag(35);
+                payload.encode(h);
+                h.bool(*steer);
+                h.bool(*malformed);
+                h.bool(*refused);
+            }
+            Note::ControlWrite { size, same_size } => {
+                h.tag(36);
+                h.u32(*size);
+                h.bool(*same_size);
+            }
+            Note::ForeignJob { job } => {
+                h.tag(37);
+                job.encode(h);
+            }
+            Note::OwnerClaims { job, msg } => {
+                h.tag(38);
+                job.encode(h);
+                h.option(msg.as_ref(), |h, m| m.encode(h));
+            }
+            Note::ConcurrentDrain { payload } => {
+                h.tag(39);
+                payload.encode(h);
+            }
+            Note::Sigterm => h.tag(40),
+        }
     }
 }

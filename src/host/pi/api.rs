@@ -32,7 +32,7 @@ pub use super::core::Pi;
 
 /// An extension context. It names the session it was handed out for; once that session is
 /// replaced, `is_idle` fails with [`StaleCtx`], as pi's stale ctx throws.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ctx {
     pub(crate) session: u32,
 }
@@ -74,7 +74,7 @@ impl Message {
 }
 
 /// How a message is delivered (`deliverAs`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DeliverAs {
     Steer,
     FollowUp,
@@ -93,7 +93,7 @@ impl DeliverAs {
 }
 
 /// Options of `pi.sendMessage`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SendOptions {
     pub deliver_as: Option<DeliverAs>,
     pub trigger_turn: bool,
@@ -131,7 +131,7 @@ impl SendOptions {
 }
 
 /// A custom message: the producer messages it carries (none for a wake marker).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CustomMessage {
     pub custom_type: &'static str,
     pub payload: Payload,
@@ -187,7 +187,7 @@ pub enum CompactOutcome {
 }
 
 /// A timer set by the wake logic (`setTimeout`, `queueMicrotask`), on virtual time.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct TimerId(pub u32);
 
 /// A wake logic for pi: the code under test. Every handler has a no-op default.

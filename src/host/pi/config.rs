@@ -7,7 +7,7 @@ use crate::kernel::choice::Ratio;
 use crate::trace::MsgKind;
 
 /// Faults a seed may switch on for the pi hosts (`wake-systems.md` §2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum PiFault {
     /// An input handler claims a prompt at step 3: no run, no event (P-5).
     InputSwallowsPrompt,
@@ -136,7 +136,7 @@ impl FaultKind for PiFault {
 }
 
 /// Producer messages of a scenario.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Producers {
     pub messages: Span,
     pub start_ms: Span,
@@ -163,7 +163,7 @@ impl Default for Producers {
 }
 
 /// Durations of the host's await points and activities, in ms.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PiTiming {
     /// Each await inside `prompt()` (input handlers, auth, compaction check, images).
     pub step_ms: Span,
@@ -197,7 +197,7 @@ impl Default for PiTiming {
 }
 
 /// Everything a pi run is configured by.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PiConfig {
     pub producers: Producers,
     pub faults: Vec<(PiFault, FaultSpec)>,

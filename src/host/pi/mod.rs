@@ -28,7 +28,7 @@ use crate::swarm::{self, Mix};
 use crate::trace::{Actor, DropReason, Ev, MsgKind, Payload, Starter, Window};
 
 /// Which pi the model plays.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Gen {
     /// 0.99: `_isAgentRunActive` spans the whole run; `agent_settled`; handlers awaited.
     V099,

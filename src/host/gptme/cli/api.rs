@@ -21,7 +21,7 @@ pub use super::core::Cli;
 pub use crate::host::gptme::ConvId;
 
 /// A background job, as the registry knows it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct JobRef {
     /// Which job object (job ids are reused after a reset; this is not).
     pub(crate) index: u32,
@@ -40,7 +40,7 @@ impl JobRef {
 }
 
 /// A registered job's state (`_background_jobs[cid][id]`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct JobView {
     pub job: JobRef,
     /// Its process has not exited yet.
@@ -53,14 +53,14 @@ pub struct JobView {
 
 /// A completion claimed from the queue: "Background shell job #N finished (exit code X)", with
 /// its output.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Claimed {
     pub job: JobRef,
     pub msg: MsgId,
 }
 
 /// A record taken from `prompt-queue.jsonl`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PromptRecord {
     pub msg: MsgId,
     pub steer: bool,
@@ -70,7 +70,7 @@ pub struct PromptRecord {
 const CONTROL_PATH: u64 = 0x636f_6e74;
 
 /// `control.jsonl` as read: non-empty contents.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ControlFile {
     /// Which contents (every write or rewrite makes new contents).
     pub(crate) version: u32,
@@ -91,7 +91,7 @@ impl ControlFile {
 }
 
 /// What a hook yields.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Item {
     /// A job's completion message.
     Completion(Claimed),

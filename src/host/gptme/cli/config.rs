@@ -6,7 +6,7 @@ use crate::host::gptme::note::CliReply;
 use crate::kernel::choice::Ratio;
 
 /// Faults a seed may switch on for the gptme CLI (`wake-systems.md` §1.1.1, §1.1.4, §1.3).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum CliFault {
     /// The complete tool is loaded (autonomous sessions): `auto_reply_hook` (LOOP_CONTINUE 999)
     /// nudges after a reply without a tool call and completes the session after two nudges.
@@ -134,7 +134,7 @@ impl FaultKind for CliFault {
 }
 
 /// What the model does and what runs in the background.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CliProducers {
     /// The model's first replies, in order (`"job"`, `"tool"`, `"text"`); later replies are drawn.
     pub script: Vec<CliReply>,
@@ -155,7 +155,7 @@ impl Default for CliProducers {
 }
 
 /// Durations of the CLI's activities (ms) and its bounds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CliTiming {
     /// One model reply.
     pub model_ms: Span,
@@ -197,7 +197,7 @@ impl Default for CliTiming {
 }
 
 /// Everything a gptme-cli run is configured by.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CliConfig {
     pub producers: CliProducers,
     pub faults: Vec<(CliFault, FaultSpec)>,

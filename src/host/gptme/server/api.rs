@@ -38,7 +38,7 @@ pub use super::core::Server;
 pub use crate::host::gptme::ConvId;
 
 /// One fired watch event, as `_pending_deliveries` holds it: `(logdir, watch_id, text)`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WatchEvent {
     /// The logdir it is routed to; `conversation_id = logdir.name`.
     pub logdir: ConvId,
@@ -49,7 +49,7 @@ pub struct WatchEvent {
 }
 
 /// One subagent completion on `_completion_queue`: `(agent, status, summary, branch)`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SubagentCompletion {
     /// The parent's logdir.
     pub logdir: ConvId,
@@ -59,7 +59,7 @@ pub struct SubagentCompletion {
 }
 
 /// A system message a wake persists: the events it carries.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SystemMessage {
     pub payload: Payload,
 }

@@ -5,7 +5,7 @@ use crate::host::faults::{FaultKind, FaultSpec};
 use crate::kernel::choice::Ratio;
 
 /// Faults a seed may switch on for the gptme server (`wake-systems.md` §1.1.2, §1.3).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum ServerFault {
     /// The watch tool is loaded: its STEP_PRE hook (`_watch_drain_hook`, priority 940) drains the
     /// conversation's deferred events at every step. It is `disabled_by_default`.
@@ -102,7 +102,7 @@ impl FaultKind for ServerFault {
 }
 
 /// What produces messages on the server.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ServerProducers {
     /// Watch events fired in the run (`run`, `until`, `stream` lines, ...).
     pub events: Span,
@@ -131,7 +131,7 @@ impl Default for ServerProducers {
 }
 
 /// Durations of the server's activities, in ms.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ServerTiming {
     /// A step thread starting after `_start_step_thread`.
     pub thread_ms: Span,
@@ -158,7 +158,7 @@ impl Default for ServerTiming {
 }
 
 /// Everything a gptme-server run is configured by.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ServerConfig {
     pub producers: ServerProducers,
     pub faults: Vec<(ServerFault, FaultSpec)>,

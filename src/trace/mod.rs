@@ -5,12 +5,13 @@
 //! narrates (a prompt step, a handler call). Records are small values with ids, never formatted
 //! strings, so tracing stays cheap on the hot path; `report` renders them.
 
-use std::hash::{Hash, Hasher};
+pub mod hash;
 
 use crate::kernel::time::Ms;
+pub use hash::{ENCODING, Encode, TraceHasher};
 
 /// A producer message, numbered from 0 in production order (rendered `m1`, `m2`, ...).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct MsgId(pub u32);
 
 impl std::fmt::Display for MsgId {
@@ -21,7 +22,7 @@ impl std::fmt::Display for MsgId {
 
 /// What produced a message. Determines its default delivery options on pi.
 #[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
 )]
 #[serde(rename_all = "kebab-case")]
 pub enum MsgKind {
@@ -62,7 +63,7 @@ impl MsgKind {
 }
 
 /// One produced message: who sent it, when, and the stream whose order FIFO judges.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MsgInfo {
     pub id: MsgId,
     pub kind: MsgKind,
@@ -80,7 +81,7 @@ pub struct MsgInfo {
 }
 
 /// Who a new message is from: everything of its `MsgInfo` but the id and the time.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MsgFrom {
     pub kind: MsgKind,
     pub source: u8,
@@ -152,7 +153,7 @@ pub fn conv_name(conv: u8) -> char {
 }
 
 /// The producer messages an item carries (a wake marker carries none).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum Payload {
     #[default]
     None,
@@ -183,7 +184,7 @@ impl Payload {
 }
 
 /// Who acts in a record; the timeline's second column.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Actor {
     Producer,
     Wake,
@@ -207,7 +208,7 @@ impl Actor {
 }
 
 /// Why a message was dropped on purpose, as the real system documents it. Not a violation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DropReason {
     /// pi: session replacement discards what the old session still held (P-7).
     SessionReplaced,
@@ -257,7 +258,7 @@ impl DropReason {
 }
 
 /// Who tried to start an agent run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Starter {
     /// A `prompt()` (wake or user) reaching `Agent.prompt` at step 12; the number is the prompt's.
     Prompt(u32),
@@ -268,7 +269,7 @@ pub enum Starter {
 }
 
 /// The vocabulary every checker reads, plus host notes for the timeline.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Ev {
     /// A producer made a message.
     Produced { msg: MsgId },
@@ -338,7 +339,7 @@ impl Ev {
 }
 
 /// Why a host refused a wake: who held the conversation busy, or what failed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Refusal {
     /// A run that wake `n` started (its generating flag) is still on.
     Wake(u32),
@@ -365,7 +366,7 @@ impl Refusal {
 }
 
 /// What happened to a piece of owned background work.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WorkOp {
     Started,
     /// It finished and its completion is the message `msg`.
@@ -376,7 +377,7 @@ pub enum WorkOp {
 }
 
 /// Why a session ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EndCause {
     /// Noninteractive and nothing queued: the chat loop broke out.
     QueueEmpty,
@@ -407,7 +408,7 @@ impl EndCause {
 /// Named race windows: the interleavings wake races live in. Hosts mark each time a run enters
 /// one; a scenario can require that its seed budget reaches some (Antithesis "sometimes",
 /// FoundationDB's CODE_PROBE), so a budget that never exercises the window fails the gate.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Window {
     /// pi: the wake logic starts a prompt while another prompt is being prepared.
     WakeWhilePreparing,
@@ -542,7 +543,7 @@ impl Window {
 }
 
 /// One line of the timeline.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Record {
     pub t: Ms,
     pub actor: Actor,
@@ -551,52 +552,246 @@ pub struct Record {
     pub ev: Ev,
 }
 
-/// A stable word-at-a-time hash for traces (the std hasher is randomly keyed per process). Every
-/// field is hashed at a fixed width, so a trace hash is the same in debug and release and on every
-/// 64-bit platform.
-#[derive(Clone, Copy)]
-pub struct TraceHasher(u64);
+// ---- the trace-hash encoding (see `hash`): explicit tags, never the variant order
 
-impl Default for TraceHasher {
-    fn default() -> Self {
-        TraceHasher(0xcbf2_9ce4_8422_2325)
+impl Encode for MsgId {
+    fn encode(&self, h: &mut TraceHasher) {
+        h.u32(self.0);
     }
 }
 
-impl TraceHasher {
-    #[inline]
-    fn mix(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-}
-
-impl Hasher for TraceHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut w = [0u8; 8];
-            w[..chunk.len()].copy_from_slice(chunk);
-            self.mix(u64::from_le_bytes(w));
+impl Encode for Payload {
+    fn encode(&self, h: &mut TraceHasher) {
+        match self {
+            Payload::None => h.tag(0),
+            Payload::One(id) => {
+                h.tag(1);
+                id.encode(h);
+            }
+            Payload::Many(ids) => {
+                h.tag(2);
+                ids.encode(h);
+            }
         }
     }
-    fn write_u8(&mut self, i: u8) {
-        self.mix(u64::from(i));
+}
+
+impl Encode for Actor {
+    fn encode(&self, h: &mut TraceHasher) {
+        h.tag(match self {
+            Actor::Producer => 0,
+            Actor::Wake => 1,
+            Actor::Host => 2,
+            Actor::Fault => 3,
+            Actor::User => 4,
+            Actor::Check => 5,
+        });
     }
-    fn write_u16(&mut self, i: u16) {
-        self.mix(u64::from(i));
+}
+
+impl Encode for DropReason {
+    fn encode(&self, h: &mut TraceHasher) {
+        h.tag(match self {
+            DropReason::SessionReplaced => 0,
+            DropReason::StormCoalesced => 1,
+            DropReason::StormCancelled => 2,
+            DropReason::JobReset => 3,
+            DropReason::LeftOnDisk => 4,
+            DropReason::Terminated => 5,
+            DropReason::TimedOutAtExit => 6,
+            DropReason::OtherConversation => 7,
+            DropReason::SubagentAtExit => 8,
+        });
     }
-    fn write_u32(&mut self, i: u32) {
-        self.mix(u64::from(i));
+}
+
+impl Encode for Starter {
+    fn encode(&self, h: &mut TraceHasher) {
+        let (tag, n) = match *self {
+            Starter::Prompt(n) => (0, n),
+            Starter::Direct(n) => (1, n),
+            Starter::Continue(n) => (2, n),
+        };
+        h.tag(tag);
+        h.u32(n);
     }
-    fn write_u64(&mut self, i: u64) {
-        self.mix(i);
+}
+
+impl Encode for Refusal {
+    fn encode(&self, h: &mut TraceHasher) {
+        match *self {
+            Refusal::Wake(n) => {
+                h.tag(0);
+                h.u32(n);
+            }
+            Refusal::Run => h.tag(1),
+            Refusal::Tools => h.tag(2),
+            Refusal::Command => h.tag(3),
+            Refusal::PersistFailed => h.tag(4),
+        }
     }
-    fn write_usize(&mut self, i: usize) {
-        self.mix(i as u64);
+}
+
+impl Encode for WorkOp {
+    fn encode(&self, h: &mut TraceHasher) {
+        match self {
+            WorkOp::Started => h.tag(0),
+            WorkOp::Finished(msg) => {
+                h.tag(1);
+                msg.encode(h);
+            }
+            WorkOp::Killed => h.tag(2),
+        }
     }
-    fn write_isize(&mut self, i: isize) {
-        self.mix(i as u64);
+}
+
+impl Encode for EndCause {
+    fn encode(&self, h: &mut TraceHasher) {
+        h.tag(match self {
+            EndCause::QueueEmpty => 0,
+            EndCause::SessionComplete => 1,
+            EndCause::Signal => 2,
+            EndCause::Bound => 3,
+        });
+    }
+}
+
+impl Encode for Window {
+    fn encode(&self, h: &mut TraceHasher) {
+        h.tag(match self {
+            Window::WakeWhilePreparing => 0,
+            Window::ConcurrentPrompts => 1,
+            Window::MessageBetweenInnerRuns => 2,
+            Window::PromptRacesSettle => 3,
+            Window::MessageWhileSettling => 4,
+            Window::MessageWhileCompacting => 5,
+            Window::StaleCtx => 6,
+            Window::WakePromptFailed => 7,
+            Window::AtConstantBoundary => 8,
+            Window::BurstDrained => 9,
+            Window::WakeWhileBusy => 10,
+            Window::StormGuard => 11,
+            Window::NotifyBeforeWait => 12,
+            Window::InputDuringWait => 13,
+            Window::ConcurrentDrain => 14,
+            Window::WaitTimeout => 15,
+            Window::ResetDuringWait => 16,
+            Window::PromptsOverCap => 17,
+            Window::SameSizeRewrite => 18,
+        });
+    }
+}
+
+impl Encode for Ev {
+    fn encode(&self, h: &mut TraceHasher) {
+        match self {
+            Ev::Produced { msg } => {
+                h.tag(0);
+                msg.encode(h);
+            }
+            Ev::Appended { msg } => {
+                h.tag(1);
+                msg.encode(h);
+            }
+            Ev::Request { req, harness } => {
+                h.tag(2);
+                h.u32(*req);
+                h.bool(*harness);
+            }
+            Ev::Dropped { msg, reason } => {
+                h.tag(3);
+                msg.encode(h);
+                reason.encode(h);
+            }
+            Ev::Idle { idle } => {
+                h.tag(4);
+                h.bool(*idle);
+            }
+            Ev::Starter { who, accepted } => {
+                h.tag(5);
+                who.encode(h);
+                h.bool(*accepted);
+            }
+            Ev::RunFlag { on } => {
+                h.tag(6);
+                h.bool(*on);
+            }
+            Ev::AgentRun { on } => {
+                h.tag(7);
+                h.bool(*on);
+            }
+            Ev::Settled => h.tag(8),
+            Ev::Mark(w) => {
+                h.tag(9);
+                w.encode(h);
+            }
+            Ev::Pi(note) => {
+                h.tag(10);
+                note.encode(h);
+            }
+            Ev::Pass { pass, on } => {
+                h.tag(11);
+                h.u32(*pass);
+                h.bool(*on);
+            }
+            Ev::Wake {
+                pass,
+                wake,
+                msgs,
+                refused,
+            } => {
+                h.tag(12);
+                h.u32(*pass);
+                h.u32(*wake);
+                msgs.encode(h);
+                h.option(refused.as_ref(), |h, r| r.encode(h));
+            }
+            Ev::Work {
+                work,
+                shown,
+                conv,
+                op,
+            } => {
+                h.tag(13);
+                h.u32(*work);
+                h.u32(*shown);
+                h.u8(*conv);
+                op.encode(h);
+            }
+            Ev::WorkNoticed { work } => {
+                h.tag(14);
+                h.u32(*work);
+            }
+            Ev::Waiting { own, foreign } => {
+                h.tag(15);
+                h.u32(*own);
+                h.u32(*foreign);
+            }
+            Ev::InputInterrupt { input } => {
+                h.tag(16);
+                h.u64(*input);
+            }
+            Ev::SessionEnd { cause } => {
+                h.tag(17);
+                cause.encode(h);
+            }
+            Ev::OwnerClaimed { msg } => {
+                h.tag(18);
+                msg.encode(h);
+            }
+            Ev::Gptme(note) => {
+                h.tag(19);
+                note.encode(h);
+            }
+        }
+    }
+}
+
+impl Encode for Record {
+    fn encode(&self, h: &mut TraceHasher) {
+        h.u64(self.t.0);
+        self.actor.encode(h);
+        h.u8(self.state);
+        self.ev.encode(h);
     }
 }
