@@ -10,12 +10,12 @@
 
 use std::path::Path;
 
-use wakesim::host::pi::api::{Ctx, CustomMessage, Message, Pi, PiWake, SendOptions};
+use wakesim::engine::run::Runner;
+use wakesim::family::Registry;
+use wakesim::family::pi::api::{Ctx, CustomMessage, Message, Pi, PiWake, SendOptions};
 use wakesim::report;
-use wakesim::run::Runner;
 use wakesim::scenario::Scenario;
-use wakesim::trace::Payload;
-use wakesim::wake::Registry;
+use wakesim::sim::record::Payload;
 
 #[derive(Default)]
 struct MyIdleWake {

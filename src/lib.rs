@@ -37,20 +37,16 @@
 //! Or keep the logic in its own language and name its adapter in the scenario:
 //! `wake = { command = ["node", ...] }`.
 
+pub mod adapter;
 pub mod check;
-pub mod cli;
+pub mod cmd;
+pub mod engine;
 pub mod error;
-pub mod explore;
-pub mod external;
-pub mod host;
-pub mod kernel;
-pub mod regression;
+pub mod family;
+pub mod input;
+pub mod limits;
 pub mod report;
-pub mod run;
 pub mod scenario;
-pub mod shrink;
-pub mod swarm;
-pub mod trace;
-pub mod wake;
+pub mod sim;
 
 pub use error::{Error, Result};

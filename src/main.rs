@@ -1,3 +1,3 @@
 fn main() {
-    std::process::exit(wakesim::cli::main());
+    std::process::exit(wakesim::cmd::main());
 }

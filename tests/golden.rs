@@ -14,10 +14,10 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use wakesim::regression::{Regression, Replayed, is_regression};
-use wakesim::run::Runner;
+use wakesim::engine::regression::{Regression, Replayed, is_regression};
+use wakesim::engine::run::Runner;
+use wakesim::family::Registry;
 use wakesim::scenario::{Scenario, discover};
-use wakesim::wake::Registry;
 
 /// Seeds each built-in scenario contributes.
 const SEEDS: u64 = 2_000;

@@ -10,20 +10,20 @@ mod common;
 use common::{bad_file_errors, inline, insta_settings, scenario, wakesim};
 
 use wakesim::check::Invariant;
-use wakesim::host::gptme::ConvId;
-use wakesim::host::gptme::cli::api::{Cli, CliWake, Flow, Item, Resume};
-use wakesim::host::gptme::note::Note;
-use wakesim::run::{Outcome, RunResult, Runner};
+use wakesim::engine::run::{Outcome, RunResult, Runner};
+use wakesim::family::Registry;
+use wakesim::family::common::conv::ConvId;
+use wakesim::family::gptme_cli::api::{Cli, CliWake, Flow, Item, Resume};
+use wakesim::family::gptme_note::Note;
 use wakesim::scenario::Scenario;
-use wakesim::trace::{Ev, MsgKind, Window, WorkOp};
-use wakesim::wake::Registry;
+use wakesim::sim::record::{Ev, MsgKind, Window, WorkOp};
 
 fn run(scn: &Scenario, seed: u64, registry: &Registry) -> RunResult {
     Runner::new(registry).run_seed(scn, seed, true)
 }
 
 /// The model requests of a run, each with the messages appended since the previous one.
-fn requests(r: &RunResult) -> Vec<Vec<wakesim::trace::MsgId>> {
+fn requests(r: &RunResult) -> Vec<Vec<wakesim::sim::record::MsgId>> {
     let mut out = Vec::new();
     let mut carried = Vec::new();
     for rec in &r.trace {
@@ -48,7 +48,7 @@ fn the_fixed_loop_makes_three_calls_and_the_third_carries_the_completion_once() 
         assert!(r.outcome.is_pass(), "seed {seed}: {:?}", r.outcome);
         let reqs = requests(&r);
         assert_eq!(reqs.len(), 3, "seed {seed}: {reqs:?}");
-        let own_job = |m: &wakesim::trace::MsgId| {
+        let own_job = |m: &wakesim::sim::record::MsgId| {
             let info = &r.messages[m.0 as usize];
             info.kind == MsgKind::Job && info.conv == 0
         };

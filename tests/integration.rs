@@ -9,11 +9,11 @@ mod common;
 use common::{bad_file_errors, inline, insta_settings, scenario, tempdir, wakesim};
 
 use wakesim::check::Invariant;
-use wakesim::host::pi::api::{Ctx, CustomMessage, Message, Pi, PiWake, SendOptions};
+use wakesim::engine::run::{Outcome, Runner};
+use wakesim::family::Registry;
+use wakesim::family::pi::api::{Ctx, CustomMessage, Message, Pi, PiWake, SendOptions};
 use wakesim::report;
-use wakesim::run::{Outcome, Runner};
 use wakesim::scenario::Expect;
-use wakesim::wake::Registry;
 
 // ---------------------------------------------------------------------------------------------
 // Determinism
@@ -259,7 +259,7 @@ fn list_names_hosts_wakes_invariants_and_faults() {
 // Checkers fire on wake logics built to break them (the built-in variants prove the rest).
 
 /// G4, but every producer message is handed to it twice: the conversation gets it twice.
-struct Twice(wakesim::wake::pi::Gentle);
+struct Twice(wakesim::family::pi::wakes::Gentle);
 impl PiWake for Twice {
     fn on_message(&mut self, pi: &mut Pi<'_>, msg: Message) {
         self.0.on_message(pi, msg);
@@ -283,7 +283,7 @@ impl PiWake for Twice {
     fn on_before_agent_start(&mut self, pi: &mut Pi<'_>, ctx: Ctx) {
         self.0.on_before_agent_start(pi, ctx);
     }
-    fn on_timer(&mut self, pi: &mut Pi<'_>, t: wakesim::host::pi::api::TimerId) {
+    fn on_timer(&mut self, pi: &mut Pi<'_>, t: wakesim::family::pi::api::TimerId) {
         self.0.on_timer(pi, t);
     }
 }
@@ -291,7 +291,7 @@ impl PiWake for Twice {
 /// Holds messages and releases them newest first at agent_settled or on the next message.
 #[derive(Default)]
 struct Lifo {
-    held: Vec<wakesim::trace::MsgId>,
+    held: Vec<wakesim::sim::record::MsgId>,
 }
 impl PiWake for Lifo {
     fn on_message(&mut self, pi: &mut Pi<'_>, msg: Message) {
@@ -334,7 +334,7 @@ impl PiWake for Ticks {
     fn on_message(&mut self, pi: &mut Pi<'_>, _msg: Message) {
         pi.set_timeout(0);
     }
-    fn on_timer(&mut self, pi: &mut Pi<'_>, _t: wakesim::host::pi::api::TimerId) {
+    fn on_timer(&mut self, pi: &mut Pi<'_>, _t: wakesim::family::pi::api::TimerId) {
         pi.set_timeout(0);
     }
 }
@@ -342,7 +342,7 @@ impl PiWake for Ticks {
 fn test_registry() -> Registry {
     Registry::builtin()
         .with_pi("test.twice", "hands G4 every message twice", || {
-            Box::new(Twice(wakesim::wake::pi::Gentle::new(true, true)))
+            Box::new(Twice(wakesim::family::pi::wakes::Gentle::new(true, true)))
         })
         .with_pi("test.lifo", "delivers newest first", || {
             Box::new(Lifo::default())
@@ -529,13 +529,13 @@ fn findability_reports_rate_and_median_seeds_to_first_failure() {
         "scenarios/pi/g2-two-wakes-during-preparation.toml",
         &registry,
     );
-    let f = wakesim::run::findability(&registry, &scn, 0..400, 2);
+    let f = wakesim::engine::run::findability(&registry, &scn, 0..400, 2);
     assert_eq!(f.seeds, 400);
     assert!(f.failing > 0 && f.failing < 400, "{f:?}");
     let median = f.median_seeds_to_first.expect("a failure");
     assert!((1..=100).contains(&median), "{f:?}");
     // A brute-force median over every starting point agrees with the wrap-around scan.
-    let hits = wakesim::run::expected_hits(&registry, &scn, 0..400, 1);
+    let hits = wakesim::engine::run::expected_hits(&registry, &scn, 0..400, 1);
     assert_eq!(hits.iter().filter(|h| **h).count() as u64, f.failing);
     let mut dist: Vec<u64> = (0..400)
         .map(|start| (0..400).find(|d| hits[(start + d) % 400]).expect("a hit") as u64 + 1)
@@ -544,7 +544,7 @@ fn findability_reports_rate_and_median_seeds_to_first_failure() {
     assert_eq!(dist[200], median);
     let clean = scenario("scenarios/pi/g4-fixed-passes.toml", &registry);
     assert_eq!(
-        wakesim::run::findability(&registry, &clean, 0..50, 2).median_seeds_to_first,
+        wakesim::engine::run::findability(&registry, &clean, 0..50, 2).median_seeds_to_first,
         None
     );
 }
@@ -558,7 +558,7 @@ fn check_determinism_finds_no_divergence_in_the_real_models() {
     ] {
         let scn = scenario(rel, &registry);
         assert_eq!(
-            wakesim::run::check_determinism(&registry, &scn, 0..40),
+            wakesim::engine::run::check_determinism(&registry, &scn, 0..40),
             Vec::<String>::new()
         );
     }
@@ -578,7 +578,7 @@ fn shrink_keeps_the_invariant_and_never_grows_the_run() {
     let first = (0..100)
         .find(|&s| !runner.run_seed(&scn, s, false).outcome.is_pass())
         .expect("a failing seed");
-    let sh = wakesim::shrink::shrink(
+    let sh = wakesim::engine::shrink::shrink(
         &mut runner,
         &scn,
         first,
@@ -718,7 +718,7 @@ fn explore_finds_g2s_race_and_proves_the_fixed_g4_clean() {
         "scenarios/pi/g2-two-wakes-during-preparation.toml",
         &registry,
     );
-    let ex = wakesim::explore::explore(&mut runner, &g2, g2.explore);
+    let ex = wakesim::engine::explore::explore(&mut runner, &g2, g2.explore);
     assert!(ex.exhausted);
     assert!(
         ex.distinct > 100 && ex.distinct <= ex.runs,
@@ -736,7 +736,7 @@ fn explore_finds_g2s_race_and_proves_the_fixed_g4_clean() {
     );
 
     let fixed = scenario("scenarios/pi/g4-fixed-passes.toml", &registry);
-    let ex = wakesim::explore::explore(&mut runner, &fixed, fixed.explore);
+    let ex = wakesim::engine::explore::explore(&mut runner, &fixed, fixed.explore);
     assert!(
         ex.exhausted && ex.failing == 0,
         "{} failing of {}",
@@ -745,12 +745,12 @@ fn explore_finds_g2s_race_and_proves_the_fixed_g4_clean() {
     );
 
     // Every run of a scope is a distinct choice sequence: a wider scope runs strictly more.
-    let narrow = wakesim::explore::Scope {
+    let narrow = wakesim::engine::explore::Scope {
         deviations_max: 1,
         ..g2.explore
     };
-    let wide = wakesim::explore::explore(&mut runner, &g2, g2.explore);
-    let narrow = wakesim::explore::explore(&mut runner, &g2, narrow);
+    let wide = wakesim::engine::explore::explore(&mut runner, &g2, g2.explore);
+    let narrow = wakesim::engine::explore::explore(&mut runner, &g2, narrow);
     assert!(narrow.runs < wide.runs);
 }
 

@@ -15,11 +15,11 @@
 use std::path::{Path, PathBuf};
 
 use libtest_mimic::{Arguments, Failed, Trial};
-use wakesim::regression::{Regression, Replayed, is_regression};
+use wakesim::engine::regression::{Regression, Replayed, is_regression};
+use wakesim::engine::run::{Runner, describe, shows_expected};
+use wakesim::family::Registry;
 use wakesim::report;
-use wakesim::run::{Runner, describe, shows_expected};
 use wakesim::scenario::{Scenario, discover};
-use wakesim::wake::Registry;
 
 /// Seeds per scenario the gate runs twice and compares trace by trace.
 const DETERMINISM_SAMPLE: u64 = 8;
@@ -61,7 +61,7 @@ fn versionless(text: &str) -> String {
 fn check(rel: &Path) -> Result<(), Failed> {
     let registry = Registry::builtin();
     let scn = Scenario::load(rel, &registry).map_err(|e| e.to_string())?;
-    let multiplier = wakesim::cli::seeds_multiplier().map_err(|e| e.to_string())?;
+    let multiplier = wakesim::cmd::seeds_multiplier().map_err(|e| e.to_string())?;
     let mut runner = Runner::new(&registry);
     let rep = runner.run_scenario(&scn, 0..scn.seeds.saturating_mul(multiplier));
     if !rep.met {
@@ -79,7 +79,8 @@ fn check(rel: &Path) -> Result<(), Failed> {
 
     // Exhaustive exploration of the scenario's scope finds its bug, or proves the scope clean.
     let stop_when_found = !matches!(scn.expect, wakesim::scenario::Expect::Pass);
-    let ex = wakesim::explore::explore_until(&mut runner, &scn, scn.explore, stop_when_found);
+    let ex =
+        wakesim::engine::explore::explore_until(&mut runner, &scn, scn.explore, stop_when_found);
     match &scn.expect {
         wakesim::scenario::Expect::Pass if ex.failing > 0 || !ex.exhausted => {
             let why = ex
@@ -110,7 +111,8 @@ fn check(rel: &Path) -> Result<(), Failed> {
     }
 
     // Determinism self-check on a sample: each seed twice, in a fresh and a warm runner.
-    let divergences = wakesim::run::check_determinism(&registry, &scn, 0..DETERMINISM_SAMPLE);
+    let divergences =
+        wakesim::engine::run::check_determinism(&registry, &scn, 0..DETERMINISM_SAMPLE);
     if let Some(d) = divergences.first() {
         return Err(format!("{}: nondeterministic: {d}", rel.display()).into());
     }

@@ -12,9 +12,9 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use wakesim::run::Runner;
+use wakesim::engine::run::Runner;
+use wakesim::family::Registry;
 use wakesim::scenario::Scenario;
-use wakesim::wake::Registry;
 use wakesim_madsim::run::Lane;
 
 fn main() {

@@ -33,12 +33,12 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use wakesim::host::pi::api::{
+use wakesim::family::pi::api::{
     CompactOutcome, Ctx, InputAction, InputEvent, Message, Pi, PiWake, TimerId,
 };
-use wakesim::host::pi::{PiEv, PiHost};
-use wakesim::kernel::time::Ms;
-use wakesim::kernel::{End, Kernel, World};
+use wakesim::family::pi::{PiEv, PiHost};
+use wakesim::sim::time::Ms;
+use wakesim::sim::{End, Kernel, World};
 
 /// What the host tells the wake logic: one variant per `PiWake` handler.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

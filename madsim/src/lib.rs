@@ -28,7 +28,7 @@
 //!
 //! ```
 //! use std::path::Path;
-//! use wakesim::host::pi::api::{CustomMessage, SendOptions};
+//! use wakesim::family::pi::api::{CustomMessage, SendOptions};
 //! use wakesim::scenario::Scenario;
 //! use wakesim_madsim::bridge::{Event, Events, Host};
 //! use wakesim_madsim::run::Lane;

@@ -6,14 +6,14 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 
 use wakesim::check::{InvariantSet, Monitor};
-use wakesim::host::HostKind;
-use wakesim::host::pi::core::BudgetExceeded;
-use wakesim::host::pi::{Gen, PiHost};
-use wakesim::kernel::choice::{Choices, Profile};
-use wakesim::kernel::{End, Kernel, World};
-use wakesim::run::{Outcome, RunResult, ScenarioReport};
+use wakesim::engine::run::{Outcome, RunResult, ScenarioReport};
+use wakesim::family::HostKind;
+use wakesim::family::pi::core::BudgetExceeded;
+use wakesim::family::pi::{Gen, PiHost};
 use wakesim::scenario::{HostConfig, Scenario};
-use wakesim::swarm::Mix;
+use wakesim::sim::choice::{Choices, Profile};
+use wakesim::sim::swarm::Mix;
+use wakesim::sim::{End, Kernel, World};
 
 use crate::bridge::{self, Driven};
 use crate::wake::{self, AsyncWake};

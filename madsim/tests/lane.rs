@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use wakesim::engine::run::Outcome;
 use wakesim::report;
-use wakesim::run::Outcome;
 use wakesim::scenario::Scenario;
 use wakesim_madsim::bridge::{Event, Events, Host};
 use wakesim_madsim::run::{Lane, replay_line};
@@ -282,12 +282,12 @@ fn a_coordinator_that_ignores_messages_loses_them() {
 #[test]
 fn stepping_the_kernel_by_hand_reproduces_drive() {
     use wakesim::check::{InvariantSet, Monitor};
-    use wakesim::host::pi::{Gen, PiHost};
-    use wakesim::kernel::choice::{Choices, Profile};
-    use wakesim::kernel::time::Ms;
-    use wakesim::kernel::{Kernel, World};
-    use wakesim::run::Runner;
-    use wakesim::wake::Registry;
+    use wakesim::engine::run::Runner;
+    use wakesim::family::Registry;
+    use wakesim::family::pi::{Gen, PiHost};
+    use wakesim::sim::choice::{Choices, Profile};
+    use wakesim::sim::time::Ms;
+    use wakesim::sim::{Kernel, World};
 
     let registry = Registry::builtin();
     let rel = "scenarios/pi/g4-fixed-passes.toml";

@@ -14,8 +14,8 @@
 use std::path::{Path, PathBuf};
 
 use libtest_mimic::{Arguments, Failed, Trial};
+use wakesim::engine::run::{describe, shows_expected};
 use wakesim::report;
-use wakesim::run::{describe, shows_expected};
 use wakesim::scenario::{Scenario, discover};
 use wakesim_madsim::run::{Lane, replay_line};
 
@@ -43,7 +43,7 @@ fn check(rel: &Path) -> Result<(), Failed> {
         path: rel.to_path_buf(),
         ..scn
     };
-    let multiplier = wakesim::cli::seeds_multiplier().map_err(|e| e.to_string())?;
+    let multiplier = wakesim::cmd::seeds_multiplier().map_err(|e| e.to_string())?;
     let rep = lane.run_scenario(&scn, 0..scn.seeds.saturating_mul(multiplier));
     if !rep.met {
         let mut msg = format!(

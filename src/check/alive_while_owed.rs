@@ -5,8 +5,8 @@
 //! completion lost, the job killed at exit. Ends imposed from outside (SIGTERM) are not judged.
 
 use super::{Checker, Invariant, View, Violation};
-use crate::kernel::time::Ms;
-use crate::trace::{Ev, MsgId, WorkOp};
+use crate::sim::record::{Ev, MsgId, WorkOp};
+use crate::sim::time::Ms;
 
 #[derive(Clone, Copy)]
 struct Work {

@@ -1,8 +1,8 @@
 //! EXACTLY-ONCE: a message enters the conversation at most once.
 
 use super::{Checker, Invariant, View, Violation};
-use crate::kernel::time::Ms;
-use crate::trace::Ev;
+use crate::sim::record::Ev;
+use crate::sim::time::Ms;
 
 #[derive(Default)]
 pub struct ExactlyOnce;

@@ -3,8 +3,8 @@
 //! also count as a reorder.
 
 use super::{Checker, Invariant, View, Violation};
-use crate::kernel::time::Ms;
-use crate::trace::{Ev, MsgId};
+use crate::sim::record::{Ev, MsgId};
+use crate::sim::time::Ms;
 
 #[derive(Default)]
 pub struct Fifo;

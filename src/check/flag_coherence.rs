@@ -3,8 +3,8 @@
 //! under the winner's run and emits a spurious `agent_settled`).
 
 use super::{Checker, Invariant, View, Violation};
-use crate::kernel::time::Ms;
-use crate::trace::Ev;
+use crate::sim::record::Ev;
+use crate::sim::time::Ms;
 
 #[derive(Default)]
 pub struct FlagCoherence {

@@ -2,8 +2,8 @@
 //! by `sendMessage(triggerTurn)` skips it (pi#5581): its requests go out without the harness.
 
 use super::{Checker, Invariant, View, Violation};
-use crate::kernel::time::Ms;
-use crate::trace::Ev;
+use crate::sim::record::Ev;
+use crate::sim::time::Ms;
 
 #[derive(Default)]
 pub struct Harness;

@@ -3,8 +3,8 @@
 //! holds this session's idle wait open.
 
 use super::{Checker, Invariant, View, Violation};
-use crate::kernel::time::Ms;
-use crate::trace::Ev;
+use crate::sim::record::Ev;
+use crate::sim::time::Ms;
 
 #[derive(Default)]
 pub struct Isolation;

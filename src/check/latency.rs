@@ -5,8 +5,8 @@
 //! violation is dated at the instant the bound was crossed.
 
 use super::{Checker, Invariant, View, Violation};
-use crate::kernel::time::Ms;
-use crate::trace::{Ev, MsgId};
+use crate::sim::record::{Ev, MsgId};
+use crate::sim::time::Ms;
 
 #[derive(Default)]
 pub struct Latency {

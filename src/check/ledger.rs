@@ -1,7 +1,7 @@
 //! What happened to each message so far, derived from observations only.
 
-use crate::kernel::time::Ms;
-use crate::trace::{DropReason, Ev, MsgId, MsgInfo};
+use crate::sim::record::{DropReason, Ev, MsgId, MsgInfo};
+use crate::sim::time::Ms;
 
 /// The life of one message.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -23,8 +23,8 @@ use std::fmt;
 
 pub use ledger::{Ledger, MsgLedger};
 
-use crate::kernel::time::Ms;
-use crate::trace::{Actor, Encode, Ev, MsgId, MsgInfo, Record, TraceHasher, Window};
+use crate::sim::record::{Actor, Encode, Ev, MsgId, MsgInfo, Record, TraceHasher, Window};
+use crate::sim::time::Ms;
 
 /// The invariants wakesim checks (`wake-systems.md` §3.2 and §4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]

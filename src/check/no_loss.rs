@@ -2,8 +2,8 @@
 //! end of the run (after the quiescent phase).
 
 use super::{Checker, Invariant, View, Violation};
-use crate::kernel::time::Ms;
-use crate::trace::Ev;
+use crate::sim::record::Ev;
+use crate::sim::time::Ms;
 
 #[derive(Default)]
 pub struct NoLoss;

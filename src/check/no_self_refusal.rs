@@ -4,8 +4,8 @@
 //! that wakes once per event refuses its own second wake and requeues the rest of the burst.
 
 use super::{Checker, Invariant, View, Violation};
-use crate::kernel::time::Ms;
-use crate::trace::{Ev, Payload, Refusal};
+use crate::sim::record::{Ev, Payload, Refusal};
+use crate::sim::time::Ms;
 
 #[derive(Default)]
 pub struct NoSelfRefusal {

@@ -4,8 +4,8 @@
 //! dummy message into every turn. A rewrite (new contents, even of the same size) is new input.
 
 use super::{Checker, Invariant, View, Violation};
-use crate::kernel::time::Ms;
-use crate::trace::Ev;
+use crate::sim::record::Ev;
+use crate::sim::time::Ms;
 
 #[derive(Default)]
 pub struct NoSpin {

@@ -3,8 +3,8 @@
 //! the host's own `continue()` raced.
 
 use super::{Checker, Invariant, View, Violation};
-use crate::kernel::time::Ms;
-use crate::trace::{Ev, Starter};
+use crate::sim::record::{Ev, Starter};
+use crate::sim::time::Ms;
 
 #[derive(Default)]
 pub struct SingleStarter {

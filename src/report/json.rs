@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 
 use super::lines;
-use crate::run::{Outcome, RunResult, ScenarioReport, SeedNote, invariants_of};
+use crate::engine::run::{Outcome, RunResult, ScenarioReport, SeedNote, invariants_of};
 use crate::scenario::Scenario;
 
 fn outcome_json(o: &Outcome) -> Value {
@@ -177,10 +177,10 @@ pub fn replay(scn: &Scenario, r: &RunResult) -> String {
 
 /// The `"type":"regression"` line of `wakesim run`.
 pub fn regression_line(
-    reg: &crate::regression::Regression,
-    r: &crate::regression::Replayed,
+    reg: &crate::engine::regression::Regression,
+    r: &crate::engine::regression::Replayed,
 ) -> String {
-    use crate::regression::Replayed;
+    use crate::engine::regression::Replayed;
     let (result, met, stale) = match r {
         Replayed::Stale { result, why } => (result, false, Some(why.clone())),
         Replayed::Run { result, met } => (result, *met, None),
@@ -192,7 +192,7 @@ pub fn regression_line(
         "seed": reg.seed,
         "expect": reg.expect.to_string(),
         "outcome": result.outcome.label(),
-        "detail": crate::run::describe(&result.outcome),
+        "detail": crate::engine::run::describe(&result.outcome),
         "events": result.events,
         "stale": stale,
         "met": met,

@@ -3,9 +3,9 @@
 use std::fmt::Write;
 
 use super::{LineKind, lines};
-use crate::run::RunResult;
+use crate::engine::run::RunResult;
 use crate::scenario::Scenario;
-use crate::trace::Actor;
+use crate::sim::record::Actor;
 
 /// Mermaid treats `;` and `#` specially in messages; use its entity codes.
 fn escape(s: &str) -> String {

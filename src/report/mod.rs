@@ -5,10 +5,10 @@ pub mod mermaid;
 pub mod text;
 
 use crate::check::Violation;
-use crate::host::HostKind;
-use crate::host::gptme::note as gptme_note;
-use crate::host::pi::note;
-use crate::trace::{Actor, Ev, MsgId, MsgInfo, MsgKind, Record};
+use crate::family::HostKind;
+use crate::family::gptme_note;
+use crate::family::pi::note;
+use crate::sim::record::{Actor, Ev, MsgId, MsgInfo, MsgKind, Record};
 
 /// One rendered line of a timeline.
 pub struct Line {
@@ -56,7 +56,7 @@ pub fn lines(
     };
     // gptme hosts make many messages at one instant (a prompt flood) and drop many at one exit:
     // a run of consecutive ids that read alike is one line.
-    let merge = host.family() != crate::host::Family::Pi;
+    let merge = host.family() != crate::family::Family::Pi;
     let mut skip = 0;
     for (i, r) in trace.iter().enumerate() {
         if skip > 0 {
@@ -104,7 +104,7 @@ pub fn lines(
                 let what = if carried.is_empty() {
                     String::new()
                 } else if merge {
-                    format!(" carrying {}", crate::trace::id_list(&carried))
+                    format!(" carrying {}", crate::sim::record::id_list(&carried))
                 } else {
                     let ids: Vec<String> = carried.iter().map(|m| m.to_string()).collect();
                     format!(" carrying {}", ids.join(" "))
@@ -196,7 +196,7 @@ pub fn replay_line(file: &std::path::Path, seed: u64) -> String {
 }
 
 /// The paste-able line that reproduces a run: its seed, or the regression file it came from.
-pub fn reproduce(scn: &crate::scenario::Scenario, r: &crate::run::RunResult) -> String {
+pub fn reproduce(scn: &crate::scenario::Scenario, r: &crate::engine::run::RunResult) -> String {
     match &r.replay {
         Some(cmd) => format!("reproduce: {cmd}"),
         None => replay_line(&scn.path, r.seed),

@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use super::{lines, replay_line, reproduce};
-use crate::run::{Outcome, RunResult, ScenarioReport};
+use crate::engine::run::{Outcome, RunResult, ScenarioReport};
 use crate::scenario::Scenario;
 
 /// The header line: host, wake logic, seed, the seed's mix of faults and producers, version.
@@ -183,10 +183,10 @@ pub fn summary_line(sum: &super::Summary) -> String {
 
 /// One line per regression file of `wakesim run`.
 pub fn regression_line(
-    reg: &crate::regression::Regression,
-    r: &crate::regression::Replayed,
+    reg: &crate::engine::regression::Regression,
+    r: &crate::engine::regression::Replayed,
 ) -> String {
-    use crate::regression::Replayed;
+    use crate::engine::regression::Replayed;
     let head = format!(
         "{} · regression of {} (seed {}) · expect {}",
         reg.path.display(),
@@ -205,7 +205,7 @@ pub fn regression_line(
         }
         Replayed::Run { result, met: false } => format!(
             "✗ {head} · it {}\n  reproduce: wakesim replay {}",
-            crate::run::describe(&result.outcome),
+            crate::engine::run::describe(&result.outcome),
             reg.path.display()
         ),
     }

@@ -41,10 +41,6 @@
 //! `[producers]`, `[faults]` and `[timing]` belong to the host's family: each family declares
 //! its own keys (`pi.rs`, `gptme.rs`), and a key of another family is an unknown key.
 
-mod gptme;
-mod pi;
-mod values;
-
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -53,21 +49,21 @@ use serde::Deserialize;
 use serde::de::{self, DeserializeOwned, Deserializer, MapAccess, Visitor};
 use toml::Spanned;
 
-use crate::check::{CheckParams, Invariant};
-use crate::error::{Error, Result};
-use crate::external::{
+use crate::adapter::{
     AdapterSpec, START_TIMEOUT_MS_DEFAULT, TIMEOUT_MS_DEFAULT, TIMEOUT_MS_MAX,
     process::resolve_program,
 };
-use crate::host::faults::{FaultKind, FaultSpec};
-use crate::host::gptme::cli::config::CliConfig;
-use crate::host::gptme::server::config::ServerConfig;
-use crate::host::pi::config::PiConfig;
-use crate::host::{Family, HostKind};
-use crate::kernel::Limits;
-use crate::trace::Window;
-use crate::wake::Registry;
-use values::FaultValue;
+use crate::check::{CheckParams, Invariant};
+use crate::error::{Error, Result};
+use crate::family::Registry;
+use crate::family::common::faults::{FaultKind, FaultSpec};
+use crate::family::gptme_cli::config::CliConfig;
+use crate::family::gptme_server::config::ServerConfig;
+use crate::family::pi::config::PiConfig;
+use crate::family::{Family, HostKind};
+use crate::input::values::FaultValue;
+use crate::limits::Limits;
+use crate::sim::record::Window;
 
 /// What a scenario expects of its seed budget.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -126,7 +122,7 @@ pub struct Scenario {
     /// Race windows the seed budget must reach (`[coverage] must_reach`).
     pub must_reach: Vec<Window>,
     /// The scope `wakesim explore` enumerates by default (`[explore]`).
-    pub explore: crate::explore::Scope,
+    pub explore: crate::engine::explore::Scope,
     /// The adapter of an external wake logic (`wake = { command = [...] }`).
     pub adapter: Option<AdapterSpec>,
 }
@@ -168,9 +164,13 @@ impl Scenario {
             )
         })?;
         match host.family() {
-            Family::Pi => cx.parse_as::<pi::PiSections>(host, wakes),
-            Family::GptmeServer => cx.parse_as::<gptme::ServerSections>(host, wakes),
-            Family::GptmeCli => cx.parse_as::<gptme::CliSections>(host, wakes),
+            Family::Pi => cx.parse_as::<crate::family::pi::sections::PiSections>(host, wakes),
+            Family::GptmeServer => {
+                cx.parse_as::<crate::family::gptme_server::sections::ServerSections>(host, wakes)
+            }
+            Family::GptmeCli => {
+                cx.parse_as::<crate::family::gptme_cli::sections::CliSections>(host, wakes)
+            }
         }
     }
 }
@@ -213,24 +213,29 @@ impl Wakes<'_> {
 
 /// The file being read, for errors.
 #[derive(Clone, Copy)]
-struct Cx<'a> {
+pub(crate) struct Cx<'a> {
     path: &'a Path,
     text: &'a str,
 }
 
 impl Cx<'_> {
-    fn err(&self, span: std::ops::Range<usize>, message: String) -> Error {
+    pub(crate) fn err(&self, span: std::ops::Range<usize>, message: String) -> Error {
         located(self.path, self.text, span, message)
     }
 
     /// An error about `key`, found after parsing: located at the key's first `key =`.
-    fn key_err(&self, key: &str, message: String) -> Error {
+    pub(crate) fn key_err(&self, key: &str, message: String) -> Error {
         self.err(key_span(self.text, key), message)
     }
 
     /// A range whose `max` must stay within `0..=max` (a count, so a typo cannot ask for a run
     /// that never ends).
-    fn at_most(&self, key: &str, span: crate::host::Span, max: u64) -> Result<crate::host::Span> {
+    pub(crate) fn at_most(
+        &self,
+        key: &str,
+        span: crate::family::common::Span,
+        max: u64,
+    ) -> Result<crate::family::common::Span> {
         if span.max > max {
             return Err(self.key_err(key, format!("max {} is out of range 0..={max}", span.max)));
         }
@@ -283,7 +288,7 @@ impl Cx<'_> {
 
 /// A host family's scenario sections: the keys of `[producers]` and `[timing]` (each rejecting
 /// unknown keys), its fault names, and how they make the family's configuration.
-trait Sections {
+pub(crate) trait Sections {
     type Producers: DeserializeOwned + Default;
     type Timing: DeserializeOwned + Default;
     type Fault: FaultKind;
@@ -742,7 +747,7 @@ impl<P, T> RawScenario<P, T> {
             })
             .collect::<Result<Vec<_>>>()?;
 
-        let mut explore = crate::explore::Scope::default();
+        let mut explore = crate::engine::explore::Scope::default();
         if let Some(m) = self.explore.messages {
             explore.messages_max = m.clamp(1, 16);
         }

@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use wakesim::family::Registry;
 use wakesim::scenario::Scenario;
-use wakesim::wake::Registry;
 
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

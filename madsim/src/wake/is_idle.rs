@@ -11,8 +11,8 @@
 
 use std::collections::VecDeque;
 
-use wakesim::host::pi::api::{Ctx, CustomMessage, Message, SendOptions};
-use wakesim::trace::{MsgKind, Payload};
+use wakesim::family::pi::api::{Ctx, CustomMessage, Message, SendOptions};
+use wakesim::sim::record::{MsgKind, Payload};
 
 use crate::bridge::{Event, Events, Host};
 

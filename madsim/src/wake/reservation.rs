@@ -28,8 +28,8 @@ use std::time::Duration;
 
 use tokio::time::{Instant, sleep_until};
 
-use wakesim::host::pi::api::{Ctx, CustomMessage, Message, Pi, SendOptions};
-use wakesim::trace::Payload;
+use wakesim::family::pi::api::{Ctx, CustomMessage, Message, Pi, SendOptions};
+use wakesim::sim::record::Payload;
 
 use crate::bridge::{Event, Events, Host};
 

@@ -1,0 +1,194 @@
+//! Bounded exhaustive exploration (loom, CHESS): enumerate every choice sequence of a small
+//! scope instead of sampling seeds.
+//!
+//! A run is a function of its choice sequence, so the runs of a scenario form a tree: each
+//! choice is a node whose children are its values, value 0 first (the simplest). Exploration
+//! walks that tree depth first without keeping it: it replays a prefix, lets every later draw
+//! take 0, reads the sequence the run actually consumed, and moves to the next sequence by
+//! incrementing the deepest choice that can still grow. Within the scope every sequence is run
+//! exactly once.
+//!
+//! The scope keeps the tree small (the small-scope hypothesis: most wake races need two
+//! messages and one or two unusual decisions):
+//! - at most `messages_max` producer messages;
+//! - delays drawn only from the boundary set (`lo`, `hi`, each constant of the wake logic and
+//!   one either side), never uniformly;
+//! - at most `deviations_max` choices away from their simplest value per run (as context
+//!   bounding counts preemptions), while every same-instant order within that budget is tried.
+
+use std::collections::BTreeSet;
+
+use crate::check::Invariant;
+use crate::engine::run::{Outcome, RunResult, Runner};
+use crate::scenario::{Expect, HostConfig, Scenario};
+use crate::sim::choice::{Choice, Profile};
+
+/// What exploration enumerates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Scope {
+    pub messages_max: u64,
+    pub deviations_max: usize,
+    /// Runs at most; past it the scope is reported as not exhausted.
+    pub runs_max: u64,
+}
+
+impl Default for Scope {
+    fn default() -> Self {
+        Scope {
+            messages_max: 2,
+            deviations_max: 3,
+            runs_max: 200_000,
+        }
+    }
+}
+
+/// The result of exploring a scope.
+pub struct Explored {
+    pub scope: Scope,
+    /// Choice sequences run.
+    pub runs: u64,
+    /// Distinct runs among them (by trace hash).
+    pub distinct: u64,
+    /// True when every sequence of the scope was run.
+    pub exhausted: bool,
+    pub failing: u64,
+    /// Runs breaking each invariant.
+    pub by_invariant: Vec<(Invariant, u64)>,
+    /// The smallest failing run (fewest trace records), traced, with its choices.
+    pub smallest: Option<RunResult>,
+    /// The smallest run showing the scenario's expected failure, if it expects one.
+    pub smallest_expected: Option<RunResult>,
+    /// How many runs it took to first show the expected failure.
+    pub runs_to_expected: Option<u64>,
+}
+
+/// The scenario restricted to the scope: every producer count capped at `messages_max`.
+pub fn scoped(scn: &Scenario, scope: &Scope) -> Scenario {
+    let mut s = scn.clone();
+    let cap = |span: &mut crate::family::common::Span| {
+        span.max = span.max.min(scope.messages_max.max(1));
+        span.min = span.min.min(span.max);
+    };
+    match &mut s.config {
+        HostConfig::Pi(c) => cap(&mut c.producers.messages),
+        HostConfig::GptmeServer(c) => {
+            cap(&mut c.producers.events);
+            cap(&mut c.producers.completions);
+        }
+        HostConfig::GptmeCli(c) => {
+            cap(&mut c.producers.jobs);
+            cap(&mut c.producers.prompt_records);
+        }
+    }
+    s
+}
+
+/// Enumerate the scope of `scn`.
+pub fn explore(runner: &mut Runner<'_>, scn: &Scenario, scope: Scope) -> Explored {
+    explore_until(runner, scn, scope, false)
+}
+
+/// Enumerate the scope of `scn`; with `stop_when_found`, stop at the first run showing the
+/// scenario's expected failure (the gate only needs to know it is in the scope).
+pub fn explore_until(
+    runner: &mut Runner<'_>,
+    scn: &Scenario,
+    scope: Scope,
+    stop_when_found: bool,
+) -> Explored {
+    let scn = scoped(scn, &scope);
+    let profile = Profile {
+        boundary_only: true,
+    };
+    let mut prefix: Vec<Choice> = Vec::new();
+    let mut hashes = BTreeSet::new();
+    let mut out = Explored {
+        scope,
+        runs: 0,
+        distinct: 0,
+        exhausted: false,
+        failing: 0,
+        by_invariant: Vec::new(),
+        smallest: None,
+        smallest_expected: None,
+        runs_to_expected: None,
+    };
+    let size = |r: &RunResult| r.records;
+    loop {
+        if out.runs >= scope.runs_max {
+            break;
+        }
+        let r = runner.run_profiled(&scn, 0, prefix.clone(), profile, false);
+        out.runs += 1;
+        hashes.insert(r.trace_hash);
+        if !r.outcome.is_pass() {
+            out.failing += 1;
+            for v in r.outcome.violations() {
+                match out.by_invariant.iter_mut().find(|(i, _)| *i == v.invariant) {
+                    Some((_, n)) => *n += 1,
+                    None => out.by_invariant.push((v.invariant, 1)),
+                }
+            }
+            if out.smallest.as_ref().is_none_or(|s| size(&r) < size(s)) {
+                out.smallest = Some(r.clone_untraced());
+            }
+            if shows(&scn.expect, &r.outcome) {
+                out.runs_to_expected.get_or_insert(out.runs);
+                if out
+                    .smallest_expected
+                    .as_ref()
+                    .is_none_or(|s| size(&r) < size(s))
+                {
+                    out.smallest_expected = Some(r.clone_untraced());
+                }
+                if stop_when_found {
+                    break;
+                }
+            }
+        }
+        // Next sequence: the deepest choice that can grow within the deviation budget.
+        let log = r.choices;
+        let mut deviations: Vec<usize> = Vec::with_capacity(log.len() + 1);
+        let mut d = 0;
+        for c in &log {
+            deviations.push(d);
+            d += usize::from(c.value > 0);
+        }
+        let next = (0..log.len()).rev().find(|&i| {
+            let c = log[i];
+            c.value + 1 < c.bound && deviations[i] < scope.deviations_max
+        });
+        match next {
+            Some(i) => {
+                prefix = log[..=i].to_vec();
+                prefix[i].value += 1;
+            }
+            None => {
+                out.exhausted = true;
+                break;
+            }
+        }
+    }
+    out.distinct = hashes.len() as u64;
+    out.by_invariant.sort();
+    // Re-run the smallest failures traced, for their timelines.
+    for slot in [&mut out.smallest, &mut out.smallest_expected] {
+        if let Some(s) = slot.take() {
+            *slot = Some(runner.run_profiled(&scn, 0, s.choices, profile, true));
+        }
+    }
+    out
+}
+
+fn shows(expect: &Expect, outcome: &Outcome) -> bool {
+    match expect {
+        Expect::Fail { invariant, .. } => outcome
+            .violations()
+            .iter()
+            .any(|v| v.invariant == *invariant),
+        Expect::Panic => matches!(outcome, Outcome::Panic(_)),
+        Expect::StepBudget => matches!(outcome, Outcome::StepBudget { .. }),
+        Expect::AdapterFault => matches!(outcome, Outcome::AdapterFault(_)),
+        Expect::Pass => false,
+    }
+}

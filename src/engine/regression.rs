@@ -1,0 +1,311 @@
+//! Regression files: a shrunk (or recorded) run kept forever (proptest-regressions, shuttle).
+//!
+//! A regression file names the scenario it came from, the seed, the exact choice sequence, the
+//! expectation and the wakesim version. The gate replays it strictly: every recorded choice must
+//! be drawn again at the same site with the same bound, and all of them consumed. When the model
+//! changed so that the sequence no longer fits, the regression is reported *stale*, with where it
+//! stopped fitting, and never silently replayed as some other run.
+//!
+//! ```toml
+//! format = "wakesim-regression/1"
+//! scenario = "../pi/g2-two-wakes-during-preparation.toml"   # relative to this file
+//! seed = 11
+//! wakesim = "0.1.0"
+//! choices = ["1/2 fault on", "0/3 fault rate", "3/4 await"]  # value/bound site
+//! profile = "boundary"        # optional, from `explore`: delays from the boundary set,
+//! messages_max = 2              # and its message cap
+//!
+//! [expect]                                                    # as in scenario files
+//! verdict = "fail"
+//! invariant = "single-starter"
+//! ```
+
+use std::collections::BTreeSet;
+use std::path::{Component, Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::engine::run::{Outcome, RunResult, Runner, shows_expected};
+use crate::error::{Error, Result};
+use crate::family::Registry;
+use crate::scenario::{Expect, RawExpect, Scenario, located};
+use crate::sim::choice::{Choice, Profile};
+
+/// The `format` key that marks a TOML file as a regression.
+pub const FORMAT: &str = "wakesim-regression/1";
+
+/// A regression, loaded and validated.
+#[derive(Clone, Debug)]
+pub struct Regression {
+    pub path: PathBuf,
+    /// The scenario, loaded from the path the file names.
+    pub scenario: Scenario,
+    pub seed: u64,
+    pub wakesim: String,
+    pub expect: Expect,
+    pub choices: Vec<Choice>,
+    /// The choices were drawn by `explore` (delays from the boundary set only).
+    pub profile: Profile,
+}
+
+/// How replaying a regression went.
+pub enum Replayed {
+    /// The recorded choices no longer fit the model: where and how.
+    Stale { result: RunResult, why: String },
+    /// The run; `met` says whether it showed the expectation.
+    Run { result: RunResult, met: bool },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRegression {
+    format: Spanned<String>,
+    scenario: Spanned<String>,
+    seed: u64,
+    wakesim: String,
+    choices: Vec<Spanned<String>>,
+    #[serde(default)]
+    profile: Option<Spanned<String>>,
+    /// Explore's message cap the choices were drawn under.
+    #[serde(default)]
+    messages_max: Option<u64>,
+    expect: Spanned<RawExpect>,
+}
+
+/// Does this TOML text claim to be a regression file?
+pub fn is_regression(text: &str) -> bool {
+    toml::from_str::<toml::Table>(text)
+        .ok()
+        .and_then(|t| {
+            t.get("format")
+                .and_then(|f| f.as_str().map(|s| s.starts_with("wakesim-regression")))
+        })
+        .unwrap_or(false)
+}
+
+/// Choice labels are `&'static str` sites in the code; labels read from files are interned so
+/// that a replay can compare them.
+fn intern(label: &str) -> &'static str {
+    static LABELS: OnceLock<Mutex<BTreeSet<&'static str>>> = OnceLock::new();
+    let mut set = LABELS
+        .get_or_init(Default::default)
+        .lock()
+        .expect("label table");
+    if let Some(l) = set.get(label) {
+        return l;
+    }
+    let leaked: &'static str = Box::leak(label.to_string().into_boxed_str());
+    set.insert(leaked);
+    leaked
+}
+
+fn parse_choice(s: &str) -> std::result::Result<Choice, String> {
+    let err = || format!("`{s}` is not a choice \"value/bound site\" with value < bound");
+    let (vb, label) = s.split_once(' ').ok_or_else(err)?;
+    let (v, b) = vb.split_once('/').ok_or_else(err)?;
+    let (value, bound): (u64, u64) = (v.parse().map_err(|_| err())?, b.parse().map_err(|_| err())?);
+    if value >= bound || label.trim().is_empty() {
+        return Err(err());
+    }
+    Ok(Choice {
+        bound,
+        value,
+        label: intern(label.trim()),
+    })
+}
+
+impl Regression {
+    pub fn load(path: &Path, registry: &Registry) -> Result<Regression> {
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Regression::parse(path, &text, registry)
+    }
+
+    pub fn parse(path: &Path, text: &str, registry: &Registry) -> Result<Regression> {
+        let raw: RawRegression = toml::from_str(text).map_err(|e| {
+            let span = e.span().unwrap_or(0..0);
+            located(path, text, span, e.message().to_string())
+        })?;
+        let err = |span: std::ops::Range<usize>, msg: String| located(path, text, span, msg);
+        if raw.format.get_ref() != FORMAT {
+            return Err(err(
+                raw.format.span(),
+                format!(
+                    "unsupported regression format `{}`, expected `{FORMAT}`",
+                    raw.format.get_ref()
+                ),
+            ));
+        }
+        let scenario_path = normalize(
+            &path
+                .parent()
+                .unwrap_or(Path::new("."))
+                .join(raw.scenario.get_ref()),
+        );
+        let mut scenario = Scenario::load(&scenario_path, registry).map_err(|e| match e {
+            Error::Io { .. } => err(
+                raw.scenario.span(),
+                format!(
+                    "the scenario `{}` cannot be read: {e}",
+                    scenario_path.display()
+                ),
+            ),
+            other => other,
+        })?;
+        if let Some(m) = raw.messages_max {
+            let scope = crate::engine::explore::Scope {
+                messages_max: m,
+                ..crate::engine::explore::Scope::default()
+            };
+            scenario = crate::engine::explore::scoped(&scenario, &scope);
+        }
+        let choices = raw
+            .choices
+            .iter()
+            .map(|c| parse_choice(c.get_ref()).map_err(|m| err(c.span(), m)))
+            .collect::<Result<Vec<_>>>()?;
+        let expect = raw.expect.get_ref().to_expect(&err, scenario.host)?;
+        let profile = match raw
+            .profile
+            .as_ref()
+            .map(|p| (p.get_ref().as_str(), p.span()))
+        {
+            None | Some(("random", _)) => Profile::default(),
+            Some(("boundary", _)) => Profile {
+                boundary_only: true,
+            },
+            Some((other, span)) => {
+                return Err(err(
+                    span,
+                    format!("unknown profile `{other}`, expected random or boundary"),
+                ));
+            }
+        };
+        Ok(Regression {
+            profile,
+            path: path.to_path_buf(),
+            scenario,
+            seed: raw.seed,
+            wakesim: raw.wakesim,
+            expect,
+            choices,
+        })
+    }
+
+    /// Replay strictly and judge the expectation.
+    pub fn replay(&self, runner: &mut Runner<'_>, tracing: bool) -> Replayed {
+        let mut result = runner.run_profiled(
+            &self.scenario,
+            self.seed,
+            self.choices.clone(),
+            self.profile,
+            tracing,
+        );
+        result.replay = Some(format!("wakesim replay {}", self.path.display()));
+        if let Some(why) = result.stale.clone() {
+            return Replayed::Stale { result, why };
+        }
+        let met = shows_expected(&self.expect, &result.outcome);
+        Replayed::Run { result, met }
+    }
+
+    /// The TOML text of a regression.
+    pub fn render(
+        scenario_rel: &str,
+        seed: u64,
+        expect: &Expect,
+        choices: &[Choice],
+        comment: &str,
+        explored: Option<u64>,
+    ) -> String {
+        let mut s = String::new();
+        for line in comment.lines() {
+            s += &format!("# {line}\n");
+        }
+        s += &format!("format = \"{FORMAT}\"\n");
+        s += &format!("scenario = {}\n", toml_str(scenario_rel));
+        s += &format!("seed = {seed}\n");
+        s += &format!("wakesim = \"{}\"\n", env!("CARGO_PKG_VERSION"));
+        if let Some(messages_max) = explored {
+            s += "profile = \"boundary\"\n";
+            s += &format!("messages_max = {messages_max}\n");
+        }
+        s += "choices = [\n";
+        for c in choices {
+            s += &format!(
+                "    {},\n",
+                toml_str(&format!("{}/{} {}", c.value, c.bound, c.label))
+            );
+        }
+        s += "]\n\n[expect]\n";
+        match expect {
+            Expect::Pass => s += "verdict = \"pass\"\n",
+            Expect::Panic => s += "verdict = \"panic\"\n",
+            Expect::StepBudget => s += "verdict = \"step-budget\"\n",
+            Expect::AdapterFault => s += "verdict = \"adapter-fault\"\n",
+            Expect::Fail { invariant, also } => {
+                s += &format!("verdict = \"fail\"\ninvariant = \"{invariant}\"\n");
+                if !also.is_empty() {
+                    let list: Vec<String> = also.iter().map(|i| format!("\"{i}\"")).collect();
+                    s += &format!("also = [{}]\n", list.join(", "));
+                }
+            }
+        }
+        s
+    }
+}
+
+fn toml_str(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}
+
+/// `a/b/../c` → `a/c`, without touching the file system.
+pub fn normalize(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::ParentDir if out.file_name().is_some() && !out.ends_with("..") => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// `to` relative to the directory `from`, with forward slashes. Both are made absolute first
+/// (against the current directory), so a relative and an absolute path mix correctly.
+pub fn relative(from_dir: &Path, to: &Path) -> String {
+    let absolute = |p: &Path| {
+        std::fs::canonicalize(p)
+            .unwrap_or_else(|_| normalize(&std::env::current_dir().unwrap_or_default().join(p)))
+    };
+    let from: Vec<_> = absolute(from_dir)
+        .components()
+        .map(|c| c.as_os_str().to_owned())
+        .collect();
+    let to: Vec<_> = absolute(to)
+        .components()
+        .map(|c| c.as_os_str().to_owned())
+        .collect();
+    let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+    let mut parts: Vec<String> = vec!["..".to_string(); from.len() - common];
+    parts.extend(
+        to[common..]
+            .iter()
+            .map(|c| c.to_string_lossy().into_owned()),
+    );
+    parts.join("/")
+}
+
+/// The outcome of a replayed regression, for reports.
+pub fn outcome_of(r: &Replayed) -> &Outcome {
+    match r {
+        Replayed::Stale { result, .. } | Replayed::Run { result, .. } => &result.outcome,
+    }
+}

@@ -1,0 +1,30 @@
+//! Conversations: a conversation named by its logdir, and the queue pass both gptme hosts use.
+
+/// A conversation, named by its logdir (`conversation_id = logdir.name`). `ConvId(0)` is the
+/// conversation under test (A); others are foreign (B, ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ConvId(pub u8);
+
+impl std::fmt::Display for ConvId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", crate::sim::record::conv_name(self.0))
+    }
+}
+
+/// Remove and return, in order, the items of `queue` that `take` selects; the others keep their
+/// order. The queue operations of both hosts (take this logdir's events, claim this
+/// conversation's completions, purge a reset conversation's) are this one pass.
+pub(crate) fn take_where<T: Copy>(
+    queue: &mut std::collections::VecDeque<T>,
+    take: impl Fn(&T) -> bool,
+) -> Vec<T> {
+    let mut taken = Vec::new();
+    queue.retain(|e| {
+        let mine = take(e);
+        if mine {
+            taken.push(*e);
+        }
+        !mine
+    });
+    taken
+}

@@ -1,0 +1,187 @@
+//! Faults a seed may switch on, shared by every host model.
+//!
+//! A host declares its faults as an enum implementing [`FaultKind`]; a scenario's `[faults]`
+//! table names them. Per seed, [`Faults::plan`] switches each on in its share of the seeds (with a
+//! swarm-drawn rate, see `swarm`), [`Faults::fires`] decides each opportunity of an
+//! opportunity-fault, and [`TimedFaults`] schedules the occurrences of timed faults and re-tries
+//! one that found the host in a state where it cannot happen.
+
+use std::marker::PhantomData;
+
+use crate::sim::Kernel;
+use crate::sim::choice::Ratio;
+use crate::sim::swarm;
+use crate::sim::time::Ms;
+
+/// A host's fault enum. `LIST` holds every variant in declaration order; `index` is the
+/// position in it.
+pub trait FaultKind: Copy + Eq + std::fmt::Debug + 'static {
+    const LIST: &'static [Self];
+    /// The name scenario files use (`snake_case`).
+    fn name(self) -> &'static str;
+    fn describe(self) -> &'static str;
+    /// Timed faults happen at drawn instants; the others fire at each opportunity with `rate`.
+    fn is_timed(self) -> bool;
+    /// Default rate per opportunity and default maximum count per run.
+    fn defaults(self) -> (Ratio, u32);
+    fn index(self) -> usize;
+
+    fn from_name(name: &str) -> Option<Self> {
+        Self::LIST.iter().copied().find(|f| f.name() == name)
+    }
+}
+
+/// How a scenario switches one fault on: in `share` of the seeds; then each opportunity fires
+/// with probability `rate`, at most `max` times (timed faults: up to `max` occurrences).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FaultSpec {
+    pub share: Ratio,
+    pub rate: Ratio,
+    pub max: u32,
+}
+
+/// One fault's state in one seed.
+#[derive(Clone, Copy, Debug)]
+pub struct FaultState {
+    pub on: bool,
+    pub spec: FaultSpec,
+    pub fired: u32,
+}
+
+/// Every fault of a host in one seed.
+#[derive(Clone, Debug)]
+pub struct Faults<F> {
+    states: Vec<FaultState>,
+    _kind: PhantomData<F>,
+}
+
+impl<F: FaultKind> Faults<F> {
+    /// Every fault off, with the scenario's specs (or the defaults, share 0).
+    pub fn new(specs: &[(F, FaultSpec)]) -> Faults<F> {
+        let states = F::LIST
+            .iter()
+            .map(|&f| {
+                let spec = specs
+                    .iter()
+                    .find(|(g, _)| *g == f)
+                    .map(|(_, s)| *s)
+                    .unwrap_or(FaultSpec {
+                        share: Ratio::NEVER,
+                        rate: f.defaults().0,
+                        max: f.defaults().1,
+                    });
+                FaultState {
+                    on: false,
+                    spec,
+                    fired: 0,
+                }
+            })
+            .collect();
+        Faults {
+            states,
+            _kind: PhantomData,
+        }
+    }
+
+    /// Switch faults on for this seed, each with a swarm-drawn rate, in declaration order.
+    pub fn plan<E>(&mut self, k: &mut Kernel<E>) {
+        for st in &mut self.states {
+            if let Some(rate) = swarm::draw_fault(&mut k.choices, st.spec.share, st.spec.rate) {
+                st.on = true;
+                st.spec.rate = rate;
+            }
+        }
+    }
+
+    pub fn state(&self, f: F) -> FaultState {
+        self.states[f.index()]
+    }
+
+    pub fn on(&self, f: F) -> bool {
+        self.states[f.index()].on
+    }
+
+    /// Does this fault fire at this opportunity? Draws only when the fault is on for the seed,
+    /// has fired fewer than `max` times, and producers and faults still act.
+    pub fn fires<E>(&mut self, k: &mut Kernel<E>, f: F) -> bool {
+        let st = &mut self.states[f.index()];
+        if !st.on || st.fired >= st.spec.max || k.quiescent() {
+            return false;
+        }
+        if k.chance(st.spec.rate, f.name()) {
+            st.fired += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// The faults on in this seed with their drawn rates, for the run's `Mix`.
+    pub fn mix(&self) -> Vec<(&'static str, Ratio)> {
+        F::LIST
+            .iter()
+            .zip(&self.states)
+            .filter(|(_, st)| st.on)
+            .map(|(f, st)| (f.name(), st.spec.rate))
+            .collect()
+    }
+}
+
+/// How often a timed fault that found the host unable to take it tries again, and how far apart.
+pub const RETRY_ATTEMPTS_MAX: u32 = 40;
+pub const RETRY_MS: u64 = 500;
+
+/// One planned occurrence of a timed fault.
+#[derive(Clone, Copy, Debug)]
+struct Occurrence<F> {
+    fault: F,
+    attempts: u32,
+}
+
+/// The occurrences of timed faults in one seed. Each is an event `ev(i)` of the host.
+#[derive(Clone, Debug)]
+pub struct TimedFaults<F> {
+    list: Vec<Occurrence<F>>,
+}
+
+impl<F> Default for TimedFaults<F> {
+    fn default() -> Self {
+        TimedFaults { list: Vec::new() }
+    }
+}
+
+impl<F: FaultKind> TimedFaults<F> {
+    /// Draw the occurrences of every timed fault that is on (1 to `max` each, at instants in the
+    /// active phase) and schedule them as `ev(i)`.
+    pub fn plan<E>(&mut self, faults: &Faults<F>, k: &mut Kernel<E>, ev: impl Fn(u32) -> E) {
+        let active = k.limits().active_ms;
+        for &f in F::LIST.iter().filter(|f| f.is_timed()) {
+            let st = faults.state(f);
+            if !st.on || st.spec.max == 0 {
+                continue;
+            }
+            let count = 1 + k.choose(u64::from(st.spec.max), "occurrences");
+            for _ in 0..count {
+                let at = k.instant(1, active.saturating_sub(1).max(1), "fault time");
+                k.schedule_at(Ms(at), ev(self.list.len() as u32));
+                self.list.push(Occurrence {
+                    fault: f,
+                    attempts: 0,
+                });
+            }
+        }
+    }
+
+    pub fn fault(&self, i: u32) -> F {
+        self.list[i as usize].fault
+    }
+
+    /// Try occurrence `i` again later: the host was not in a state where it can happen.
+    pub fn retry<E>(&mut self, k: &mut Kernel<E>, i: u32, ev: E) {
+        let t = &mut self.list[i as usize];
+        t.attempts += 1;
+        if t.attempts < RETRY_ATTEMPTS_MAX {
+            k.schedule(RETRY_MS, ev);
+        }
+    }
+}

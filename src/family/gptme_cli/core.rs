@@ -1,0 +1,315 @@
+//! The gptme CLI's state and the synchronous API its wake logics call: the job registry under
+//! `_job_lock`, the completion queue, the prompt-queue and control files. The chat loop, the
+//! hooks and the background threads live in `mod.rs`.
+
+use std::collections::VecDeque;
+
+use super::CliEv;
+use super::api::{Claimed, ControlFile, Item, JobRef, JobView, PromptRecord};
+use super::config::{CliConfig, CliFault};
+use crate::family::common::conv::{ConvId, take_where};
+use crate::family::common::faults::Faults;
+use crate::family::gptme_note::{CliState, JobName, Note};
+use crate::sim::Kernel;
+use crate::sim::record::{Actor, EndCause, Ev, MsgId, Payload, Window};
+use crate::sim::time::Ms;
+
+/// `MAX_PROMPT_QUEUE_SIZE` (`gptme/constants.py`): what one drain of the prompt-queue file takes.
+pub const PROMPTS_MAX: usize = 100;
+
+/// A background job object.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Job {
+    pub name: JobName,
+    pub running: bool,
+    /// `_completion_notified`.
+    pub notified: bool,
+    /// `_wait_expired`.
+    pub wait_expired: bool,
+    /// Still in `_background_jobs[cid]` (a reset pops it).
+    pub registered: bool,
+    pub killed: bool,
+    pub msg: Option<MsgId>,
+}
+
+/// A line of `prompt-queue.jsonl`: a record, or a malformed line (`msg` none).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct FileRecord {
+    pub msg: Option<MsgId>,
+    pub steer: bool,
+}
+
+/// What the chat loop's in-memory `prompt_queue` holds.
+#[derive(Clone, Debug)]
+pub(super) enum QItem {
+    Initial,
+    Hook(Item),
+    Nudge(u8),
+    Subagent(MsgId),
+}
+
+/// The CLI's state. The wake logic reaches it only through [`Cli`].
+pub struct CliCore {
+    pub(super) cfg: CliConfig,
+    pub(super) faults: Faults<CliFault>,
+    pub(super) queue: VecDeque<QItem>,
+    pub(super) file: VecDeque<FileRecord>,
+    /// The `prompt-queue-closed` sentinel exists.
+    pub(super) closed: bool,
+    pub(super) control: Option<ControlFile>,
+    pub(super) control_versions: u32,
+    pub(super) jobs: Vec<Job>,
+    /// Next job id per conversation (a reset starts over at 1).
+    pub(super) next_id: [u32; 2],
+    /// `_completion_queue`: job indices.
+    pub(super) completions: VecDeque<u32>,
+    /// The waiter blocked in `cond(A).wait`: the suspension it resumes.
+    pub(super) waiter: Option<u32>,
+    /// A hook released the lock for file I/O and has not resumed yet.
+    pub(super) hook_unlocked: bool,
+    /// This session's subagents' reports not yet delivered.
+    pub(super) subagents: VecDeque<MsgId>,
+    pub(super) ended: Option<EndCause>,
+    pub(super) state: CliState,
+    pub(super) requests: u32,
+    pub(super) idle: bool,
+    pub(super) calls: u32,
+}
+
+impl CliCore {
+    pub(super) fn new(cfg: CliConfig) -> CliCore {
+        let faults = Faults::new(&cfg.faults);
+        CliCore {
+            cfg,
+            faults,
+            queue: VecDeque::from([QItem::Initial]),
+            file: VecDeque::new(),
+            closed: false,
+            control: None,
+            control_versions: 0,
+            jobs: Vec::new(),
+            next_id: [1, 1],
+            completions: VecDeque::new(),
+            waiter: None,
+            hook_unlocked: false,
+            subagents: VecDeque::new(),
+            ended: None,
+            state: CliState::Loop,
+            requests: 0,
+            idle: false,
+            calls: 0,
+        }
+    }
+
+    /// Blocked in the idle wait, or gone: only a notify, a timeout or outside input moves it.
+    pub(super) fn quiet(&self) -> bool {
+        self.ended.is_some() || self.waiter.is_some()
+    }
+
+    #[inline]
+    pub(super) fn emit(&self, k: &mut Kernel<CliEv>, actor: Actor, ev: Ev) {
+        k.emit(actor, self.state as u8, ev);
+    }
+
+    #[inline]
+    pub(super) fn note(&self, k: &mut Kernel<CliEv>, actor: Actor, note: Note) {
+        k.emit(actor, self.state as u8, Ev::Gptme(note));
+    }
+
+    pub(super) fn mark(&self, k: &mut Kernel<CliEv>, w: Window) {
+        self.emit(k, Actor::Host, Ev::Mark(w));
+    }
+
+    pub(super) fn sync_idle(&mut self, k: &mut Kernel<CliEv>) {
+        let q = self.quiet();
+        if q != self.idle {
+            self.idle = q;
+            self.emit(k, Actor::Host, Ev::Idle { idle: q });
+        }
+    }
+
+    pub(super) fn job_ref(&self, index: u32) -> JobRef {
+        JobRef {
+            index,
+            name: self.jobs[index as usize].name,
+        }
+    }
+
+    /// Unfinished work of conversation `conv` a wait could be for: jobs not expired whose
+    /// completion is not queued yet (running, or their reader still draining) or queued and not
+    /// claimed.
+    pub(super) fn unfinished(&self, conv: u8) -> u32 {
+        self.jobs
+            .iter()
+            .enumerate()
+            .filter(|(i, j)| {
+                j.name.conv == conv
+                    && j.registered
+                    && !j.wait_expired
+                    && (!j.notified || self.completions.contains(&(*i as u32)))
+            })
+            .count() as u32
+    }
+
+    /// `background_job_completion_hook`'s claim: atomically remove the queued completions of
+    /// `cid` whose jobs are still registered.
+    pub(super) fn claim(&mut self, cid: ConvId) -> Vec<Claimed> {
+        let jobs = &self.jobs;
+        take_where(&mut self.completions, |&i| {
+            let j = &jobs[i as usize];
+            j.name.conv == cid.0 && j.registered
+        })
+        .into_iter()
+        .map(|i| {
+            let j = &jobs[i as usize];
+            Claimed {
+                job: JobRef {
+                    index: i,
+                    name: j.name,
+                },
+                msg: j.msg.expect("a queued completion has its message"),
+            }
+        })
+        .collect()
+    }
+
+    /// Move up to `max` records of the file into a list, in file order within each kind:
+    /// regular records first (when `regular`), then steer records (when `steer`). Malformed
+    /// lines and anything over the cap stay, in order.
+    pub(super) fn take_file(
+        &mut self,
+        max: usize,
+        regular: bool,
+        steer: bool,
+    ) -> Vec<PromptRecord> {
+        let mut out = Vec::new();
+        for (kind, wanted) in [(false, regular), (true, steer)] {
+            if !wanted {
+                continue;
+            }
+            self.file.retain(|r| match r.msg {
+                Some(msg) if r.steer == kind && out.len() < max => {
+                    out.push(PromptRecord { msg, steer: kind });
+                    false
+                }
+                _ => true,
+            });
+        }
+        out
+    }
+
+    /// Records still on disk (malformed lines excluded).
+    pub(super) fn records_on_disk(&self) -> u32 {
+        self.file.iter().filter(|r| r.msg.is_some()).count() as u32
+    }
+}
+
+/// The handle a CLI wake logic calls. Every call acts on the host at once.
+pub struct Cli<'a> {
+    pub(super) core: &'a mut CliCore,
+    pub(super) k: &'a mut Kernel<CliEv>,
+}
+
+impl Cli<'_> {
+    /// `monotonic()` on virtual time.
+    pub fn now(&self) -> Ms {
+        self.k.now()
+    }
+
+    /// The conversation this session runs (its logdir).
+    pub fn conversation(&self) -> ConvId {
+        ConvId(0)
+    }
+
+    /// `gptme -n`: never interactive.
+    pub fn interactive(&self) -> bool {
+        false
+    }
+
+    /// `len(prompt_queue)`: messages the loop will process next.
+    pub fn prompt_queue_len(&self) -> usize {
+        self.core.queue.len()
+    }
+
+    /// `GPTME_WATCH_IDLE_MAX` in ms (the environment's value; 1800 s when unset).
+    pub fn idle_max_ms(&self) -> u64 {
+        self.core.cfg.timing.idle_max_ms
+    }
+
+    /// `background_job_completion_hook`'s claim for conversation `cid`: every queued completion
+    /// of a still-registered job of `cid`, removed from the queue (each is delivered once).
+    pub fn claim_completions(&mut self, cid: ConvId) -> Vec<Claimed> {
+        crate::family::common::count_call(&mut self.core.calls);
+        let claimed = self.core.claim(cid);
+        if !claimed.is_empty() {
+            let ids: Vec<MsgId> = claimed.iter().map(|c| c.msg).collect();
+            self.core.note(
+                self.k,
+                Actor::Wake,
+                Note::Claim {
+                    cid,
+                    payload: Payload::from_slice(&ids),
+                },
+            );
+        }
+        claimed
+    }
+
+    /// `_background_jobs`: every registered job of every conversation.
+    pub fn jobs(&mut self) -> Vec<JobView> {
+        crate::family::common::count_call(&mut self.core.calls);
+        let c = &*self.core;
+        c.jobs
+            .iter()
+            .enumerate()
+            .filter(|(_, j)| j.registered)
+            .map(|(i, j)| JobView {
+                job: c.job_ref(i as u32),
+                running: j.running,
+                notified: j.notified,
+                wait_expired: j.wait_expired,
+            })
+            .collect()
+    }
+
+    /// `job._wait_expired = True`.
+    pub fn mark_wait_expired(&mut self, job: JobRef) {
+        crate::family::common::count_call(&mut self.core.calls);
+        self.core.jobs[job.index as usize].wait_expired = true;
+        self.core.mark(self.k, Window::WaitTimeout);
+        self.core
+            .note(self.k, Actor::Wake, Note::MarkExpired { job: job.name });
+    }
+
+    /// Take up to `max` records from `prompt-queue.jsonl`: regular records first, then steer
+    /// records. Malformed lines and anything over the cap stay on disk, in order.
+    pub fn take_prompts(&mut self, max: usize) -> Vec<PromptRecord> {
+        crate::family::common::count_call(&mut self.core.calls);
+        let taken = self.core.take_file(max, true, true);
+        if !taken.is_empty() {
+            let ids: Vec<MsgId> = taken.iter().map(|r| r.msg).collect();
+            let left = self.core.records_on_disk();
+            self.core.note(
+                self.k,
+                Actor::Wake,
+                Note::TakePrompts {
+                    payload: Payload::from_slice(&ids),
+                    left,
+                },
+            );
+        }
+        taken
+    }
+
+    /// `control.jsonl` of the logdir, when it is non-empty.
+    pub fn control_file(&mut self) -> Option<ControlFile> {
+        crate::family::common::count_call(&mut self.core.calls);
+        self.core.control
+    }
+
+    /// The subagent completion or progress queues of this session are non-empty.
+    pub fn subagent_pending(&mut self) -> bool {
+        crate::family::common::count_call(&mut self.core.calls);
+        !self.core.subagents.is_empty()
+    }
+}

@@ -1,0 +1,44 @@
+//! gptme-cli wake logics (`wake-systems.md` §1.2), one file per variant:
+//! `background_job_wait_hook` (LOOP_CONTINUE) and `background_job_completion_hook` (STEP_PRE).
+//!
+//! | name | variant | bug |
+//! |---|---|---|
+//! | `gptme.b0-exit-on-empty` | B0 | exits with a job running: completion lost (G-6) |
+//! | `gptme.b1-pre-control-any` | B1-pre | a stale control.jsonl interrupts every wait (G-7) |
+//! | `gptme.b1-idle-wait` | B1 | fixed: fingerprinted control, bounded wait, timeout once |
+//! | `gptme.b1-no-recheck` | B1 without the recheck | a completion between drain and wait is missed (G-8) |
+
+mod b0;
+mod b1;
+mod b1_no_recheck;
+mod b1_pre;
+
+pub use b0::ExitOnEmpty;
+pub use b1::{BackgroundWait, Fixes, WAIT_CAP_MS};
+pub use b1_no_recheck::b1_no_recheck;
+pub use b1_pre::b1_pre;
+
+use crate::family::Registry;
+
+pub(crate) fn register(r: &mut Registry) {
+    r.add_gptme_cli(
+        "gptme.b0-exit-on-empty",
+        "B0: before #3843: completions only at loop end; exits with a job still running",
+        || Box::new(ExitOnEmpty),
+    );
+    r.add_gptme_cli(
+        "gptme.b1-pre-control-any",
+        "B1 before the fingerprint: a non-empty control.jsonl interrupts every wait",
+        || Box::new(b1_pre()),
+    );
+    r.add_gptme_cli(
+        "gptme.b1-idle-wait",
+        "B1 (#3843): STEP_PRE drain, bounded idle wait, fingerprinted control, timeout reported once",
+        || Box::new(BackgroundWait::fixed()),
+    );
+    r.add_gptme_cli(
+        "gptme.b1-no-recheck",
+        "B1 without the recheck under the notifier's lock (nor the 1 s cap): a completion between drain and wait is missed",
+        || Box::new(b1_no_recheck()),
+    );
+}

@@ -1,0 +1,913 @@
+//! gptme narration: the host-specific records of a gptme timeline and how they read, for both
+//! hosts. Observations (appends, model requests, wakes, session ends) are rendered by `report`.
+
+use crate::family::common::conv::ConvId;
+use crate::sim::record::{Encode, MsgId, Payload, Refusal, TraceHasher, conv_name, id_list};
+
+/// `[m1 m2]`, `[m1–m101]`: what an item carries.
+fn payload(p: &Payload) -> String {
+    format!("[{}]", id_list(p.ids()))
+}
+
+/// Server states, as the timeline's last column shows them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum ServerState {
+    Idle = 0,
+    /// A session is generating.
+    Generating = 1,
+    /// A tool call awaits confirmation or executes.
+    Tools = 2,
+    /// A slash command owns the conversation.
+    Command = 3,
+}
+
+/// CLI states.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum CliState {
+    /// The chat loop runs its queue and hooks.
+    Loop = 0,
+    /// A model request is in flight.
+    Generating = 1,
+    /// A tool call executes.
+    Tools = 2,
+    /// The idle wait blocks in `cond.wait`.
+    Waiting = 3,
+    Ended = 4,
+}
+
+pub fn server_state_name(code: u8) -> &'static str {
+    match code {
+        0 => "IDLE",
+        1 => "GENERATING",
+        2 => "TOOLS",
+        3 => "COMMAND",
+        _ => "?",
+    }
+}
+
+pub fn cli_state_name(code: u8) -> &'static str {
+    match code {
+        0 => "LOOP",
+        1 => "GENERATING",
+        2 => "TOOLS",
+        3 => "WAITING",
+        4 => "ENDED",
+        _ => "?",
+    }
+}
+
+/// Who set a session's `generating` flag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StepOrigin {
+    /// `request_watch_wake` #n reserved the step.
+    Wake(u32),
+    /// The user sent a message.
+    User,
+    /// The step thread continues after tool calls.
+    AfterTools,
+}
+
+/// What `request_watch_wake` did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WakeResult {
+    Accepted { session: u8, dispatched: bool },
+    Refused(Refusal),
+}
+
+/// Why the server called `retry_deferred_watch_wakes`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RetryCause {
+    /// A step of session `n` completed.
+    StepCompletion(u8),
+    FinishCommand,
+    SubagentCompletion,
+}
+
+/// How a server step's reply ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reply {
+    Done,
+    ToolNeedsConfirmation,
+    ToolCalls,
+}
+
+/// What a CLI model reply does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CliReply {
+    /// Plain text, no tool call ("the job is running").
+    Text,
+    /// A foreground tool call.
+    Tool,
+    /// A `bg` tool call that starts background job #n.
+    Job(u32),
+}
+
+/// A job as people read it: `job #2`, or `job #1 of B` for another conversation's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JobName {
+    pub conv: u8,
+    pub id: u32,
+}
+
+impl std::fmt::Display for JobName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.conv {
+            0 => write!(f, "job #{}", self.id),
+            c => write!(f, "job #{} of {}", self.id, conv_name(c)),
+        }
+    }
+}
+
+/// What the CLI pops from its prompt queue and appends to the log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Popped {
+    /// The prompt `gptme -n` was started with.
+    Initial,
+    Completion(JobName, MsgId),
+    Prompt(MsgId, bool),
+    /// "Background wait yielded to pending session input."
+    InputPending,
+    /// The wait's timeout notice for these jobs.
+    Timeout(Box<[JobName]>),
+    /// auto_reply's "No tool call detected in last message..."
+    Nudge(u8),
+    Subagent(MsgId),
+}
+
+/// One gptme narration record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Note {
+    // ---- server
+    ServerStart {
+        sessions: u8,
+        watch_tool: bool,
+    },
+    /// The watch thread calls `_deliver` (a handler call into the wake logic).
+    Deliver {
+        cid: ConvId,
+        msg: MsgId,
+    },
+    Retry {
+        cid: ConvId,
+        cause: RetryCause,
+    },
+    RequestWake {
+        cid: ConvId,
+        wake: u32,
+        payload: Payload,
+        result: WakeResult,
+    },
+    /// A take call removed these from its queue.
+    Take {
+        call: &'static str,
+        payload: Payload,
+    },
+    Requeue {
+        msg: MsgId,
+    },
+    Defer {
+        msg: MsgId,
+    },
+    PutCompletion {
+        msg: MsgId,
+    },
+    StepStart {
+        session: u8,
+        origin: StepOrigin,
+    },
+    /// A STEP_PRE hook appended what it yielded.
+    StepPre {
+        hook: &'static str,
+        payload: Payload,
+    },
+    Reply {
+        session: u8,
+        reply: Reply,
+    },
+    Confirmed {
+        session: u8,
+    },
+    Storm {
+        watch: u8,
+        cancelled: bool,
+    },
+    UserMessage {
+        session: u8,
+    },
+    Command {
+        finished: bool,
+    },
+    // ---- CLI
+    CliStart {
+        auto_reply: bool,
+        stale_control: bool,
+    },
+    /// The loop pops its next message and appends it to the log.
+    Pop(Popped),
+    /// `drain_external_prompt_queue` moved records into the prompt queue.
+    DrainFile {
+        payload: Payload,
+    },
+    /// Noninteractive and nothing queued: the closing protocol.
+    Closing {
+        reopened: bool,
+    },
+    CliReply {
+        reply: CliReply,
+    },
+    JobExits {
+        job: JobName,
+    },
+    /// `_notify_completion`: the completion is queued and the condition notified.
+    Notify {
+        job: JobName,
+        msg: MsgId,
+        woke: bool,
+    },
+    LateCallback {
+        job: JobName,
+    },
+    /// The host calls a LOOP_CONTINUE hook.
+    Hook {
+        name: &'static str,
+        priority: i32,
+    },
+    /// What a LOOP_CONTINUE hook yielded: messages, the input notice, the timeout notice.
+    Yield {
+        name: &'static str,
+        payload: Payload,
+        input: bool,
+        timeout: bool,
+        stop: bool,
+    },
+    Claim {
+        cid: ConvId,
+        payload: Payload,
+    },
+    TakePrompts {
+        payload: Payload,
+        left: u32,
+    },
+    MarkExpired {
+        job: JobName,
+    },
+    /// The waiter blocks in `cond.wait`.
+    Wait {
+        timeout_ms: u64,
+        own: u32,
+    },
+    /// The waiter was woken by `notify_all`, after `rechecks` timed re-checks.
+    Woken {
+        rechecks: u32,
+    },
+    /// The hook returned after `rechecks` timed re-checks without being notified.
+    WaitEnded {
+        rechecks: u32,
+    },
+    Nudge {
+        count: u8,
+    },
+    Reset {
+        cid: Option<ConvId>,
+    },
+    /// A reset popped a job before its completion was queued.
+    Killed {
+        job: JobName,
+        running: bool,
+    },
+    Purged {
+        msg: MsgId,
+    },
+    Writer {
+        payload: Payload,
+        steer: bool,
+        malformed: bool,
+        refused: bool,
+    },
+    ControlWrite {
+        size: u32,
+        same_size: bool,
+    },
+    ForeignJob {
+        job: JobName,
+    },
+    OwnerClaims {
+        job: JobName,
+        msg: Option<MsgId>,
+    },
+    ConcurrentDrain {
+        payload: Payload,
+    },
+    Sigterm,
+}
+
+/// `n` cond.wait timeouts, in words.
+fn timeouts(n: u32) -> String {
+    match n {
+        1 => "its cond.wait timed out once".to_string(),
+        n => format!("its cond.wait timed out {n} times"),
+    }
+}
+
+impl Note {
+    pub fn render(&self) -> String {
+        match self {
+            Note::ServerStart {
+                sessions,
+                watch_tool,
+            } => format!(
+                "conversation A: {} session{}; watch tool {}",
+                sessions,
+                if *sessions == 1 { "" } else { "s" },
+                if *watch_tool {
+                    "loaded (STEP_PRE drains deferred events)"
+                } else {
+                    "not loaded"
+                }
+            ),
+            Note::Deliver { cid, msg } => format!("_deliver({msg}) for conversation {cid}"),
+            Note::Retry { cid, cause } => {
+                let why = match cause {
+                    RetryCause::StepCompletion(s) => format!("S{s}'s step completed"),
+                    RetryCause::FinishCommand => "finish_command".to_string(),
+                    RetryCause::SubagentCompletion => "a subagent completion was queued".to_string(),
+                };
+                format!("retry_deferred_watch_wakes({cid}): {why}")
+            }
+            Note::RequestWake {
+                cid,
+                wake,
+                payload: p,
+                result,
+            } => {
+                let call = format!("request_watch_wake({cid}, {}) = wake #{wake}", payload(p));
+                match result {
+                    WakeResult::Accepted {
+                        session,
+                        dispatched: true,
+                    } => format!("{call} → True: persisted; S{session} generating; step thread starts"),
+                    WakeResult::Accepted {
+                        session,
+                        dispatched: false,
+                    } => format!(
+                        "{call} → True: persisted, but S{session}'s step thread failed to start (generating undone)"
+                    ),
+                    WakeResult::Refused(r) => format!("{call} → False ({})", r.text()),
+                }
+            }
+            Note::Take { call, payload: p } => {
+                format!("{call} → {} (removed from the queue)", payload(p))
+            }
+            Note::Requeue { msg } => format!("requeue_watch_event({msg}): back at the head"),
+            Note::Defer { msg } => format!("{msg} deferred: appended to _pending_deliveries"),
+            Note::PutCompletion { msg } => {
+                format!("_completion_queue.put({msg}): at the tail")
+            }
+            Note::StepStart { session, origin } => {
+                let by = match origin {
+                    StepOrigin::Wake(n) => format!("woken by wake #{n}"),
+                    StepOrigin::User => "the user's message".to_string(),
+                    StepOrigin::AfterTools => "after tool calls".to_string(),
+                };
+                format!("S{session} step starts ({by})")
+            }
+            Note::StepPre { hook, payload: p } => {
+                format!("STEP_PRE {hook} appends {}", payload(p))
+            }
+            Note::Reply { session, reply } => match reply {
+                Reply::Done => format!("S{session} reply: no tool call; step completes, generating off"),
+                Reply::ToolNeedsConfirmation => format!(
+                    "S{session} reply: a tool call awaits confirmation; step ends, generating off, pending_tools on"
+                ),
+                Reply::ToolCalls => format!("S{session} reply: tool calls execute"),
+            },
+            Note::Confirmed { session } => {
+                format!("confirms S{session}'s tool call: it executes, then a step runs")
+            }
+            Note::Storm { watch, cancelled } => {
+                let w = watch + 1;
+                if *cancelled {
+                    format!("w{w}: storm guard auto-cancels the watch (>200 events in 5 min)")
+                } else {
+                    format!("w{w}: storm guard coalesces (20+ events in 20 s): marker recorded")
+                }
+            }
+            Note::UserMessage { session } => format!("sends a message on S{session}"),
+            Note::Command { finished: false } => {
+                "runs a slash command: it owns the conversation".to_string()
+            }
+            Note::Command { finished: true } => "finish_command".to_string(),
+            Note::CliStart {
+                auto_reply,
+                stale_control,
+            } => {
+                let mut s = "gptme -n starts with its prompt queued".to_string();
+                if *auto_reply {
+                    s += "; complete tool loaded (auto-reply)";
+                }
+                if *stale_control {
+                    s += "; a stale control.jsonl is in the logdir";
+                }
+                s
+            }
+            Note::Pop(p) => {
+                let what = match p {
+                    Popped::Initial => "the initial prompt".to_string(),
+                    Popped::Completion(job, m) => format!("{job}'s completion {m}"),
+                    Popped::Prompt(m, false) => format!("prompt {m}"),
+                    Popped::Prompt(m, true) => format!("steer prompt {m}"),
+                    Popped::InputPending => {
+                        "\"Background wait yielded to pending session input.\"".to_string()
+                    }
+                    Popped::Timeout(jobs) => {
+                        let names: Vec<String> = jobs.iter().map(|j| j.to_string()).collect();
+                        format!("the timeout notice for {}", names.join(", "))
+                    }
+                    Popped::Nudge(n) => format!("auto-reply nudge #{n}"),
+                    Popped::Subagent(m) => format!("subagent report {m}"),
+                };
+                format!("pops {what}; appends it")
+            }
+            Note::DrainFile { payload: p } => {
+                format!("drain_external_prompt_queue → {}", payload(p))
+            }
+            Note::Closing { reopened: false } => {
+                "nothing queued: touches prompt-queue-closed; drains again: nothing".to_string()
+            }
+            Note::Closing { reopened: true } => {
+                "nothing queued: touches prompt-queue-closed; drains again: a record came in, reopens".to_string()
+            }
+            Note::CliReply { reply } => match reply {
+                CliReply::Text => "reply: text, no tool call".to_string(),
+                CliReply::Tool => "reply: a tool call; it runs".to_string(),
+                CliReply::Job(n) => {
+                    format!("reply: bg tool call starts background job #{n} (\"it is running\")")
+                }
+            },
+            Note::JobExits { job } => format!("{job} exits; its reader drains up to 1 s more"),
+            Note::Notify { job, msg, woke } => {
+                let who = if *woke {
+                    "wakes the waiter"
+                } else {
+                    "nobody is waiting"
+                };
+                format!("_notify_completion({job}): {msg} queued; notify_all: {who}")
+            }
+            Note::LateCallback { job } => {
+                format!("{job}'s late reader callback dropped: the job was reset")
+            }
+            Note::Hook { name, priority } => format!("LOOP_CONTINUE {name} ({priority})"),
+            Note::Yield {
+                name,
+                payload: p,
+                input,
+                timeout,
+                stop,
+            } => {
+                let mut what = Vec::new();
+                if !p.is_empty() {
+                    what.push(payload(p));
+                }
+                if *input {
+                    what.push("\"Background wait yielded to pending session input.\"".to_string());
+                }
+                if *timeout {
+                    what.push("the timeout notice".to_string());
+                }
+                let what = if what.is_empty() {
+                    "nothing".to_string()
+                } else {
+                    what.join(" + ")
+                };
+                let stop = if *stop { " + StopPropagation" } else { "" };
+                format!("{name} yields {what}{stop}")
+            }
+            Note::Claim { cid, payload: p } => {
+                format!("background_job_completion_hook({cid}) claims {}", payload(p))
+            }
+            Note::TakePrompts { payload: p, left } => format!(
+                "wait_input takes {} from prompt-queue.jsonl ({left} left on disk)",
+                payload(p)
+            ),
+            Note::MarkExpired { job } => {
+                format!("GPTME_WATCH_IDLE_MAX passed: {job} marked wait_expired")
+            }
+            Note::Wait { timeout_ms, own } => format!(
+                "cond.wait({timeout_ms} ms): {own} own job{} pending",
+                if *own == 1 { "" } else { "s" }
+            ),
+            Note::Woken { rechecks: 0 } => "waiter woken by notify_all".to_string(),
+            Note::Woken { rechecks } => format!(
+                "waiter woken by notify_all (after {})",
+                timeouts(*rechecks)
+            ),
+            Note::WaitEnded { rechecks } => {
+                format!("the wait ends after {}", timeouts(*rechecks))
+            }
+            Note::Nudge { count } => format!(
+                "auto_reply: no tool call and nothing queued: nudge #{count}"
+            ),
+            Note::Reset { cid: Some(c) } => {
+                format!("reset_background_jobs({c}): kill, purge, pop and notify its condition")
+            }
+            Note::Reset { cid: None } => {
+                "exit cleanup: reset_background_jobs() kills every job, purges the queue, clears control keys".to_string()
+            }
+            Note::Killed { job, running: true } => format!("{job} killed: its result will never come"),
+            Note::Killed {
+                job,
+                running: false,
+            } => format!("{job} popped while its reader drained: its completion will be dropped"),
+            Note::Purged { msg } => format!("{msg} purged from the completion queue"),
+            Note::Writer {
+                payload: p,
+                steer,
+                malformed,
+                refused,
+            } => {
+                if *refused {
+                    "a writer finds prompt-queue-closed: it does not queue".to_string()
+                } else if *malformed {
+                    "a writer appends a malformed line to prompt-queue.jsonl".to_string()
+                } else {
+                    let kind = if *steer { "steer records" } else { "records" };
+                    format!("a writer appends {kind} {} to prompt-queue.jsonl", payload(p))
+                }
+            }
+            Note::ControlWrite { size, same_size } => {
+                if *same_size {
+                    format!("the parent rewrites control.jsonl: new contents, same size ({size} B)")
+                } else {
+                    format!("the parent writes control.jsonl ({size} B); nobody consumes it")
+                }
+            }
+            Note::ForeignJob { job } => format!("conversation B starts {job}"),
+            Note::OwnerClaims { job, msg } => match msg {
+                Some(m) => format!("conversation B claims {m}, {job}'s completion"),
+                None => format!("conversation B finds {job}'s completion gone"),
+            },
+            Note::ConcurrentDrain { payload: p } => format!(
+                "concurrent drain: another session of A runs a step; its STEP_PRE claims {} into the log",
+                payload(p)
+            ),
+            Note::Sigterm => "SIGTERM".to_string(),
+        }
+    }
+
+    /// The host calls into the wake logic (a handler call).
+    pub fn is_handler(&self) -> bool {
+        matches!(
+            self,
+            Note::Deliver { .. } | Note::Retry { .. } | Note::Hook { .. }
+        )
+    }
+
+    /// The wake logic calls the host.
+    pub fn is_wake_call(&self) -> bool {
+        matches!(
+            self,
+            Note::RequestWake { .. }
+                | Note::Take { .. }
+                | Note::Requeue { .. }
+                | Note::Defer { .. }
+                | Note::PutCompletion { .. }
+                | Note::Claim { .. }
+                | Note::TakePrompts { .. }
+                | Note::MarkExpired { .. }
+        )
+    }
+}
+
+// ---- the trace-hash encoding (see `trace::hash`): explicit tags, never the variant order
+
+impl Encode for ConvId {
+    fn encode(&self, h: &mut TraceHasher) {
+        h.u8(self.0);
+    }
+}
+
+impl Encode for StepOrigin {
+    fn encode(&self, h: &mut TraceHasher) {
+        match *self {
+            StepOrigin::Wake(n) => {
+                h.tag(0);
+                h.u32(n);
+            }
+            StepOrigin::User => h.tag(1),
+            StepOrigin::AfterTools => h.tag(2),
+        }
+    }
+}
+
+impl Encode for WakeResult {
+    fn encode(&self, h: &mut TraceHasher) {
+        match self {
+            WakeResult::Accepted {
+                session,
+                dispatched,
+            } => {
+                h.tag(0);
+                h.u8(*session);
+                h.bool(*dispatched);
+            }
+            WakeResult::Refused(r) => {
+                h.tag(1);
+                r.encode(h);
+            }
+        }
+    }
+}
+
+impl Encode for RetryCause {
+    fn encode(&self, h: &mut TraceHasher) {
+        match *self {
+            RetryCause::StepCompletion(s) => {
+                h.tag(0);
+                h.u8(s);
+            }
+            RetryCause::FinishCommand => h.tag(1),
+            RetryCause::SubagentCompletion => h.tag(2),
+        }
+    }
+}
+
+impl Encode for Reply {
+    fn encode(&self, h: &mut TraceHasher) {
+        h.tag(match self {
+            Reply::Done => 0,
+            Reply::ToolNeedsConfirmation => 1,
+            Reply::ToolCalls => 2,
+        });
+    }
+}
+
+impl Encode for CliReply {
+    fn encode(&self, h: &mut TraceHasher) {
+        match *self {
+            CliReply::Text => h.tag(0),
+            CliReply::Tool => h.tag(1),
+            CliReply::Job(n) => {
+                h.tag(2);
+                h.u32(n);
+            }
+        }
+    }
+}
+
+impl Encode for JobName {
+    fn encode(&self, h: &mut TraceHasher) {
+        h.u8(self.conv);
+        h.u32(self.id);
+    }
+}
+
+impl Encode for Popped {
+    fn encode(&self, h: &mut TraceHasher) {
+        match self {
+            Popped::Initial => h.tag(0),
+            Popped::Completion(job, msg) => {
+                h.tag(1);
+                job.encode(h);
+                msg.encode(h);
+            }
+            Popped::Prompt(msg, steer) => {
+                h.tag(2);
+                msg.encode(h);
+                h.bool(*steer);
+            }
+            Popped::InputPending => h.tag(3),
+            Popped::Timeout(jobs) => {
+                h.tag(4);
+                jobs.encode(h);
+            }
+            Popped::Nudge(n) => {
+                h.tag(5);
+                h.u8(*n);
+            }
+            Popped::Subagent(msg) => {
+                h.tag(6);
+                msg.encode(h);
+            }
+        }
+    }
+}
+
+impl Encode for Note {
+    fn encode(&self, h: &mut TraceHasher) {
+        match self {
+            Note::ServerStart {
+                sessions,
+                watch_tool,
+            } => {
+                h.tag(0);
+                h.u8(*sessions);
+                h.bool(*watch_tool);
+            }
+            Note::Deliver { cid, msg } => {
+                h.tag(1);
+                cid.encode(h);
+                msg.encode(h);
+            }
+            Note::Retry { cid, cause } => {
+                h.tag(2);
+                cid.encode(h);
+                cause.encode(h);
+            }
+            Note::RequestWake {
+                cid,
+                wake,
+                payload,
+                result,
+            } => {
+                h.tag(3);
+                cid.encode(h);
+                h.u32(*wake);
+                payload.encode(h);
+                result.encode(h);
+            }
+            Note::Take { call, payload } => {
+                h.tag(4);
+                h.str(call);
+                payload.encode(h);
+            }
+            Note::Requeue { msg } => {
+                h.tag(5);
+                msg.encode(h);
+            }
+            Note::Defer { msg } => {
+                h.tag(6);
+                msg.encode(h);
+            }
+            Note::PutCompletion { msg } => {
+                h.tag(7);
+                msg.encode(h);
+            }
+            Note::StepStart { session, origin } => {
+                h.tag(8);
+                h.u8(*session);
+                origin.encode(h);
+            }
+            Note::StepPre { hook, payload } => {
+                h.tag(9);
+                h.str(hook);
+                payload.encode(h);
+            }
+            Note::Reply { session, reply } => {
+                h.tag(10);
+                h.u8(*session);
+                reply.encode(h);
+            }
+            Note::Confirmed { session } => {
+                h.tag(11);
+                h.u8(*session);
+            }
+            Note::Storm { watch, cancelled } => {
+                h.tag(12);
+                h.u8(*watch);
+                h.bool(*cancelled);
+            }
+            Note::UserMessage { session } => {
+                h.tag(13);
+                h.u8(*session);
+            }
+            Note::Command { finished } => {
+                h.tag(14);
+                h.bool(*finished);
+            }
+            Note::CliStart {
+                auto_reply,
+                stale_control,
+            } => {
+                h.tag(15);
+                h.bool(*auto_reply);
+                h.bool(*stale_control);
+            }
+            Note::Pop(p) => {
+                h.tag(16);
+                p.encode(h);
+            }
+            Note::DrainFile { payload } => {
+                h.tag(17);
+                payload.encode(h);
+            }
+            Note::Closing { reopened } => {
+                h.tag(18);
+                h.bool(*reopened);
+            }
+            Note::CliReply { reply } => {
+                h.tag(19);
+                reply.encode(h);
+            }
+            Note::JobExits { job } => {
+                h.tag(20);
+                job.encode(h);
+            }
+            Note::Notify { job, msg, woke } => {
+                h.tag(21);
+                job.encode(h);
+                msg.encode(h);
+                h.bool(*woke);
+            }
+            Note::LateCallback { job } => {
+                h.tag(22);
+                job.encode(h);
+            }
+            Note::Hook { name, priority } => {
+                h.tag(23);
+                h.str(name);
+                h.i32(*priority);
+            }
+            Note::Yield {
+                name,
+                payload,
+                input,
+                timeout,
+                stop,
+            } => {
+                h.tag(24);
+                h.str(name);
+                payload.encode(h);
+                h.bool(*input);
+                h.bool(*timeout);
+                h.bool(*stop);
+            }
+            Note::Claim { cid, payload } => {
+                h.tag(25);
+                cid.encode(h);
+                payload.encode(h);
+            }
+            Note::TakePrompts { payload, left } => {
+                h.tag(26);
+                payload.encode(h);
+                h.u32(*left);
+            }
+            Note::MarkExpired { job } => {
+                h.tag(27);
+                job.encode(h);
+            }
+            Note::Wait { timeout_ms, own } => {
+                h.tag(28);
+                h.u64(*timeout_ms);
+                h.u32(*own);
+            }
+            Note::Woken { rechecks } => {
+                h.tag(29);
+                h.u32(*rechecks);
+            }
+            Note::WaitEnded { rechecks } => {
+                h.tag(30);
+                h.u32(*rechecks);
+            }
+            Note::Nudge { count } => {
+                h.tag(31);
+                h.u8(*count);
+            }
+            Note::Reset { cid } => {
+                h.tag(32);
+                h.option(cid.as_ref(), |h, c| c.encode(h));
+            }
+            Note::Killed { job, running } => {
+                h.tag(33);
+                job.encode(h);
+                h.bool(*running);
+            }
+            Note::Purged { msg } => {
+                h.tag(34);
+                msg.encode(h);
+            }
+            Note::Writer {
+                payload,
+                steer,
+                malformed,
+                refused,
+            } => {
+                h.tag(35);
+                payload.encode(h);
+                h.bool(*steer);
+                h.bool(*malformed);
+                h.bool(*refused);
+            }
+            Note::ControlWrite { size, same_size } => {
+                h.tag(36);
+                h.u32(*size);
+                h.bool(*same_size);
+            }
+            Note::ForeignJob { job } => {
+                h.tag(37);
+                job.encode(h);
+            }
+            Note::OwnerClaims { job, msg } => {
+                h.tag(38);
+                job.encode(h);
+                h.option(msg.as_ref(), |h, m| m.encode(h));
+            }
+            Note::ConcurrentDrain { payload } => {
+                h.tag(39);
+                payload.encode(h);
+            }
+            Note::Sigterm => h.tag(40),
+        }
+    }
+}

@@ -1,0 +1,605 @@
+//! The pi host's state and the synchronous parts of its API: what happens inside a call before
+//! its first `await`. The scheduled parts (prompt steps after an await, run phases, faults) live
+//! in `mod.rs`.
+
+use std::collections::VecDeque;
+
+use super::api::{Ctx, CustomMessage, DeliverAs, SendOptions, StaleCtx, TimerId};
+use super::config::{PiConfig, PiFault};
+use super::note::{HostError, Note, Route, State, Step, TimerOp};
+use super::{Gen, PiEv};
+use crate::family::common::faults::Faults;
+use crate::sim::Kernel;
+use crate::sim::record::{Actor, Ev, Payload, Starter, Window};
+use crate::sim::time::Ms;
+
+/// `prompt()` progress: the step that runs when the prompt's next event fires.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum PStep {
+    Input,
+    Streaming,
+    Auth,
+    Compaction,
+    BeforeStart,
+    Images,
+    Start,
+    Done,
+}
+
+pub(super) struct PromptTask {
+    pub from_user: bool,
+    pub payload: Payload,
+    pub behavior: Option<DeliverAs>,
+    pub step: PStep,
+    pub auth_fails: bool,
+}
+
+/// `_runAgentPrompt` (0.99) or a bare agent run (0.58): its next phase.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum RPhase {
+    AgentStart,
+    Request,
+    Tools,
+    TurnEnd,
+    AgentEnd,
+    PostRun,
+    CompactionDone,
+    Continue,
+    Settle,
+    SettledDone,
+    Done,
+}
+
+pub(super) struct RunTask {
+    pub phase: RPhase,
+    pub inner: u32,
+    pub tools_left: u64,
+    pub had_tools: bool,
+    /// 0.58 has no shared prompt options: a run carries the harness if a prompt started it.
+    pub harness: bool,
+    /// The starter was rejected: this run only settles.
+    pub rejected: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Compacting {
+    None,
+    /// `/compact`; step 2 rejects prompts.
+    Manual,
+    /// `/tree` branch summarization.
+    Tree,
+    /// Auto compaction inside `prompt()` step 9 (PREP-COMPACT).
+    Prompt,
+    /// Auto compaction between inner runs (the run flag stays on).
+    Run,
+}
+
+pub(super) enum Deferred {
+    Prompt(u32),
+    Direct(Payload),
+}
+
+/// The pi host's state. The wake logic reaches it only through [`Pi`].
+pub struct PiCore {
+    pub(super) generation: Gen,
+    pub(super) cfg: PiConfig,
+    pub(super) faults: Faults<PiFault>,
+    pub(super) session: u32,
+    /// The session was replaced and its `session_start` is not delivered yet.
+    pub(super) replacing: bool,
+    /// `_isAgentRunActive` (0.99); mirrors the agent run on 0.58.
+    pub(super) run_active: bool,
+    /// `Agent.activeRun`.
+    pub(super) agent_active: Option<u32>,
+    pub(super) compacting: Compacting,
+    /// `_isEmittingAgentSettled`, counted because a rejected run may settle inside another.
+    pub(super) settling: u32,
+    pub(super) deferred: Vec<Deferred>,
+    pub(super) next_turn: Vec<Payload>,
+    pub(super) pending_custom: Vec<Payload>,
+    pub(super) steering: VecDeque<Payload>,
+    pub(super) follow_up: VecDeque<Payload>,
+    /// `_runSystemPromptOptions` is set: requests carry the harness.
+    pub(super) run_options: bool,
+    pub(super) prompts: Vec<PromptTask>,
+    pub(super) live_prompts: u32,
+    pub(super) runs: Vec<RunTask>,
+    /// Continues scheduled on a timer (0.58): the host reads idle but work is pending.
+    pub(super) pending_continues: u32,
+    pub(super) timers: Vec<bool>,
+    /// Prompts whose input handlers run before anything else happens.
+    pub(super) inputs_due: Vec<u32>,
+    pub(super) requests: u32,
+    pub(super) idle: bool,
+    /// Calls the wake logic made in the current handler invocation.
+    pub(super) calls: u32,
+    /// When the wake logic last started a prompt (for the constant-boundary window).
+    pub(super) last_wake_at: Option<Ms>,
+}
+
+pub use crate::family::common::{BudgetExceeded, CALLS_MAX};
+
+impl PiCore {
+    pub(super) fn new(generation: Gen, cfg: PiConfig) -> PiCore {
+        let faults = Faults::new(&cfg.faults);
+        PiCore {
+            generation,
+            cfg,
+            faults,
+            session: 1,
+            replacing: false,
+            run_active: false,
+            agent_active: None,
+            compacting: Compacting::None,
+            settling: 0,
+            deferred: Vec::new(),
+            next_turn: Vec::new(),
+            pending_custom: Vec::new(),
+            steering: VecDeque::new(),
+            follow_up: VecDeque::new(),
+            run_options: false,
+            prompts: Vec::new(),
+            live_prompts: 0,
+            runs: Vec::new(),
+            pending_continues: 0,
+            timers: Vec::new(),
+            inputs_due: Vec::new(),
+            requests: 0,
+            idle: true,
+            calls: 0,
+            last_wake_at: None,
+        }
+    }
+
+    pub(super) fn ctx(&self) -> Ctx {
+        Ctx {
+            session: self.session,
+        }
+    }
+
+    /// `isStreaming`: the session run flag on 0.99, the agent's own flag on 0.58.
+    pub(super) fn is_streaming(&self) -> bool {
+        match self.generation {
+            Gen::V099 => self.run_active,
+            Gen::V058 => self.agent_active.is_some(),
+        }
+    }
+
+    /// `isIdle` as extensions read it.
+    pub(super) fn is_idle(&self) -> bool {
+        match self.generation {
+            Gen::V099 => !self.run_active && self.compacting == Compacting::None,
+            Gen::V058 => self.agent_active.is_none(),
+        }
+    }
+
+    /// Nothing is running, preparing, compacting, settling or scheduled to continue: only the
+    /// wake logic (or a new prompt) can move a pending message now.
+    pub(super) fn quiet(&self) -> bool {
+        !self.run_active
+            && self.agent_active.is_none()
+            && self.compacting == Compacting::None
+            && self.live_prompts == 0
+            && self.settling == 0
+            && self.deferred.is_empty()
+            && self.pending_continues == 0
+            && !self.replacing
+    }
+
+    pub(super) fn state(&self) -> State {
+        if self.replacing {
+            State::Disposed
+        } else if self.is_streaming() {
+            State::Running
+        } else if self.settling > 0 {
+            State::Settling
+        } else {
+            match self.compacting {
+                Compacting::Manual | Compacting::Tree => State::Compacting,
+                Compacting::Prompt => State::PrepCompact,
+                Compacting::Run => State::Running,
+                Compacting::None if self.live_prompts > 0 => State::Preparing,
+                Compacting::None => State::Idle,
+            }
+        }
+    }
+
+    #[inline]
+    pub(super) fn emit(&self, k: &mut Kernel<PiEv>, actor: Actor, ev: Ev) {
+        k.emit(actor, self.state() as u8, ev);
+    }
+
+    #[inline]
+    pub(super) fn note(&self, k: &mut Kernel<PiEv>, actor: Actor, note: Note) {
+        k.emit(actor, self.state() as u8, Ev::Pi(note));
+    }
+
+    /// Emit `Idle` when quietness changed.
+    pub(super) fn sync_idle(&mut self, k: &mut Kernel<PiEv>) {
+        let q = self.quiet();
+        if q != self.idle {
+            self.idle = q;
+            self.emit(k, Actor::Host, Ev::Idle { idle: q });
+        }
+    }
+
+    /// Does this fault fire at this opportunity? Draws only when the fault is on for the seed.
+    pub(super) fn fires(&mut self, k: &mut Kernel<PiEv>, f: PiFault) -> bool {
+        self.faults.fires(k, f)
+    }
+
+    fn append(&self, k: &mut Kernel<PiEv>, payload: &Payload) {
+        for &msg in payload.ids() {
+            self.emit(k, Actor::Host, Ev::Appended { msg });
+        }
+    }
+
+    pub(super) fn append_all(&self, k: &mut Kernel<PiEv>, items: &[Payload]) {
+        for p in items {
+            self.append(k, p);
+        }
+    }
+
+    /// Flush `_pendingCustomMessages` into the session (turn_end, run end, before a prompt).
+    pub(super) fn flush_pending_custom(&mut self, k: &mut Kernel<PiEv>) {
+        for p in std::mem::take(&mut self.pending_custom) {
+            self.append(k, &p);
+        }
+    }
+
+    /// `sendCustomMessage` (§2.5): route synchronously.
+    pub(super) fn send_custom(
+        &mut self,
+        k: &mut Kernel<PiEv>,
+        msg: CustomMessage,
+        opts: SendOptions,
+    ) {
+        let payload = msg.payload.clone();
+        let route = if opts.deliver_as == Some(DeliverAs::NextTurn) {
+            self.next_turn.push(msg.payload);
+            Route::NextTurn
+        } else if self.is_streaming() && opts.trigger_turn {
+            if opts.deliver_as == Some(DeliverAs::FollowUp) {
+                self.follow_up.push_back(msg.payload);
+                Route::FollowUp
+            } else {
+                self.steering.push_back(msg.payload);
+                Route::Steer
+            }
+        } else if opts.trigger_turn {
+            if self.generation == Gen::V099 && self.settling > 0 {
+                self.deferred.push(Deferred::Direct(msg.payload));
+                Route::Deferred
+            } else {
+                let run = self.runs.len() as u32 + 1;
+                let note = Note::SendMessage {
+                    custom_type: msg.custom_type,
+                    payload,
+                    opts,
+                    route: Route::DirectRun(run),
+                };
+                self.note(k, Actor::Wake, note);
+                self.start_run(k, Starter::Direct(run), vec![msg.payload], false);
+                return;
+            }
+        } else if self.is_streaming() {
+            self.pending_custom.push(msg.payload);
+            Route::PendingCustom
+        } else {
+            self.append(k, &msg.payload);
+            Route::Appended
+        };
+        let note = Note::SendMessage {
+            custom_type: msg.custom_type,
+            payload,
+            opts,
+            route,
+        };
+        self.note(k, Actor::Wake, note);
+    }
+
+    /// `prompt()` steps 0-2, synchronous up to the input handlers' await.
+    pub(super) fn prompt_begin(&mut self, k: &mut Kernel<PiEv>, id: u32) {
+        let p = &mut self.prompts[id as usize - 1];
+        if self.generation == Gen::V099 && self.settling > 0 {
+            self.deferred.push(Deferred::Prompt(id));
+            self.note(
+                k,
+                Actor::Host,
+                Note::Step {
+                    prompt: id,
+                    step: Step::DeferredWhileSettling,
+                },
+            );
+            return;
+        }
+        if self.compacting == Compacting::Manual {
+            p.step = PStep::Done;
+            let from_user = p.from_user;
+            self.note(
+                k,
+                Actor::Host,
+                Note::Error {
+                    prompt: Some(id),
+                    error: HostError::CompactionInProgress,
+                },
+            );
+            if !from_user {
+                self.mark(k, Window::WakePromptFailed);
+            }
+            return;
+        }
+        p.step = PStep::Input;
+        self.live_prompts += 1;
+        if self.live_prompts >= 2 {
+            self.mark(k, Window::ConcurrentPrompts);
+        }
+        // `_runInputHandlers` calls the first handler synchronously inside prompt(): the host runs
+        // it as soon as the current call into the wake logic (or host step) returns.
+        self.inputs_due.push(id);
+    }
+
+    pub(super) fn new_prompt(
+        &mut self,
+        from_user: bool,
+        payload: Payload,
+        behavior: Option<DeliverAs>,
+    ) -> u32 {
+        self.prompts.push(PromptTask {
+            from_user,
+            payload,
+            behavior,
+            step: PStep::Done,
+            auth_fails: false,
+        });
+        self.prompts.len() as u32
+    }
+
+    /// `_runAgentPrompt(items)` up to `agent.prompt()`: set the run flag, then either take the
+    /// agent or be rejected because a run already holds it (H-1).
+    pub(super) fn start_run(
+        &mut self,
+        k: &mut Kernel<PiEv>,
+        who: Starter,
+        items: Vec<Payload>,
+        harness: bool,
+    ) {
+        let id = self.runs.len() as u32 + 1;
+        if self.generation == Gen::V099 {
+            self.run_active = true;
+            self.emit(k, Actor::Host, Ev::RunFlag { on: true });
+        }
+        let tools = self.cfg.timing.tool_turns;
+        let mut run = RunTask {
+            phase: RPhase::AgentStart,
+            inner: 1,
+            tools_left: 0,
+            had_tools: false,
+            harness,
+            rejected: false,
+        };
+        if self.agent_active.is_some() {
+            self.emit(
+                k,
+                Actor::Host,
+                Ev::Starter {
+                    who,
+                    accepted: false,
+                },
+            );
+            let prompt = match who {
+                Starter::Prompt(p) => Some(p),
+                _ => None,
+            };
+            let error = HostError::AgentBusy;
+            self.note(k, Actor::Host, Note::Error { prompt, error });
+            let lost: Vec<_> = items.iter().flat_map(|p| p.ids().iter().copied()).collect();
+            if !lost.is_empty() {
+                self.note(
+                    k,
+                    Actor::Host,
+                    Note::Lost {
+                        payload: Payload::from_slice(&lost),
+                    },
+                );
+            }
+            run.rejected = true;
+            run.phase = match self.generation {
+                Gen::V099 => RPhase::Settle,
+                Gen::V058 => RPhase::Done,
+            };
+            self.runs.push(run);
+            if self.generation == Gen::V099 {
+                k.resume(0, PiEv::Run(id));
+            }
+            return;
+        }
+        run.tools_left = tools.min + k.choose(tools.max - tools.min + 1, "tool turns");
+        self.runs.push(run);
+        self.agent_active = Some(id);
+        self.emit(
+            k,
+            Actor::Host,
+            Ev::Starter {
+                who,
+                accepted: true,
+            },
+        );
+        self.emit(k, Actor::Host, Ev::AgentRun { on: true });
+        if self.generation == Gen::V058 {
+            self.run_active = true;
+            self.emit(k, Actor::Host, Ev::RunFlag { on: true });
+        }
+        self.append_all(k, &items);
+        let d = self.handler_delay(k);
+        k.resume(d, PiEv::Run(id));
+    }
+
+    pub(super) fn step_delay(&self, k: &mut Kernel<PiEv>) -> u64 {
+        let s = self.cfg.timing.step_ms;
+        k.delay(s.min, s.max, "await")
+    }
+
+    pub(super) fn handler_delay(&self, k: &mut Kernel<PiEv>) -> u64 {
+        let s = self.cfg.timing.handler_ms;
+        k.delay(s.min, s.max, "handlers")
+    }
+
+    pub(super) fn mark(&self, k: &mut Kernel<PiEv>, w: Window) {
+        self.emit(k, Actor::Host, Ev::Mark(w));
+    }
+
+    /// Mark the race windows a producer message arrives in.
+    pub(super) fn mark_arrival(&self, k: &mut Kernel<PiEv>) {
+        let gap = match self.generation {
+            Gen::V099 => self.run_active && self.agent_active.is_none(),
+            Gen::V058 => self.pending_continues > 0,
+        };
+        if gap {
+            self.mark(k, Window::MessageBetweenInnerRuns);
+        }
+        if self.settling > 0 {
+            self.mark(k, Window::MessageWhileSettling);
+        }
+        if matches!(
+            self.compacting,
+            Compacting::Manual | Compacting::Tree | Compacting::Prompt
+        ) {
+            self.mark(k, Window::MessageWhileCompacting);
+        }
+        if let Some(last) = self.last_wake_at {
+            let since = (k.now() - last).0;
+            if k.choices
+                .constants()
+                .iter()
+                .any(|&c| since.abs_diff(c) <= 1)
+            {
+                self.mark(k, Window::AtConstantBoundary);
+            }
+        }
+    }
+
+    fn count_call(&mut self) {
+        crate::family::common::count_call(&mut self.calls);
+    }
+}
+
+/// The `pi` handle a wake logic calls. Every call acts on the host at once; sends are
+/// fire-and-forget and report failures only on the error channel (the trace).
+pub struct Pi<'a> {
+    pub(super) core: &'a mut PiCore,
+    pub(super) k: &'a mut Kernel<PiEv>,
+}
+
+impl Pi<'_> {
+    /// `Date.now()` on virtual time.
+    pub fn now(&self) -> Ms {
+        self.k.now()
+    }
+
+    /// `pi.sendMessage(message, options)`.
+    pub fn send_message(&mut self, msg: CustomMessage, opts: SendOptions) {
+        self.core.count_call();
+        self.core.send_custom(self.k, msg, opts);
+    }
+
+    /// `pi.sendUserMessage(content, {deliverAs})`: `prompt()` with source "extension". An empty
+    /// payload is the blank wake text `" "`; a non-empty one renders those messages as the text.
+    pub fn send_user_message(&mut self, payload: Payload, deliver_as: Option<DeliverAs>) {
+        self.core.count_call();
+        if self.core.live_prompts > 0 {
+            self.core.mark(self.k, Window::WakeWhilePreparing);
+        }
+        self.core.last_wake_at = Some(self.k.now());
+        let id = self.core.new_prompt(false, payload.clone(), deliver_as);
+        self.core.note(
+            self.k,
+            Actor::Wake,
+            Note::SendUserMessage {
+                prompt: id,
+                payload,
+                deliver_as,
+            },
+        );
+        if deliver_as == Some(DeliverAs::NextTurn) {
+            self.core.note(
+                self.k,
+                Actor::Host,
+                Note::Error {
+                    prompt: Some(id),
+                    error: HostError::InvalidDeliverAs,
+                },
+            );
+            return;
+        }
+        self.core.prompt_begin(self.k, id);
+    }
+
+    /// `setTimeout(fn, delay_ms)`: `PiWake::on_timer` gets the id when it fires.
+    pub fn set_timeout(&mut self, delay_ms: u64) -> TimerId {
+        self.timer(delay_ms, false)
+    }
+
+    /// `clearTimeout(id)`.
+    pub fn clear_timeout(&mut self, id: TimerId) {
+        self.core.count_call();
+        if let Some(live) = self.core.timers.get_mut(id.0 as usize)
+            && *live
+        {
+            *live = false;
+            self.core.note(
+                self.k,
+                Actor::Wake,
+                Note::Timer {
+                    id: id.0,
+                    op: TimerOp::Clear,
+                },
+            );
+        }
+    }
+
+    /// `queueMicrotask(fn)`: runs before any other event of this instant (see `kernel::queue`).
+    pub fn queue_microtask(&mut self) -> TimerId {
+        self.timer(0, true)
+    }
+
+    fn timer(&mut self, delay_ms: u64, micro: bool) -> TimerId {
+        self.core.count_call();
+        let id = self.core.timers.len() as u32;
+        self.core.timers.push(true);
+        if micro {
+            self.k.schedule_micro(PiEv::Timer(id));
+        } else {
+            self.k.schedule(delay_ms, PiEv::Timer(id));
+        }
+        self.core.note(
+            self.k,
+            Actor::Wake,
+            Note::Timer {
+                id,
+                op: TimerOp::Set { delay_ms },
+            },
+        );
+        TimerId(id)
+    }
+
+    pub(crate) fn ctx_is_idle(&mut self, ctx: Ctx) -> Result<bool, StaleCtx> {
+        self.core.count_call();
+        let result = self.peek_idle(ctx).ok();
+        if result.is_none() {
+            self.core.mark(self.k, Window::StaleCtx);
+        }
+        self.core.note(self.k, Actor::Wake, Note::IsIdle { result });
+        result.ok_or(StaleCtx)
+    }
+
+    /// What `ctx.isIdle()` would answer now, without calling it (nothing is recorded). The
+    /// external adapter sends it with each event so an adapter can answer `isIdle()` itself.
+    pub(crate) fn peek_idle(&self, ctx: Ctx) -> Result<bool, StaleCtx> {
+        if ctx.session != self.core.session {
+            Err(StaleCtx)
+        } else {
+            Ok(self.core.is_idle())
+        }
+    }
+}

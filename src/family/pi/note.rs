@@ -1,0 +1,729 @@
+//! pi narration: the host-specific records of the timeline and how they read.
+
+use std::fmt::Write;
+
+use super::api::{DeliverAs, SendOptions};
+use crate::sim::record::{Encode, MsgId, Payload, TraceHasher};
+
+/// Host states, as the timeline's last column shows them (`wake-systems.md` §2.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum State {
+    Idle = 0,
+    Preparing = 1,
+    PrepCompact = 2,
+    Running = 3,
+    Settling = 4,
+    Compacting = 5,
+    Disposed = 6,
+}
+
+pub fn state_name(code: u8) -> &'static str {
+    match code {
+        0 => "IDLE",
+        1 => "PREPARING",
+        2 => "PREP-COMPACT",
+        3 => "RUNNING",
+        4 => "SETTLING",
+        5 => "COMPACTING",
+        6 => "DISPOSED",
+        _ => "?",
+    }
+}
+
+/// Extension events a handler is called for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hook {
+    SessionStart,
+    AgentStart,
+    TurnEnd,
+    AgentEnd,
+    AgentSettled,
+    SessionCompact,
+    SessionCompactFailed,
+    SessionTree,
+    Input,
+    BeforeAgentStart,
+    Message(MsgId),
+    Timer(u32),
+}
+
+/// Where `sendCustomMessage` routed a message (§2.5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    NextTurn,
+    Steer,
+    FollowUp,
+    /// Idle with triggerTurn: `_runAgentPrompt` directly, skipping before_agent_start.
+    DirectRun(u32),
+    /// triggerTurn while agent_settled handlers run: deferred until after them.
+    Deferred,
+    /// triggerTurn false while streaming: appended at turn_end.
+    PendingCustom,
+    /// triggerTurn false while idle: appended to the session now, no turn.
+    Appended,
+}
+
+/// A step of `prompt()` (§2.3) and what happened there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    DeferredWhileSettling,
+    AwaitInput,
+    InputHandledByWake,
+    InputSwallowed,
+    QueuedWhileStreaming(DeliverAs),
+    AwaitAuth,
+    PrePromptCompaction,
+    CompactionDone,
+    BeforeAgentStart,
+    AwaitImages,
+}
+
+/// Errors that pi reports only on the extension error channel (or to the user's prompt).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostError {
+    /// Step 5: "Agent is already processing. Specify streamingBehavior ..."
+    AlreadyProcessing,
+    /// `Agent.prompt`: "Agent is already processing a prompt."
+    AgentBusy,
+    /// `Agent.continue`: "Agent is already processing. Wait for completion before continuing."
+    ContinueBusy,
+    /// Step 2: "Cannot submit a prompt while compaction is in progress."
+    CompactionInProgress,
+    AuthFailed,
+    /// sendUserMessage with deliverAs nextTurn is not a streamingBehavior.
+    InvalidDeliverAs,
+}
+
+impl HostError {
+    pub fn text(self) -> &'static str {
+        match self {
+            HostError::AlreadyProcessing => {
+                "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message."
+            }
+            HostError::AgentBusy => "Agent is already processing a prompt.",
+            HostError::ContinueBusy => {
+                "Agent is already processing. Wait for completion before continuing."
+            }
+            HostError::CompactionInProgress => {
+                "Cannot submit a prompt while compaction is in progress."
+            }
+            HostError::AuthFailed => "No API key / auth check failed.",
+            HostError::InvalidDeliverAs => "deliverAs nextTurn is not a streamingBehavior.",
+        }
+    }
+}
+
+/// Steps of an agent run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunNote {
+    AgentStart { inner: u32 },
+    Request { req: u32, harness: bool },
+    ToolCalls,
+    TurnEnd,
+    AgentEnd { inner: u32 },
+    Retry,
+    CompactionStart,
+    CompactionDone,
+    Continue,
+    ContinueScheduled,
+    Settle { spurious: bool },
+    DeferredActions { count: u32 },
+    Done,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimerOp {
+    Set { delay_ms: u64 },
+    Fire,
+    Clear,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultNote {
+    ManualCompactionStart,
+    ManualCompactionEnd { failed: bool },
+    TreeStart,
+    TreeEnd { cancelled: bool },
+    Replaced { session: u32 },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Queue {
+    Steering,
+    FollowUp,
+    PendingCustom,
+}
+
+/// One pi narration record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Note {
+    SessionStart {
+        session: u32,
+    },
+    Handler(Hook),
+    IsIdle {
+        result: Option<bool>,
+    },
+    SendMessage {
+        custom_type: &'static str,
+        payload: Payload,
+        opts: SendOptions,
+        route: Route,
+    },
+    SendUserMessage {
+        prompt: u32,
+        payload: Payload,
+        deliver_as: Option<DeliverAs>,
+    },
+    UserPrompt {
+        prompt: u32,
+        steer: bool,
+    },
+    Step {
+        prompt: u32,
+        step: Step,
+    },
+    /// Step 12: the prompt takes `nextTurn` and starts its run in one synchronous segment.
+    TookNextTurn {
+        prompt: u32,
+        payload: Payload,
+        items: u32,
+    },
+    /// Messages a rejected starter had taken: gone with its local array.
+    Lost {
+        payload: Payload,
+    },
+    Error {
+        prompt: Option<u32>,
+        error: HostError,
+    },
+    Run {
+        run: u32,
+        note: RunNote,
+    },
+    Polled {
+        run: u32,
+        queue: Queue,
+        payload: Payload,
+    },
+    Timer {
+        id: u32,
+        op: TimerOp,
+    },
+    Fault(FaultNote),
+    /// A deferred action of the settled phase starts.
+    DeferredRuns {
+        prompt: Option<u32>,
+    },
+}
+
+pub(crate) fn payload(p: &Payload) -> String {
+    let ids = p.ids();
+    if ids.is_empty() {
+        return "[]".to_string();
+    }
+    let mut s = String::from("[");
+    for (i, id) in ids.iter().enumerate() {
+        if i > 0 {
+            s.push(' ');
+        }
+        let _ = write!(s, "{id}");
+    }
+    s.push(']');
+    s
+}
+
+fn opts(o: &SendOptions) -> String {
+    match (o.deliver_as, o.trigger_turn) {
+        (Some(d), true) => format!("{}, triggerTurn", d.name()),
+        (Some(d), false) => d.name().to_string(),
+        (None, true) => "triggerTurn".to_string(),
+        (None, false) => "triggerTurn: false".to_string(),
+    }
+}
+
+fn content(custom_type: &str, p: &Payload) -> String {
+    if p.is_empty() {
+        custom_type.to_string()
+    } else {
+        payload(p)
+            .trim_matches(|c| c == '[' || c == ']')
+            .to_string()
+    }
+}
+
+impl Note {
+    pub fn render(&self) -> String {
+        match self {
+            Note::SessionStart { session } => format!("session_start (session {session})"),
+            Note::Handler(h) => match h {
+                Hook::Message(id) => format!("receives {id}"),
+                Hook::Timer(id) => format!("timer T{id} fires"),
+                other => format!("{} handler", hook_name(*other)),
+            },
+            Note::IsIdle { result } => match result {
+                Some(b) => format!("ctx.isIdle() → {b}"),
+                None => "ctx.isIdle() throws: stale ctx".to_string(),
+            },
+            Note::SendMessage {
+                custom_type,
+                payload: p,
+                opts: o,
+                route,
+            } => {
+                let to = match route {
+                    Route::NextTurn => "queued in nextTurn".to_string(),
+                    Route::Steer => "steering queue".to_string(),
+                    Route::FollowUp => "follow-up queue".to_string(),
+                    Route::DirectRun(r) => format!("direct run R{r}, no before_agent_start"),
+                    Route::Deferred => "deferred until agent_settled handlers return".to_string(),
+                    Route::PendingCustom => "pending until turn_end".to_string(),
+                    Route::Appended => "appended to the session, no turn".to_string(),
+                };
+                format!(
+                    "sendMessage({}, {}) → {to}",
+                    content(custom_type, p),
+                    opts(o)
+                )
+            }
+            Note::SendUserMessage {
+                prompt,
+                payload: p,
+                deliver_as,
+            } => {
+                let text = if p.is_empty() {
+                    "\" \"".to_string()
+                } else {
+                    payload(p)
+                };
+                match deliver_as {
+                    Some(d) => format!("sendUserMessage({text}, {}) = P{prompt}", d.name()),
+                    None => format!("sendUserMessage({text}) = P{prompt}"),
+                }
+            }
+            Note::UserPrompt { prompt, steer } => {
+                if *steer {
+                    format!("types a prompt while streaming: steer = P{prompt}")
+                } else {
+                    format!("types a prompt = P{prompt}")
+                }
+            }
+            Note::Step { prompt, step } => {
+                let p = format!("P{prompt}");
+                match step {
+                    Step::DeferredWhileSettling => {
+                        format!("{p} deferred: agent_settled handlers running")
+                    }
+                    Step::AwaitInput => format!("{p} awaits input handlers"),
+                    Step::InputHandledByWake => {
+                        format!("{p} handled by the wake logic's input handler: no run")
+                    }
+                    Step::InputSwallowed => {
+                        format!("{p} claimed by an input handler (fault): no run, no event")
+                    }
+                    Step::QueuedWhileStreaming(d) => {
+                        format!("{p} step 5: streaming, queued as {}", d.name())
+                    }
+                    Step::AwaitAuth => format!("{p} step 5 passes (not streaming); awaits auth"),
+                    Step::PrePromptCompaction => format!("{p} step 9 compacts before the run"),
+                    Step::CompactionDone => format!("{p} compaction done"),
+                    Step::BeforeAgentStart => format!("{p} before_agent_start: harness added"),
+                    Step::AwaitImages => format!("{p} awaits image normalisation"),
+                }
+            }
+            Note::TookNextTurn {
+                prompt,
+                payload: p,
+                items,
+            } => format!(
+                "P{prompt} step 12 takes nextTurn {} ({items} item{}) and starts its run",
+                payload(p),
+                if *items == 1 { "" } else { "s" }
+            ),
+            Note::Lost { payload: p } => format!("{} lost with the rejected starter", payload(p)),
+            Note::Error { prompt, error } => match prompt {
+                Some(p) => format!("P{p} rejects: \"{}\" (error channel only)", error.text()),
+                None => format!("error channel: \"{}\"", error.text()),
+            },
+            Note::Run { run, note } => {
+                let r = format!("R{run}");
+                match note {
+                    RunNote::AgentStart { inner } => format!("{r} agent_start (inner run {inner})"),
+                    RunNote::Request { req, harness } => {
+                        if *harness {
+                            format!("{r} model request #{req}")
+                        } else {
+                            format!("{r} model request #{req} WITHOUT harness")
+                        }
+                    }
+                    RunNote::ToolCalls => format!("{r} executes tool calls"),
+                    RunNote::TurnEnd => format!("{r} turn_end"),
+                    RunNote::AgentEnd { inner } => format!("{r} agent_end (inner run {inner})"),
+                    RunNote::Retry => format!("{r} retryable error: auto_retry, backoff"),
+                    RunNote::CompactionStart => format!("{r} compacts between inner runs"),
+                    RunNote::CompactionDone => format!("{r} compaction done"),
+                    RunNote::Continue => format!("{r} agent.continue()"),
+                    RunNote::ContinueScheduled => {
+                        format!("{r} schedules continue() on a timer; host reads idle")
+                    }
+                    RunNote::Settle { spurious } => {
+                        if *spurious {
+                            format!("{r} settles: run flag cleared, agent_settled (spurious)")
+                        } else {
+                            format!("{r} settles: run flag cleared, agent_settled")
+                        }
+                    }
+                    RunNote::DeferredActions { count } => {
+                        format!("{r} runs {count} deferred action(s)")
+                    }
+                    RunNote::Done => format!("{r} done"),
+                }
+            }
+            Note::Polled {
+                run,
+                queue,
+                payload: p,
+            } => {
+                let q = match queue {
+                    Queue::Steering => "steering",
+                    Queue::FollowUp => "follow-up",
+                    Queue::PendingCustom => "pending custom messages",
+                };
+                format!("R{run} takes {q} {}", payload(p))
+            }
+            Note::Timer { id, op } => match op {
+                TimerOp::Set { delay_ms } => format!("sets timer T{id} (+{delay_ms} ms)"),
+                TimerOp::Fire => format!("timer T{id} fires"),
+                TimerOp::Clear => format!("clears timer T{id}"),
+            },
+            Note::Fault(f) => match f {
+                FaultNote::ManualCompactionStart => "/compact starts (no run)".to_string(),
+                FaultNote::ManualCompactionEnd { failed } => {
+                    if *failed {
+                        "/compact fails: session_compact_failed".to_string()
+                    } else {
+                        "/compact done: session_compact".to_string()
+                    }
+                }
+                FaultNote::TreeStart => "/tree branch summarization starts".to_string(),
+                FaultNote::TreeEnd { cancelled } => {
+                    if *cancelled {
+                        "/tree summarization cancelled: no event".to_string()
+                    } else {
+                        "/tree done: session_tree".to_string()
+                    }
+                }
+                FaultNote::Replaced { session } => {
+                    format!(
+                        "/new: session replaced by session {session}; old ctx stale, old queues dropped"
+                    )
+                }
+            },
+            Note::DeferredRuns { prompt } => match prompt {
+                Some(p) => format!("deferred P{p} resumes"),
+                None => "deferred direct run starts".to_string(),
+            },
+        }
+    }
+
+    /// Who acts in this note when the host did not say otherwise.
+    pub fn is_wake_call(&self) -> bool {
+        matches!(
+            self,
+            Note::IsIdle { .. }
+                | Note::SendMessage { .. }
+                | Note::SendUserMessage { .. }
+                | Note::Timer { .. }
+        )
+    }
+}
+
+pub fn hook_name(h: Hook) -> &'static str {
+    match h {
+        Hook::SessionStart => "session_start",
+        Hook::AgentStart => "agent_start",
+        Hook::TurnEnd => "turn_end",
+        Hook::AgentEnd => "agent_end",
+        Hook::AgentSettled => "agent_settled",
+        Hook::SessionCompact => "session_compact",
+        Hook::SessionCompactFailed => "session_compact_failed",
+        Hook::SessionTree => "session_tree",
+        Hook::Input => "input",
+        Hook::BeforeAgentStart => "before_agent_start",
+        Hook::Message(_) => "message",
+        Hook::Timer(_) => "timer",
+    }
+}
+
+// ---- the trace-hash encoding (see `trace::hash`): explicit tags, never the variant order
+
+impl Encode for Hook {
+    fn encode(&self, h: &mut TraceHasher) {
+        match self {
+            Hook::SessionStart => h.tag(0),
+            Hook::AgentStart => h.tag(1),
+            Hook::TurnEnd => h.tag(2),
+            Hook::AgentEnd => h.tag(3),
+            Hook::AgentSettled => h.tag(4),
+            Hook::SessionCompact => h.tag(5),
+            Hook::SessionCompactFailed => h.tag(6),
+            Hook::SessionTree => h.tag(7),
+            Hook::Input => h.tag(8),
+            Hook::BeforeAgentStart => h.tag(9),
+            Hook::Message(id) => {
+                h.tag(10);
+                id.encode(h);
+            }
+            Hook::Timer(id) => {
+                h.tag(11);
+                h.u32(*id);
+            }
+        }
+    }
+}
+
+impl Encode for DeliverAs {
+    fn encode(&self, h: &mut TraceHasher) {
+        h.tag(match self {
+            DeliverAs::Steer => 0,
+            DeliverAs::FollowUp => 1,
+            DeliverAs::NextTurn => 2,
+        });
+    }
+}
+
+impl Encode for SendOptions {
+    fn encode(&self, h: &mut TraceHasher) {
+        h.option(self.deliver_as, |h, d| d.encode(h));
+        h.bool(self.trigger_turn);
+    }
+}
+
+impl Encode for Route {
+    fn encode(&self, h: &mut TraceHasher) {
+        match self {
+            Route::NextTurn => h.tag(0),
+            Route::Steer => h.tag(1),
+            Route::FollowUp => h.tag(2),
+            Route::DirectRun(run) => {
+                h.tag(3);
+                h.u32(*run);
+            }
+            Route::Deferred => h.tag(4),
+            Route::PendingCustom => h.tag(5),
+            Route::Appended => h.tag(6),
+        }
+    }
+}
+
+impl Encode for Step {
+    fn encode(&self, h: &mut TraceHasher) {
+        match self {
+            Step::DeferredWhileSettling => h.tag(0),
+            Step::AwaitInput => h.tag(1),
+            Step::InputHandledByWake => h.tag(2),
+            Step::InputSwallowed => h.tag(3),
+            Step::QueuedWhileStreaming(d) => {
+                h.tag(4);
+                d.encode(h);
+            }
+            Step::AwaitAuth => h.tag(5),
+            Step::PrePromptCompaction => h.tag(6),
+            Step::CompactionDone => h.tag(7),
+            Step::BeforeAgentStart => h.tag(8),
+            Step::AwaitImages => h.tag(9),
+        }
+    }
+}
+
+impl Encode for HostError {
+    fn encode(&self, h: &mut TraceHasher) {
+        h.tag(match self {
+            HostError::AlreadyProcessing => 0,
+            HostError::AgentBusy => 1,
+            HostError::ContinueBusy => 2,
+            HostError::CompactionInProgress => 3,
+            HostError::AuthFailed => 4,
+            HostError::InvalidDeliverAs => 5,
+        });
+    }
+}
+
+impl Encode for RunNote {
+    fn encode(&self, h: &mut TraceHasher) {
+        match *self {
+            RunNote::AgentStart { inner } => {
+                h.tag(0);
+                h.u32(inner);
+            }
+            RunNote::Request { req, harness } => {
+                h.tag(1);
+                h.u32(req);
+                h.bool(harness);
+            }
+            RunNote::ToolCalls => h.tag(2),
+            RunNote::TurnEnd => h.tag(3),
+            RunNote::AgentEnd { inner } => {
+                h.tag(4);
+                h.u32(inner);
+            }
+            RunNote::Retry => h.tag(5),
+            RunNote::CompactionStart => h.tag(6),
+            RunNote::CompactionDone => h.tag(7),
+            RunNote::Continue => h.tag(8),
+            RunNote::ContinueScheduled => h.tag(9),
+            RunNote::Settle { spurious } => {
+                h.tag(10);
+                h.bool(spurious);
+            }
+            RunNote::DeferredActions { count } => {
+                h.tag(11);
+                h.u32(count);
+            }
+            RunNote::Done => h.tag(12),
+        }
+    }
+}
+
+impl Encode for TimerOp {
+    fn encode(&self, h: &mut TraceHasher) {
+        match *self {
+            TimerOp::Set { delay_ms } => {
+                h.tag(0);
+                h.u64(delay_ms);
+            }
+            TimerOp::Fire => h.tag(1),
+            TimerOp::Clear => h.tag(2),
+        }
+    }
+}
+
+impl Encode for FaultNote {
+    fn encode(&self, h: &mut TraceHasher) {
+        match *self {
+            FaultNote::ManualCompactionStart => h.tag(0),
+            FaultNote::ManualCompactionEnd { failed } => {
+                h.tag(1);
+                h.bool(failed);
+            }
+            FaultNote::TreeStart => h.tag(2),
+            FaultNote::TreeEnd { cancelled } => {
+                h.tag(3);
+                h.bool(cancelled);
+            }
+            FaultNote::Replaced { session } => {
+                h.tag(4);
+                h.u32(session);
+            }
+        }
+    }
+}
+
+impl Encode for Queue {
+    fn encode(&self, h: &mut TraceHasher) {
+        h.tag(match self {
+            Queue::Steering => 0,
+            Queue::FollowUp => 1,
+            Queue::PendingCustom => 2,
+        });
+    }
+}
+
+impl Encode for Note {
+    fn encode(&self, h: &mut TraceHasher) {
+        match self {
+            Note::SessionStart { session } => {
+                h.tag(0);
+                h.u32(*session);
+            }
+            Note::Handler(hook) => {
+                h.tag(1);
+                hook.encode(h);
+            }
+            Note::IsIdle { result } => {
+                h.tag(2);
+                h.option(*result, |h, b| h.bool(b));
+            }
+            Note::SendMessage {
+                custom_type,
+                payload,
+                opts,
+                route,
+            } => {
+                h.tag(3);
+                h.str(custom_type);
+                payload.encode(h);
+                opts.encode(h);
+                route.encode(h);
+            }
+            Note::SendUserMessage {
+                prompt,
+                payload,
+                deliver_as,
+            } => {
+                h.tag(4);
+                h.u32(*prompt);
+                payload.encode(h);
+                h.option(*deliver_as, |h, d| d.encode(h));
+            }
+            Note::UserPrompt { prompt, steer } => {
+                h.tag(5);
+                h.u32(*prompt);
+                h.bool(*steer);
+            }
+            Note::Step { prompt, step } => {
+                h.tag(6);
+                h.u32(*prompt);
+                step.encode(h);
+            }
+            Note::TookNextTurn {
+                prompt,
+                payload,
+                items,
+            } => {
+                h.tag(7);
+                h.u32(*prompt);
+                payload.encode(h);
+                h.u32(*items);
+            }
+            Note::Lost { payload } => {
+                h.tag(8);
+                payload.encode(h);
+            }
+            Note::Error { prompt, error } => {
+                h.tag(9);
+                h.option(*prompt, |h, p| h.u32(p));
+                error.encode(h);
+            }
+            Note::Run { run, note } => {
+                h.tag(10);
+                h.u32(*run);
+                note.encode(h);
+            }
+            Note::Polled {
+                run,
+                queue,
+                payload,
+            } => {
+                h.tag(11);
+                h.u32(*run);
+                queue.encode(h);
+                payload.encode(h);
+            }
+            Note::Timer { id, op } => {
+                h.tag(12);
+                h.u32(*id);
+                op.encode(h);
+            }
+            Note::Fault(f) => {
+                h.tag(13);
+                f.encode(h);
+            }
+            Note::DeferredRuns { prompt } => {
+                h.tag(14);
+                h.option(*prompt, |h, p| h.u32(p));
+            }
+        }
+    }
+}

@@ -1,0 +1,452 @@
+//! G4: the upstream design (Gentleman-Programming/gentle-shell `extensions/gentle-agents.ts`,
+//! #1631, hardened by T1-T3 in #1639/#1640; read at BGamboa13/gentle-shell @187446a1).
+//!
+//! - `route()`: idle when `ctx.isIdle()`; `run` while a run is active (agent_start..agent_settled);
+//!   `hold` when busy without a run (compaction, /tree). Held content stays queued.
+//! - Idle route: store the message with `triggerTurn: false` (appended, no turn) and owe a wake.
+//!   All wakes of one synchronous pass coalesce into one microtask dispatch; the wake never
+//!   repeats the content, it starts a turn through `prompt()` so before_agent_start runs.
+//! - A prompt-start window (`PARENT_WAKE_GRACE_MS`) opens at dispatch and at before_agent_start
+//!   and closes on agent_start, agent_settled and session_start; when it expires the wake is
+//!   requested again, so a wake prompt that failed without a run is retried.
+//! - T2: while anything is held, re-check the route every `HOLD_RECHECK_MS`; flush after
+//!   `session_tree` (a cancelled /tree emits nothing, hence the re-check).
+//! - T3: a user prompt seen at `input` opens the start window for `INPUT_PROMPT_GRACE_MS`, so a
+//!   wake does not race a user prompt parked in its pre-run phase (P-9).
+//!
+//! What wakesim found in G4, and the fixes `Gentle::fixed` (`pi.gentle-fixed`) applies:
+//! 1. `dispatch` clears `wakeOwed` when it sends the wake, and the start window's expiry only
+//!    re-requests a wake that is still owed. A wake prompt that fails without a run (an input
+//!    handler claims it, auth throws: pi reports both on the error channel only) leaves the stored
+//!    content in the session and in no request until some later prompt or message (scenario
+//!    `g4-failed-wake-prompt-strands`). Fix: when the window of our own wake prompt expires with
+//!    no run started, owe the wake again.
+//! 2. T3's input window (2 s) can expire before the user's prompt reaches before_agent_start,
+//!    for instance while it compacts at step 9. Content held during the compaction is flushed on
+//!    `session_compact`, the route reads idle (the prompt is still preparing), and the wake races
+//!    the user's prompt to `Agent.prompt` (scenario `g4-user-prompt-compaction-race`). Fix: a
+//!    `session_compact` while a user prompt is between `input` and before_agent_start reopens
+//!    the input window (never shortening a longer one).
+//!    Likewise a second user prompt within 2 s of one that died at input does not extend the
+//!    first one's window (T3 never touches an open window), so the wake races the second.
+//!    Fix: a user prompt at `input` lengthens an open window to its own 2 s. And a user's steer
+//!    typed while streaming becomes a full prompt when the run settles before its step 5; T3
+//!    ignores inputs with a streamingBehavior. Fix: such a prompt opens the window at
+//!    agent_settled.
+//! 3. An orchestrator message that arrives while older ones are held (a /tree cancelled with no
+//!    event, before the hold re-check) is sent at once and overtakes them (scenario
+//!    `g4-held-orchestrator-overtaken`). Fix: queue it behind the held ones and flush in order.
+//!
+//! Modelled on the claude-bridge path (the wake is `sendUserMessage(text, steer)`), the one whose
+//! requests must carry the harness. Sends in the model never throw synchronously, so the
+//! delivery-retry timer of the real file (armed only on a synchronous throw) is not needed.
+
+use std::collections::VecDeque;
+
+use crate::family::pi::api::{
+    CompactOutcome, Ctx, CustomMessage, DeliverAs, InputAction, InputEvent, Message, Pi, PiWake,
+    SendOptions, StaleCtx, TimerId,
+};
+use crate::sim::record::{MsgId, MsgKind, Payload};
+use crate::sim::time::Ms;
+
+pub const PARENT_WAKE_GRACE_MS: u64 = 30_000;
+pub const HOLD_RECHECK_MS: u64 = 1_000;
+pub const INPUT_PROMPT_GRACE_MS: u64 = 2_000;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Route {
+    Idle,
+    Run,
+    Hold,
+}
+
+pub struct Gentle {
+    t2: bool,
+    t3: bool,
+    /// wakesim's proposed fixes: a start window that expires without a run re-owes the wake, and
+    /// the end of a compaction inside a user prompt's preparation reopens the input window.
+    fixed: bool,
+    /// Our own wake prompt is out and no run has started since.
+    wake_in_flight: bool,
+    /// A user prompt passed `input` and has not reached before_agent_start yet.
+    user_prompt_pending: bool,
+    /// When the open start window closes.
+    window_until: Option<Ms>,
+    active_runs: u32,
+    parent_run_active: bool,
+    wake_owed: bool,
+    wake_queued: bool,
+    prompt_starting: bool,
+    parent_ctx: Option<Ctx>,
+    completions: VecDeque<MsgId>,
+    messages: VecDeque<MsgId>,
+    held_orchestrator: Vec<MsgId>,
+    completions_maybe_pending: bool,
+    prompt_grace: Option<TimerId>,
+    dispatch_task: Option<TimerId>,
+    boundary_flush: Option<TimerId>,
+    hold_recheck: Option<TimerId>,
+}
+
+impl Gentle {
+    pub fn new(t2: bool, t3: bool) -> Gentle {
+        Gentle {
+            t2,
+            t3,
+            fixed: false,
+            wake_in_flight: false,
+            user_prompt_pending: false,
+            active_runs: 0,
+            parent_run_active: false,
+            wake_owed: false,
+            wake_queued: false,
+            prompt_starting: false,
+            window_until: None,
+            parent_ctx: None,
+            completions: VecDeque::new(),
+            messages: VecDeque::new(),
+            held_orchestrator: Vec::new(),
+            completions_maybe_pending: false,
+            prompt_grace: None,
+            dispatch_task: None,
+            boundary_flush: None,
+            hold_recheck: None,
+        }
+    }
+
+    fn route(&mut self, pi: &mut Pi<'_>) -> Result<Route, StaleCtx> {
+        let ctx = self.parent_ctx.ok_or(StaleCtx)?;
+        if ctx.is_idle(pi)? {
+            self.parent_run_active = false;
+            Ok(Route::Idle)
+        } else if self.parent_run_active {
+            Ok(Route::Run)
+        } else {
+            Ok(Route::Hold)
+        }
+    }
+
+    /// G4 with wakesim's two fixes (see the module docs).
+    pub fn fixed() -> Gentle {
+        Gentle {
+            fixed: true,
+            ..Gentle::new(true, true)
+        }
+    }
+
+    fn begin_prompt_start(&mut self, pi: &mut Pi<'_>, grace_ms: u64) {
+        self.end_prompt_start(pi);
+        self.prompt_starting = true;
+        self.window_until = Some(pi.now() + grace_ms);
+        self.prompt_grace = Some(pi.set_timeout(grace_ms));
+    }
+
+    fn end_prompt_start(&mut self, pi: &mut Pi<'_>) {
+        self.prompt_starting = false;
+        self.window_until = None;
+        if let Some(t) = self.prompt_grace.take() {
+            pi.clear_timeout(t);
+        }
+    }
+
+    fn request_wake(&mut self, pi: &mut Pi<'_>) {
+        if !self.wake_owed || self.wake_queued || self.prompt_starting {
+            return;
+        }
+        self.wake_queued = true;
+        self.dispatch_task = Some(pi.queue_microtask());
+    }
+
+    fn dispatch_wake(&mut self, pi: &mut Pi<'_>) {
+        self.wake_queued = false;
+        if !self.wake_owed || self.prompt_starting {
+            return;
+        }
+        let Ok(route) = self.route(pi) else { return };
+        if route == Route::Hold {
+            self.arm_hold_recheck(pi);
+        }
+        if route != Route::Idle {
+            return;
+        }
+        self.wake_owed = false;
+        self.begin_prompt_start(pi, PARENT_WAKE_GRACE_MS);
+        self.wake_in_flight = true;
+        pi.send_user_message(Payload::None, Some(DeliverAs::Steer));
+    }
+
+    fn has_held_content(&self) -> bool {
+        !self.held_orchestrator.is_empty()
+            || self.wake_owed
+            || self.completions_maybe_pending
+            || !self.messages.is_empty()
+            || !self.completions.is_empty()
+    }
+
+    fn arm_hold_recheck(&mut self, pi: &mut Pi<'_>) {
+        if !self.t2 || self.hold_recheck.is_some() || !self.has_held_content() {
+            return;
+        }
+        self.hold_recheck = Some(pi.set_timeout(HOLD_RECHECK_MS));
+    }
+
+    fn stop_hold_recheck(&mut self, pi: &mut Pi<'_>) {
+        if let Some(t) = self.hold_recheck.take() {
+            pi.clear_timeout(t);
+        }
+    }
+
+    /// The route for a flush, or None when content must stay held (or the ctx is stale).
+    fn delivery_route(&mut self, pi: &mut Pi<'_>) -> Option<Route> {
+        match self.route(pi) {
+            Ok(Route::Hold) => {
+                self.arm_hold_recheck(pi);
+                None
+            }
+            Ok(r) => {
+                self.stop_hold_recheck(pi);
+                Some(r)
+            }
+            Err(StaleCtx) => None,
+        }
+    }
+
+    fn send_to_parent(&mut self, pi: &mut Pi<'_>, id: MsgId, route: Route, run_mode: DeliverAs) {
+        let msg = CustomMessage::carrying(id);
+        match route {
+            Route::Run => pi.send_message(
+                msg,
+                SendOptions {
+                    deliver_as: Some(run_mode),
+                    trigger_turn: true,
+                },
+            ),
+            Route::Idle => {
+                pi.send_message(msg, SendOptions::store());
+                self.wake_owed = true;
+                self.request_wake(pi);
+            }
+            Route::Hold => unreachable!("held content is not sent"),
+        }
+    }
+
+    fn flush_orchestrator(&mut self, pi: &mut Pi<'_>) {
+        if self.held_orchestrator.is_empty() {
+            return;
+        }
+        let Some(route) = self.delivery_route(pi) else {
+            return;
+        };
+        for id in std::mem::take(&mut self.held_orchestrator) {
+            self.send_to_parent(pi, id, route, DeliverAs::FollowUp);
+        }
+    }
+
+    fn flush_messages(&mut self, pi: &mut Pi<'_>) {
+        if self.messages.is_empty() {
+            return;
+        }
+        let Some(route) = self.delivery_route(pi) else {
+            return;
+        };
+        while let Some(id) = self.messages.pop_front() {
+            self.send_to_parent(pi, id, route, DeliverAs::Steer);
+        }
+    }
+
+    fn flush_completions(&mut self, pi: &mut Pi<'_>) {
+        if self.completions.is_empty() {
+            self.completions_maybe_pending = false;
+            return;
+        }
+        let Some(route) = self.delivery_route(pi) else {
+            return;
+        };
+        while let Some(id) = self.completions.pop_front() {
+            self.send_to_parent(pi, id, route, DeliverAs::Steer);
+        }
+        self.completions_maybe_pending = false;
+    }
+
+    fn flush_all(&mut self, pi: &mut Pi<'_>) {
+        self.flush_orchestrator(pi);
+        self.flush_messages(pi);
+        self.flush_completions(pi);
+        self.request_wake(pi);
+    }
+
+    fn schedule_boundary_flush(&mut self, pi: &mut Pi<'_>) {
+        if self.boundary_flush.is_none() {
+            self.boundary_flush = Some(pi.set_timeout(0));
+        }
+    }
+
+    fn clear_timer(pi: &mut Pi<'_>, slot: &mut Option<TimerId>) {
+        if let Some(t) = slot.take() {
+            pi.clear_timeout(t);
+        }
+    }
+}
+
+impl PiWake for Gentle {
+    fn constants_ms(&self) -> Vec<u64> {
+        let mut c = vec![PARENT_WAKE_GRACE_MS];
+        if self.t2 {
+            c.push(HOLD_RECHECK_MS);
+        }
+        if self.t3 {
+            c.push(INPUT_PROMPT_GRACE_MS);
+        }
+        c
+    }
+
+    fn on_message(&mut self, pi: &mut Pi<'_>, msg: Message) {
+        match msg.kind {
+            MsgKind::Orchestrator if self.fixed && !self.held_orchestrator.is_empty() => {
+                // Held ones go first: queue behind them and flush in order.
+                self.held_orchestrator.push(msg.id);
+                self.flush_orchestrator(pi);
+            }
+            MsgKind::Orchestrator => match self.route(pi) {
+                Ok(Route::Hold) | Err(StaleCtx) => {
+                    self.held_orchestrator.push(msg.id);
+                    self.arm_hold_recheck(pi);
+                }
+                Ok(route) => {
+                    self.stop_hold_recheck(pi);
+                    self.send_to_parent(pi, msg.id, route, DeliverAs::FollowUp);
+                }
+            },
+            MsgKind::Notification => {
+                self.messages.push_back(msg.id);
+                if self.active_runs == 0 {
+                    self.flush_messages(pi);
+                }
+            }
+            _ => {
+                self.completions.push_back(msg.id);
+                self.completions_maybe_pending = true;
+                if self.active_runs == 0 {
+                    self.flush_all(pi);
+                }
+            }
+        }
+    }
+
+    fn on_session_start(&mut self, pi: &mut Pi<'_>, ctx: Ctx) {
+        self.completions.clear();
+        self.messages.clear();
+        self.parent_ctx = Some(ctx);
+        self.parent_run_active = false;
+        self.wake_owed = false;
+        self.wake_in_flight = false;
+        self.user_prompt_pending = false;
+        self.held_orchestrator.clear();
+        self.completions_maybe_pending = false;
+        self.end_prompt_start(pi);
+        Self::clear_timer(pi, &mut self.hold_recheck);
+        Self::clear_timer(pi, &mut self.boundary_flush);
+    }
+
+    fn on_before_agent_start(&mut self, pi: &mut Pi<'_>, _ctx: Ctx) {
+        self.user_prompt_pending = false;
+        if !self.parent_run_active {
+            self.begin_prompt_start(pi, PARENT_WAKE_GRACE_MS);
+        }
+    }
+
+    fn on_agent_start(&mut self, pi: &mut Pi<'_>, _ctx: Ctx) {
+        self.active_runs += 1;
+        self.parent_run_active = true;
+        self.wake_owed = false;
+        self.wake_in_flight = false;
+        self.user_prompt_pending = false;
+        self.end_prompt_start(pi);
+    }
+
+    fn on_agent_end(&mut self, pi: &mut Pi<'_>, _ctx: Ctx) {
+        self.active_runs = self.active_runs.saturating_sub(1);
+        self.flush_all(pi);
+    }
+
+    fn on_agent_settled(&mut self, pi: &mut Pi<'_>, _ctx: Ctx) {
+        self.parent_run_active = false;
+        self.wake_in_flight = false;
+        self.end_prompt_start(pi);
+        if self.fixed && self.user_prompt_pending {
+            // A user prompt seen at input during the run may now go on as a full prompt.
+            self.begin_prompt_start(pi, INPUT_PROMPT_GRACE_MS);
+        }
+        self.flush_all(pi);
+    }
+
+    fn on_turn_end(&mut self, pi: &mut Pi<'_>, _ctx: Ctx) {
+        self.flush_all(pi);
+    }
+
+    fn on_session_compact(&mut self, pi: &mut Pi<'_>, _ctx: Ctx, _outcome: CompactOutcome) {
+        let renew_by = pi.now() + INPUT_PROMPT_GRACE_MS;
+        if self.fixed
+            && self.user_prompt_pending
+            && !self.parent_run_active
+            && self.window_until.is_none_or(|until| until < renew_by)
+        {
+            // A compaction inside the user's prompt (step 9) can outlast the input window; the
+            // prompt goes on to before_agent_start right after it, so reopen the window first.
+            self.begin_prompt_start(pi, INPUT_PROMPT_GRACE_MS);
+        }
+        self.schedule_boundary_flush(pi);
+    }
+
+    fn on_session_tree(&mut self, pi: &mut Pi<'_>, _ctx: Ctx) {
+        if self.t2 {
+            self.schedule_boundary_flush(pi);
+        }
+    }
+
+    fn on_input(&mut self, pi: &mut Pi<'_>, _ctx: Ctx, input: InputEvent) -> InputAction {
+        if self.fixed && input.from_user {
+            // Even a steer typed while streaming becomes a full prompt if the run settles before
+            // its step 5: it is pending until its own run starts.
+            self.user_prompt_pending = true;
+        }
+        if input.streaming_behavior.is_some() || self.parent_run_active {
+            return InputAction::Continue;
+        }
+        // T3 never shortens an open window; the fix also lengthens one that would close before
+        // this prompt's own 2 s are up (an earlier prompt's window that is about to expire).
+        let extend = self.fixed
+            && self
+                .window_until
+                .is_some_and(|u| u < pi.now() + INPUT_PROMPT_GRACE_MS);
+        if self.t3 && (!self.prompt_starting || extend) {
+            self.begin_prompt_start(pi, INPUT_PROMPT_GRACE_MS);
+        }
+        InputAction::Continue
+    }
+
+    fn on_timer(&mut self, pi: &mut Pi<'_>, timer: TimerId) {
+        let some = Some(timer);
+        if self.prompt_grace == some {
+            self.prompt_grace = None;
+            self.prompt_starting = false;
+            self.window_until = None;
+            if self.fixed && std::mem::take(&mut self.wake_in_flight) {
+                // Our wake prompt never started a run (claimed at input, failed at auth): the
+                // content it was for is stored but in no request yet. Owe the wake again.
+                self.wake_owed = true;
+            }
+            self.request_wake(pi);
+        } else if self.dispatch_task == some {
+            self.dispatch_task = None;
+            self.dispatch_wake(pi);
+        } else if self.boundary_flush == some {
+            self.boundary_flush = None;
+            self.flush_all(pi);
+        } else if self.hold_recheck == some {
+            self.hold_recheck = None;
+            self.flush_all(pi);
+        }
+    }
+}
