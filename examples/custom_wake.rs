@@ -10,12 +10,12 @@
 
 use std::path::Path;
 
-use wakesim::engine::run::Runner;
+use wakesim::engine::Runner;
 use wakesim::family::Registry;
 use wakesim::family::pi::api::{Ctx, CustomMessage, Message, Pi, PiWake, SendOptions};
 use wakesim::report;
 use wakesim::scenario::Scenario;
-use wakesim::sim::record::Payload;
+use wakesim::sim::msg::Payload;
 
 #[derive(Default)]
 struct MyIdleWake {

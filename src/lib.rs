@@ -45,6 +45,7 @@ pub mod error;
 pub mod family;
 pub mod input;
 pub mod limits;
+pub mod outcome;
 pub mod report;
 pub mod scenario;
 pub mod sim;

@@ -22,3 +22,60 @@ impl Default for Limits {
         }
     }
 }
+
+/// Race-window codes a family may use (`sim::record::Window::code` is below it): the monitor
+/// counts marks in an array this long.
+pub const WINDOW_CODES_MAX: usize = 32;
+
+/// Calls a single wake-logic invocation may make before the run is stopped as runaway.
+pub const CALLS_MAX: u32 = 10_000;
+
+/// How often a timed fault that found the host unable to take it tries again, and how far apart.
+pub const TIMED_FAULT_ATTEMPTS_MAX: u32 = 40;
+pub const TIMED_FAULT_RETRY_MS: u64 = 500;
+
+/// The payload of a panic that stops a runaway wake logic past [`CALLS_MAX`]; the run ends with
+/// the step-budget outcome.
+pub struct BudgetExceeded;
+
+/// Hard limits on scenario values, so a typo cannot ask for a run that never ends.
+pub const SEEDS_MAX: u64 = 100_000_000;
+pub const DURATION_MS_MAX: u64 = 24 * 3_600_000;
+pub const STEPS_MAX: u64 = 10_000_000;
+pub const MESSAGES_MAX: u64 = 10_000;
+
+/// Explore's scope as a scenario's `[explore]` may set it: producer messages at most, unusual
+/// choices per run at most.
+pub const EXPLORE_MESSAGES_MAX: u64 = 16;
+pub const EXPLORE_DEVIATIONS_MAX: usize = 8;
+
+/// The default wall-clock bound on any single answer of an adapter during runs.
+pub const ADAPTER_TIMEOUT_MS_DEFAULT: u64 = 10_000;
+/// The default bound on starting: the `hello` and the first `ready` after a spawn (the module
+/// loads and compiles then).
+pub const ADAPTER_START_TIMEOUT_MS_DEFAULT: u64 = 30_000;
+/// The largest bound a scenario may give either.
+pub const ADAPTER_TIMEOUT_MS_MAX: u64 = 3_600_000;
+/// Constants a scenario may declare for an external logic.
+pub const ADAPTER_CONSTANTS_MAX: usize = 32;
+/// Live adapter processes a runner keeps; the least recently used beyond it is stopped.
+pub const ADAPTERS_LIVE_MAX: usize = 16;
+/// Longest line an adapter may write; a longer one is a protocol fault, not an allocation.
+pub const ADAPTER_LINE_BYTES_MAX: usize = 1 << 20;
+/// How much of the adapter's stderr a fault report keeps.
+pub const ADAPTER_STDERR_TAIL_BYTES_MAX: usize = 4096;
+pub const ADAPTER_STDERR_TAIL_LINES_MAX: usize = 20;
+/// How much of an adapter's line a fault quotes, in characters.
+pub const ADAPTER_QUOTE_MAX: usize = 160;
+/// How much of a handler's error (`done.error`) a panic outcome keeps, in bytes.
+pub const HANDLER_ERROR_CHARS_MAX: usize = 2000;
+/// Names an adapter may introduce (custom types, hook names), each at most
+/// `ADAPTER_NAME_BYTES_MAX` bytes; beyond, a name reads as its fallback.
+pub const ADAPTER_NAMES_MAX: usize = 256;
+pub const ADAPTER_NAME_BYTES_MAX: usize = 64;
+
+/// A parallel sweep cuts a seed range into this many chunks per thread, each of this many
+/// seeds at least and at most.
+pub const PARALLEL_CHUNKS_PER_THREAD: u64 = 8;
+pub const PARALLEL_CHUNK_MIN: u64 = 64;
+pub const PARALLEL_CHUNK_MAX: u64 = 4096;

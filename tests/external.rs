@@ -13,7 +13,7 @@ use common::{bad_file_errors, inline, insta_settings, root, scenario, tempdir, w
 use std::time::{Duration, Instant};
 
 use wakesim::adapter::FaultKind;
-use wakesim::engine::run::{Outcome, Runner};
+use wakesim::engine::{Outcome, Runner};
 use wakesim::family::Registry;
 use wakesim::report;
 use wakesim::scenario::{Expect, Scenario};
@@ -217,7 +217,7 @@ fn g4_races_through_node_give_the_builtin_traces_and_find_the_bugs() {
             let b = runner.run_seed(&twin, seed, false);
             assert_eq!(a.outcome, b.outcome, "{file} seed {seed}");
             assert_eq!(a.trace_hash, b.trace_hash, "{file} seed {seed}");
-            found |= wakesim::engine::run::shows_expected(&twin.expect, &a.outcome);
+            found |= wakesim::engine::shows_expected(&twin.expect, &a.outcome);
         }
         assert!(found, "{file}: the module shows the bug too");
     }
@@ -392,8 +392,13 @@ fn a_parallel_sweep_stops_at_the_first_adapter_fault_whatever_the_threads() {
     let scn = inline(&text, &registry);
     for threads in [1, 2] {
         let started = Instant::now();
-        let rep =
-            wakesim::engine::run::run_scenario_parallel(&registry, &scn, 0..400, threads, &|_| {});
+        let rep = wakesim::engine::parallel::run_scenario_parallel(
+            &registry,
+            &scn,
+            0..400,
+            threads,
+            &|_| {},
+        );
         assert!(rep.met, "{threads} threads: {:?}", rep.why);
         // Every seed crashes the adapter: the report ends at seed 0, not 400 restarts later.
         assert_eq!(rep.seeds, 0..1, "{threads} threads");

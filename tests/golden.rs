@@ -14,8 +14,8 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use wakesim::engine::Runner;
 use wakesim::engine::regression::{Regression, Replayed, is_regression};
-use wakesim::engine::run::Runner;
 use wakesim::family::Registry;
 use wakesim::scenario::{Scenario, discover};
 

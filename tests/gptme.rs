@@ -10,20 +10,22 @@ mod common;
 use common::{bad_file_errors, inline, insta_settings, scenario, wakesim};
 
 use wakesim::check::Invariant;
-use wakesim::engine::run::{Outcome, RunResult, Runner};
+use wakesim::engine::{Outcome, RunResult, Runner};
 use wakesim::family::Registry;
 use wakesim::family::common::conv::ConvId;
 use wakesim::family::gptme_cli::api::{Cli, CliWake, Flow, Item, Resume};
-use wakesim::family::gptme_note::Note;
+use wakesim::family::gptme_cli::note::Note;
+use wakesim::family::gptme_cli::vocab::SAME_SIZE_REWRITE;
 use wakesim::scenario::Scenario;
-use wakesim::sim::record::{Ev, MsgKind, Window, WorkOp};
+use wakesim::sim::msg::MsgKind;
+use wakesim::sim::record::{Ev, WorkOp};
 
 fn run(scn: &Scenario, seed: u64, registry: &Registry) -> RunResult {
     Runner::new(registry).run_seed(scn, seed, true)
 }
 
 /// The model requests of a run, each with the messages appended since the previous one.
-fn requests(r: &RunResult) -> Vec<Vec<wakesim::sim::record::MsgId>> {
+fn requests(r: &RunResult) -> Vec<Vec<wakesim::sim::msg::MsgId>> {
     let mut out = Vec::new();
     let mut carried = Vec::new();
     for rec in &r.trace {
@@ -48,7 +50,7 @@ fn the_fixed_loop_makes_three_calls_and_the_third_carries_the_completion_once() 
         assert!(r.outcome.is_pass(), "seed {seed}: {:?}", r.outcome);
         let reqs = requests(&r);
         assert_eq!(reqs.len(), 3, "seed {seed}: {reqs:?}");
-        let own_job = |m: &wakesim::sim::record::MsgId| {
+        let own_job = |m: &wakesim::sim::msg::MsgId| {
             let info = &r.messages[m.0 as usize];
             info.kind == MsgKind::Job && info.conv == 0
         };
@@ -134,7 +136,7 @@ fn a_same_size_rewrite_interrupts_the_fingerprinted_wait_again_and_a_stale_file_
         let mut rewrite_pending = false;
         for rec in &r.trace {
             match rec.ev {
-                Ev::Mark(Window::SameSizeRewrite) => rewrite_pending = true,
+                Ev::Mark(w) if w == SAME_SIZE_REWRITE => rewrite_pending = true,
                 Ev::InputInterrupt { input } => {
                     assert!(
                         !fingerprints.contains(&input),
@@ -176,7 +178,10 @@ fn a_wait_takes_one_hundred_prompts_and_leaves_the_rest_on_disk_in_order() {
     );
     let r = run(&scn, scn.snapshot_seed, &registry);
     let took = r.trace.iter().find_map(|rec| match &rec.ev {
-        Ev::Gptme(Note::TakePrompts { payload, left }) => Some((payload.ids().to_vec(), *left)),
+        Ev::Note(n) => match n.downcast_ref::<Note>()? {
+            Note::TakePrompts { payload, left } => Some((payload.ids().to_vec(), *left)),
+            _ => None,
+        },
         _ => None,
     });
     let (ids, left) = took.expect("the snapshot seed's wait takes prompts");

@@ -9,7 +9,7 @@ mod common;
 use common::{bad_file_errors, inline, insta_settings, scenario, tempdir, wakesim};
 
 use wakesim::check::Invariant;
-use wakesim::engine::run::{Outcome, Runner};
+use wakesim::engine::{Outcome, Runner};
 use wakesim::family::Registry;
 use wakesim::family::pi::api::{Ctx, CustomMessage, Message, Pi, PiWake, SendOptions};
 use wakesim::report;
@@ -291,7 +291,7 @@ impl PiWake for Twice {
 /// Holds messages and releases them newest first at agent_settled or on the next message.
 #[derive(Default)]
 struct Lifo {
-    held: Vec<wakesim::sim::record::MsgId>,
+    held: Vec<wakesim::sim::msg::MsgId>,
 }
 impl PiWake for Lifo {
     fn on_message(&mut self, pi: &mut Pi<'_>, msg: Message) {
@@ -529,13 +529,13 @@ fn findability_reports_rate_and_median_seeds_to_first_failure() {
         "scenarios/pi/g2-two-wakes-during-preparation.toml",
         &registry,
     );
-    let f = wakesim::engine::run::findability(&registry, &scn, 0..400, 2);
+    let f = wakesim::engine::findability::findability(&registry, &scn, 0..400, 2);
     assert_eq!(f.seeds, 400);
     assert!(f.failing > 0 && f.failing < 400, "{f:?}");
     let median = f.median_seeds_to_first.expect("a failure");
     assert!((1..=100).contains(&median), "{f:?}");
     // A brute-force median over every starting point agrees with the wrap-around scan.
-    let hits = wakesim::engine::run::expected_hits(&registry, &scn, 0..400, 1);
+    let hits = wakesim::engine::findability::expected_hits(&registry, &scn, 0..400, 1);
     assert_eq!(hits.iter().filter(|h| **h).count() as u64, f.failing);
     let mut dist: Vec<u64> = (0..400)
         .map(|start| (0..400).find(|d| hits[(start + d) % 400]).expect("a hit") as u64 + 1)
@@ -544,7 +544,8 @@ fn findability_reports_rate_and_median_seeds_to_first_failure() {
     assert_eq!(dist[200], median);
     let clean = scenario("scenarios/pi/g4-fixed-passes.toml", &registry);
     assert_eq!(
-        wakesim::engine::run::findability(&registry, &clean, 0..50, 2).median_seeds_to_first,
+        wakesim::engine::findability::findability(&registry, &clean, 0..50, 2)
+            .median_seeds_to_first,
         None
     );
 }
@@ -558,7 +559,7 @@ fn check_determinism_finds_no_divergence_in_the_real_models() {
     ] {
         let scn = scenario(rel, &registry);
         assert_eq!(
-            wakesim::engine::run::check_determinism(&registry, &scn, 0..40),
+            wakesim::engine::determinism::check_determinism(&registry, &scn, 0..40),
             Vec::<String>::new()
         );
     }
@@ -745,7 +746,7 @@ fn explore_finds_g2s_race_and_proves_the_fixed_g4_clean() {
     );
 
     // Every run of a scope is a distinct choice sequence: a wider scope runs strictly more.
-    let narrow = wakesim::engine::explore::Scope {
+    let narrow = wakesim::scenario::Scope {
         deviations_max: 1,
         ..g2.explore
     };

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use libtest_mimic::{Arguments, Failed, Trial};
 use wakesim::engine::regression::{Regression, Replayed, is_regression};
-use wakesim::engine::run::{Runner, describe, shows_expected};
+use wakesim::engine::{Runner, describe, shows_expected};
 use wakesim::family::Registry;
 use wakesim::report;
 use wakesim::scenario::{Scenario, discover};
@@ -112,7 +112,7 @@ fn check(rel: &Path) -> Result<(), Failed> {
 
     // Determinism self-check on a sample: each seed twice, in a fresh and a warm runner.
     let divergences =
-        wakesim::engine::run::check_determinism(&registry, &scn, 0..DETERMINISM_SAMPLE);
+        wakesim::engine::determinism::check_determinism(&registry, &scn, 0..DETERMINISM_SAMPLE);
     if let Some(d) = divergences.first() {
         return Err(format!("{}: nondeterministic: {d}", rel.display()).into());
     }

@@ -12,7 +12,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use wakesim::engine::run::Runner;
+use wakesim::engine::Runner;
 use wakesim::family::Registry;
 use wakesim::scenario::Scenario;
 use wakesim_madsim::run::Lane;

@@ -36,9 +36,10 @@ use tokio::time::Instant;
 use wakesim::family::pi::api::{
     CompactOutcome, Ctx, InputAction, InputEvent, Message, Pi, PiWake, TimerId,
 };
-use wakesim::family::pi::{PiEv, PiHost};
+use wakesim::family::pi::{PiHost, PiKernel};
+use wakesim::sim::sink::Sink;
 use wakesim::sim::time::Ms;
-use wakesim::sim::{End, Kernel, World};
+use wakesim::sim::{End, World};
 
 /// What the host tells the wake logic: one variant per `PiWake` handler.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -245,7 +246,7 @@ pub(crate) struct Driven {
 /// horizon or the step budget (kernel events plus calls served). Runs inside `block_on`.
 pub(crate) async fn drive(
     world: &mut PiHost,
-    k: &mut Kernel<PiEv>,
+    k: &mut PiKernel,
     mut requests: mpsc::UnboundedReceiver<Request>,
     posted: &AtomicU64,
 ) -> Driven {
@@ -315,12 +316,12 @@ pub(crate) async fn drive(
     world.finish(k);
     if end != End::StepBudget {
         let t = k.now();
-        k.monitor.finish(t);
+        k.sink.finish(t);
     }
     Driven { end, calls }
 }
 
-fn serve(world: &mut PiHost, k: &mut Kernel<PiEv>, req: Request, posted: u64) {
+fn serve(world: &mut PiHost, k: &mut PiKernel, req: Request, posted: u64) {
     let Request { job, taken } = req;
     if taken.is_none_or(|taken| taken == posted) {
         world.enter(k, move |pi| job(Some(pi)));

@@ -6,11 +6,12 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 
 use wakesim::check::{InvariantSet, Monitor};
-use wakesim::engine::run::{Outcome, RunResult, ScenarioReport};
-use wakesim::family::HostKind;
-use wakesim::family::pi::core::BudgetExceeded;
-use wakesim::family::pi::{Gen, PiHost};
-use wakesim::scenario::{HostConfig, Scenario};
+use wakesim::engine::{Outcome, RunResult, ScenarioReport};
+use wakesim::family::Family;
+use wakesim::family::pi::config::PiConfig;
+use wakesim::family::pi::{PiFamily, PiHost};
+use wakesim::limits::BudgetExceeded;
+use wakesim::scenario::Scenario;
 use wakesim::sim::choice::{Choices, Profile};
 use wakesim::sim::swarm::Mix;
 use wakesim::sim::{End, Kernel, World};
@@ -81,14 +82,9 @@ impl Lane {
                 scn.wake
             )
         });
-        let generation = match scn.host {
-            HostKind::Pi => Gen::V099,
-            HostKind::Pi058 => Gen::V058,
-            other => unreachable!("parse_for admits pi hosts only, not {}", other.name()),
-        };
-        let HostConfig::Pi(config) = &scn.config else {
-            unreachable!("a pi host has a pi configuration")
-        };
+        // `Scenario::parse_for` admits pi hosts only, and a pi host has a pi configuration.
+        let (_, generation) = PiFamily::HOSTS[scn.host.index()];
+        let config = (scn.config.get::<PiConfig>()).expect("a pi host has a pi configuration");
         let enabled = InvariantSet::of(scn.host.invariants());
         let mut k = Kernel::new(
             Choices::random(seed, Profile::default()),
@@ -121,7 +117,7 @@ impl Lane {
                 world.mix(),
             ),
             Ok(Driven { calls, .. }) => {
-                let v = k.monitor.violations();
+                let v = k.sink.violations();
                 let outcome = if v.is_empty() {
                     Outcome::Pass
                 } else {

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use wakesim::engine::run::Outcome;
+use wakesim::engine::Outcome;
 use wakesim::report;
 use wakesim::scenario::Scenario;
 use wakesim_madsim::bridge::{Event, Events, Host};
@@ -282,10 +282,12 @@ fn a_coordinator_that_ignores_messages_loses_them() {
 #[test]
 fn stepping_the_kernel_by_hand_reproduces_drive() {
     use wakesim::check::{InvariantSet, Monitor};
-    use wakesim::engine::run::Runner;
+    use wakesim::engine::Runner;
     use wakesim::family::Registry;
-    use wakesim::family::pi::{Gen, PiHost};
+    use wakesim::family::pi::config::PiConfig;
+    use wakesim::family::pi::{Gen, PiFamily, PiHost};
     use wakesim::sim::choice::{Choices, Profile};
+    use wakesim::sim::sink::Sink;
     use wakesim::sim::time::Ms;
     use wakesim::sim::{Kernel, World};
 
@@ -300,10 +302,9 @@ fn stepping_the_kernel_by_hand_reproduces_drive() {
             Monitor::new(InvariantSet::of(scn.host.invariants()), scn.check, false),
             scn.limits,
         );
-        let wake = registry.pi(&scn.wake).expect("registered").make();
-        let wakesim::scenario::HostConfig::Pi(config) = &scn.config else {
-            panic!("a pi scenario")
-        };
+        let entry = registry.get(&scn.wake).expect("registered");
+        let wake = entry.make::<PiFamily>().expect("a pi wake logic");
+        let config = scn.config.get::<PiConfig>().expect("a pi scenario");
         let mut world = PiHost::new(Gen::V099, config.clone(), wake);
         let active_end = Ms(scn.limits.active_ms);
         let horizon = active_end + scn.limits.quiesce_ms_max;
@@ -330,8 +331,8 @@ fn stepping_the_kernel_by_hand_reproduces_drive() {
         }
         world.finish(&mut k);
         let t = k.now();
-        k.monitor.finish(t);
-        assert_eq!(k.monitor.trace_hash(), expected.trace_hash, "seed {seed}");
+        k.sink.finish(t);
+        assert_eq!(k.sink.trace_hash(), expected.trace_hash, "seed {seed}");
         assert_eq!(k.steps(), expected.events);
     }
 }

@@ -14,7 +14,7 @@
 use std::path::{Path, PathBuf};
 
 use libtest_mimic::{Arguments, Failed, Trial};
-use wakesim::engine::run::{describe, shows_expected};
+use wakesim::engine::{describe, shows_expected};
 use wakesim::report;
 use wakesim::scenario::{Scenario, discover};
 use wakesim_madsim::run::{Lane, replay_line};

@@ -31,20 +31,15 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use process::{Process, ReadError};
+use crate::limits::{
+    ADAPTER_NAME_BYTES_MAX, ADAPTER_NAMES_MAX, ADAPTER_QUOTE_MAX, ADAPTERS_LIVE_MAX as LIVE_MAX,
+    HANDLER_ERROR_CHARS_MAX,
+};
 
-use crate::family::HostKind;
+use process::{Process, ReadError};
 
 /// The protocol version this simulator speaks (`docs/protocol.md`).
 pub const PROTOCOL_VERSION: u64 = 1;
-/// The default wall-clock bound on any single answer of an adapter during runs.
-pub const TIMEOUT_MS_DEFAULT: u64 = 10_000;
-/// The default bound on starting: the `hello` and the first `ready` after a spawn (the module
-/// loads and compiles then).
-pub const START_TIMEOUT_MS_DEFAULT: u64 = 30_000;
-pub const TIMEOUT_MS_MAX: u64 = 3_600_000;
-/// Live adapter processes a runner keeps; the least recently used beyond it is stopped.
-const LIVE_MAX: usize = 16;
 
 /// An external wake logic, as a scenario's `wake` table gives it.
 #[derive(Clone, Debug, PartialEq)]
@@ -114,20 +109,28 @@ impl fmt::Display for AdapterFault {
 
 /// The part of a line worth quoting in a fault.
 pub(crate) fn quote(line: &[u8]) -> String {
-    const QUOTE_MAX: usize = 160;
     let s = String::from_utf8_lossy(line);
-    if s.chars().count() > QUOTE_MAX {
-        let cut: String = s.chars().take(QUOTE_MAX).collect();
+    if s.chars().count() > ADAPTER_QUOTE_MAX {
+        let cut: String = s.chars().take(ADAPTER_QUOTE_MAX).collect();
         format!("{cut}…")
     } else {
         s.into_owned()
     }
 }
 
+/// The host an adapter process serves: what its `hello` names. One process serves one host.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Peer {
+    /// The family, whose API the wake logic is written against.
+    pub family: &'static str,
+    /// The host version the simulator plays.
+    pub version: &'static str,
+}
+
 /// One adapter process and the state of the conversation with it.
 pub struct Slot {
     pub(crate) spec: AdapterSpec,
-    pub(crate) host: HostKind,
+    pub(crate) host: Peer,
     pub(crate) proc: Option<Process>,
     /// A handler was in progress when its run ended (a budget ran out): the process is mid-way
     /// and must be restarted before the next run.
@@ -142,7 +145,7 @@ pub struct Slot {
 pub type SlotRef = Rc<RefCell<Slot>>;
 
 impl Slot {
-    pub(crate) fn new(spec: AdapterSpec, host: HostKind) -> Slot {
+    pub(crate) fn new(spec: AdapterSpec, host: Peer) -> Slot {
         Slot {
             spec,
             host,
@@ -204,7 +207,7 @@ impl Slot {
                     FaultKind::Protocol,
                     format!(
                         "a line longer than {} bytes while {doing}",
-                        process::LINE_BYTES_MAX
+                        crate::limits::ADAPTER_LINE_BYTES_MAX
                     ),
                 ));
             }
@@ -267,9 +270,7 @@ impl Slot {
         // `type` first, as in every line wakesim writes.
         let hello = format!(
             r#"{{"type":"hello","protocol":{PROTOCOL_VERSION},"host":"{}","host_version":"{}","options":{}}}"#,
-            self.host.family().name(),
-            self.host.version_label(),
-            self.spec.options
+            self.host.family, self.host.version, self.spec.options
         );
         let doing = "shaking hands";
         self.write(&hello, doing)?;
@@ -424,11 +425,10 @@ pub(crate) fn handler_threw(event: &str, v: &Value) {
 }
 
 pub(crate) fn truncate(s: &str) -> String {
-    const MAX: usize = 2000;
-    if s.len() <= MAX {
+    if s.len() <= HANDLER_ERROR_CHARS_MAX {
         s.to_string()
     } else {
-        let mut end = MAX;
+        let mut end = HANDLER_ERROR_CHARS_MAX;
         while !s.is_char_boundary(end) {
             end -= 1;
         }
@@ -438,7 +438,7 @@ pub(crate) fn truncate(s: &str) -> String {
 
 /// `carries`: the producer messages a call carries, by id (the markers `[wakesim mN]` the
 /// adapter found in what the module passed; `N` is the id plus one).
-pub(crate) fn carries(v: &Value) -> Result<Vec<crate::sim::record::MsgId>, String> {
+pub(crate) fn carries(v: &Value) -> Result<Vec<crate::sim::msg::MsgId>, String> {
     match v.get("carries") {
         None | Some(Value::Null) => Ok(Vec::new()),
         Some(Value::Array(a)) => a
@@ -446,7 +446,7 @@ pub(crate) fn carries(v: &Value) -> Result<Vec<crate::sim::record::MsgId>, Strin
             .map(|x| {
                 x.as_u64()
                     .and_then(|n| u32::try_from(n).ok())
-                    .map(crate::sim::record::MsgId)
+                    .map(crate::sim::msg::MsgId)
                     .ok_or_else(|| "`carries` must be a list of message ids".to_string())
             })
             .collect(),
@@ -457,7 +457,6 @@ pub(crate) fn carries(v: &Value) -> Result<Vec<crate::sim::record::MsgId>, Strin
 /// Names the adapter chose (custom types, hook names), kept once each: they appear in traces,
 /// which hold `&'static str`s. Beyond a bound every new name reads as `fallback`.
 pub(crate) fn intern(s: &str, fallback: &'static str) -> &'static str {
-    const NAMES_MAX: usize = 256;
     static NAMES: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
     let Ok(mut names) = NAMES.lock() else {
         return fallback;
@@ -465,7 +464,7 @@ pub(crate) fn intern(s: &str, fallback: &'static str) -> &'static str {
     if let Some(n) = names.iter().find(|n| **n == s) {
         return n;
     }
-    if names.len() >= NAMES_MAX || s.len() > 64 {
+    if names.len() >= ADAPTER_NAMES_MAX || s.len() > ADAPTER_NAME_BYTES_MAX {
         return fallback;
     }
     let leaked: &'static str = Box::leak(s.to_string().into_boxed_str());
@@ -487,7 +486,7 @@ pub struct Pool {
 impl Pool {
     /// The slot for `spec` on `host`, created if needed. Beyond [`LIVE_MAX`] slots the least
     /// recently used one is dropped, which stops its process.
-    pub fn slot(&mut self, spec: &AdapterSpec, host: HostKind) -> SlotRef {
+    pub fn slot(&mut self, spec: &AdapterSpec, host: Peer) -> SlotRef {
         self.clock += 1;
         let now = self.clock;
         if let Some((used, s)) = self.slots.iter_mut().find(|(_, s)| {
@@ -509,7 +508,7 @@ impl Pool {
 
     /// Start the adapter and run its first `reset`, so a command or module that cannot start is
     /// reported before any seed runs.
-    pub fn prepare(&mut self, spec: &AdapterSpec, host: HostKind) -> Result<(), AdapterFault> {
+    pub fn prepare(&mut self, spec: &AdapterSpec, host: Peer) -> Result<(), AdapterFault> {
         let slot = self.slot(spec, host);
         let mut s = slot.borrow_mut();
         s.reset().map(|_| ())

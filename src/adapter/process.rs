@@ -16,13 +16,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::{AdapterFault, FaultKind};
+use crate::limits::{
+    ADAPTER_LINE_BYTES_MAX as LINE_BYTES_MAX,
+    ADAPTER_STDERR_TAIL_BYTES_MAX as STDERR_TAIL_BYTES_MAX,
+    ADAPTER_STDERR_TAIL_LINES_MAX as STDERR_TAIL_LINES_MAX,
+};
 
-/// Longest line an adapter may write; a longer one is a protocol fault, not an allocation.
-pub const LINE_BYTES_MAX: usize = 1 << 20;
-/// How much of the adapter's stderr a fault report keeps.
-const STDERR_TAIL_BYTES_MAX: usize = 4096;
-const STDERR_TAIL_LINES_MAX: usize = 20;
-/// How long to wait for a process that closed its stdout to exit, and for its stderr to drain.
 const EXIT_WAIT: Duration = Duration::from_millis(1000);
 
 /// Why a line could not be read.

@@ -5,7 +5,8 @@
 //! completion lost, the job killed at exit. Ends imposed from outside (SIGTERM) are not judged.
 
 use super::{Checker, Invariant, View, Violation};
-use crate::sim::record::{Ev, MsgId, WorkOp};
+use crate::sim::msg::MsgId;
+use crate::sim::record::{Ev, WorkOp};
 use crate::sim::time::Ms;
 
 #[derive(Clone, Copy)]
@@ -29,7 +30,7 @@ impl Checker for AliveWhileOwed {
         Invariant::AliveWhileOwed
     }
 
-    fn observe(&mut self, t: Ms, ev: &Ev, view: &View<'_>, out: &mut Vec<Violation>) {
+    fn observe<N>(&mut self, t: Ms, ev: &Ev<N>, view: &View<'_>, out: &mut Vec<Violation>) {
         match *ev {
             Ev::Work {
                 work,
@@ -61,7 +62,7 @@ impl Checker for AliveWhileOwed {
                     w.noticed = true;
                 }
             }
-            Ev::SessionEnd { cause } if cause.voluntary() => {
+            Ev::SessionEnd { cause } if cause.voluntary => {
                 let owed = self.own.iter().find(|w| {
                     !w.killed
                         && !w.noticed
@@ -83,7 +84,7 @@ impl Checker for AliveWhileOwed {
                     msg: w.finished,
                     detail: format!(
                         "the session ended ({}) while its job #{} (started at {} ms) {what}, and no timeout notice for it was reported",
-                        cause.text(),
+                        cause.text,
                         w.shown,
                         w.started_at.0,
                     ),

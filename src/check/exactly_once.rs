@@ -12,7 +12,7 @@ impl Checker for ExactlyOnce {
         Invariant::ExactlyOnce
     }
 
-    fn observe(&mut self, t: Ms, ev: &Ev, view: &View<'_>, out: &mut Vec<Violation>) {
+    fn observe<N>(&mut self, t: Ms, ev: &Ev<N>, view: &View<'_>, out: &mut Vec<Violation>) {
         if let Ev::Appended { msg } = *ev {
             let before = view.ledger.get(msg);
             if let Some(first) = before.appended_at {

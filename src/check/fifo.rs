@@ -3,7 +3,8 @@
 //! also count as a reorder.
 
 use super::{Checker, Invariant, View, Violation};
-use crate::sim::record::{Ev, MsgId};
+use crate::sim::msg::MsgId;
+use crate::sim::record::Ev;
 use crate::sim::time::Ms;
 
 #[derive(Default)]
@@ -14,7 +15,7 @@ impl Checker for Fifo {
         Invariant::Fifo
     }
 
-    fn observe(&mut self, _t: Ms, _ev: &Ev, _view: &View<'_>, _out: &mut Vec<Violation>) {}
+    fn observe<N>(&mut self, _t: Ms, _ev: &Ev<N>, _view: &View<'_>, _out: &mut Vec<Violation>) {}
 
     fn finish(&mut self, _t: Ms, view: &View<'_>, out: &mut Vec<Violation>) {
         // Ids grow in production order, so per source the appended ids must grow too.

@@ -16,7 +16,7 @@ impl Checker for FlagCoherence {
         Invariant::FlagCoherence
     }
 
-    fn observe(&mut self, t: Ms, ev: &Ev, _view: &View<'_>, out: &mut Vec<Violation>) {
+    fn observe<N>(&mut self, t: Ms, ev: &Ev<N>, _view: &View<'_>, out: &mut Vec<Violation>) {
         let detail = match *ev {
             Ev::AgentRun { on } => {
                 self.agent_on = on;

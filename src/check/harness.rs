@@ -13,7 +13,7 @@ impl Checker for Harness {
         Invariant::Harness
     }
 
-    fn observe(&mut self, t: Ms, ev: &Ev, view: &View<'_>, out: &mut Vec<Violation>) {
+    fn observe<N>(&mut self, t: Ms, ev: &Ev<N>, view: &View<'_>, out: &mut Vec<Violation>) {
         if let Ev::Request {
             req,
             harness: false,

@@ -14,7 +14,7 @@ impl Checker for Isolation {
         Invariant::Isolation
     }
 
-    fn observe(&mut self, t: Ms, ev: &Ev, view: &View<'_>, out: &mut Vec<Violation>) {
+    fn observe<N>(&mut self, t: Ms, ev: &Ev<N>, view: &View<'_>, out: &mut Vec<Violation>) {
         let (msg, detail) = match *ev {
             Ev::Appended { msg } => {
                 let info = &view.messages[msg.0 as usize];

@@ -5,7 +5,8 @@
 //! violation is dated at the instant the bound was crossed.
 
 use super::{Checker, Invariant, View, Violation};
-use crate::sim::record::{Ev, MsgId};
+use crate::sim::msg::MsgId;
+use crate::sim::record::Ev;
 use crate::sim::time::Ms;
 
 #[derive(Default)]
@@ -102,7 +103,7 @@ impl Checker for Latency {
         Invariant::BoundedLatency
     }
 
-    fn observe(&mut self, t: Ms, ev: &Ev, view: &View<'_>, out: &mut Vec<Violation>) {
+    fn observe<N>(&mut self, t: Ms, ev: &Ev<N>, view: &View<'_>, out: &mut Vec<Violation>) {
         if self.fired {
             return;
         }

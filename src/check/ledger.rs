@@ -1,6 +1,7 @@
 //! What happened to each message so far, derived from observations only.
 
-use crate::sim::record::{DropReason, Ev, MsgId, MsgInfo};
+use crate::sim::msg::{MsgId, MsgInfo};
+use crate::sim::record::{Ev, Reason};
 use crate::sim::time::Ms;
 
 /// The life of one message.
@@ -10,7 +11,7 @@ pub struct MsgLedger {
     pub appended_times: u32,
     /// The first model request that carried it.
     pub delivered_at: Option<Ms>,
-    pub dropped: Option<DropReason>,
+    pub dropped: Option<Reason>,
 }
 
 /// Per-message state, plus the messages appended since the last model request.
@@ -50,7 +51,7 @@ impl Ledger {
         &self.append_order
     }
 
-    pub(super) fn apply(&mut self, t: Ms, ev: &Ev, messages: &[MsgInfo]) {
+    pub(super) fn apply<N>(&mut self, t: Ms, ev: &Ev<N>, messages: &[MsgInfo]) {
         match *ev {
             Ev::Produced { msg } => {
                 debug_assert!((msg.0 as usize) < messages.len());

@@ -23,7 +23,11 @@ use std::fmt;
 
 pub use ledger::{Ledger, MsgLedger};
 
-use crate::sim::record::{Actor, Encode, Ev, MsgId, MsgInfo, Record, TraceHasher, Window};
+use crate::limits::WINDOW_CODES_MAX;
+use crate::sim::hash::{Encode, TraceHasher};
+use crate::sim::msg::{MsgId, MsgInfo};
+use crate::sim::record::{Actor, Ev, Note, Record, Window};
+use crate::sim::sink::Sink;
 use crate::sim::time::Ms;
 
 /// The invariants wakesim checks (`wake-systems.md` §3.2 and §4).
@@ -179,7 +183,7 @@ pub struct View<'a> {
 pub trait Checker {
     fn invariant(&self) -> Invariant;
     /// Observe one record. Push a violation when the invariant breaks.
-    fn observe(&mut self, t: Ms, ev: &Ev, view: &View<'_>, out: &mut Vec<Violation>);
+    fn observe<N>(&mut self, t: Ms, ev: &Ev<N>, view: &View<'_>, out: &mut Vec<Violation>);
     /// The run is over at `t` (producers and faults stopped, the host settled): judge liveness.
     fn finish(&mut self, _t: Ms, _view: &View<'_>, _out: &mut Vec<Violation>) {}
 }
@@ -226,10 +230,12 @@ macro_rules! each_checker {
     }};
 }
 
-/// The sink for every record of a run.
-pub struct Monitor {
+/// The sink for every record of a run of a family whose narration is `N`: it hashes every
+/// record into the trace hash, keeps the ledger, feeds the enabled checkers, counts race windows
+/// and keeps the timeline when tracing.
+pub struct Monitor<N> {
     tracing: bool,
-    trace: Vec<Record>,
+    trace: Vec<Record<N>>,
     hash: TraceHasher,
     records: u64,
     messages: Vec<MsgInfo>,
@@ -241,14 +247,14 @@ pub struct Monitor {
     scratch: Vec<Violation>,
     /// Model requests so far.
     requests: u32,
-    /// How often each race window was reached in this run.
-    marks: [u32; Window::ALL.len()],
+    /// How often each race window was reached in this run, by its code.
+    marks: [Option<(Window, u32)>; WINDOW_CODES_MAX],
     /// For each invariant broken: how many records the run had made when it broke.
     records_at_violation: Vec<(Invariant, u64)>,
 }
 
-impl Monitor {
-    pub fn new(enabled: InvariantSet, params: CheckParams, tracing: bool) -> Monitor {
+impl<N: Note> Monitor<N> {
+    pub fn new(enabled: InvariantSet, params: CheckParams, tracing: bool) -> Monitor<N> {
         Monitor {
             tracing,
             trace: Vec::new(),
@@ -262,46 +268,86 @@ impl Monitor {
             violations: Vec::new(),
             scratch: Vec::new(),
             requests: 0,
-            marks: [0; Window::ALL.len()],
+            marks: [None; WINDOW_CODES_MAX],
             records_at_violation: Vec::new(),
         }
-    }
-
-    /// Forget the previous run, keeping allocations.
-    pub fn reset(&mut self, tracing: bool) {
-        self.tracing = tracing;
-        self.trace.clear();
-        self.hash = TraceHasher::default();
-        self.records = 0;
-        self.messages.clear();
-        self.ledger.clear();
-        self.checkers = Checkers::default();
-        self.violations.clear();
-        self.requests = 0;
-        self.marks = [0; Window::ALL.len()];
-        self.records_at_violation.clear();
     }
 
     pub fn params(&self) -> &CheckParams {
         &self.params
     }
 
-    /// Register a produced message; the caller then emits `Ev::Produced`.
-    pub fn add_message(&mut self, info: MsgInfo) {
-        debug_assert_eq!(info.id.0 as usize, self.messages.len());
-        self.messages.push(info);
-    }
-
-    pub fn messages(&self) -> &[MsgInfo] {
-        &self.messages
-    }
-
     pub fn ledger(&self) -> &Ledger {
         &self.ledger
     }
 
+    /// Count a race window reached.
+    fn mark(&mut self, w: Window) {
+        let slot = &mut self.marks[usize::from(w.code)];
+        match slot {
+            Some((_, n)) => *n += 1,
+            None => *slot = Some((w, 1)),
+        }
+    }
+
+    /// Keep only the first violation of each invariant.
+    fn keep_violations(&mut self) {
+        for v in self.scratch.drain(..) {
+            if !self.violations.iter().any(|w| w.invariant == v.invariant) {
+                self.records_at_violation.push((v.invariant, self.records));
+                self.violations.push(v);
+            }
+        }
+    }
+
+    /// The race windows this run reached, with how often, by code.
+    pub fn marks(&self) -> Vec<(Window, u32)> {
+        self.marks.iter().flatten().copied().collect()
+    }
+
+    /// Model requests the run made.
+    pub fn requests(&self) -> u32 {
+        self.requests
+    }
+
+    pub fn violations(&self) -> &[Violation] {
+        &self.violations
+    }
+
+    pub fn trace(&self) -> &[Record<N>] {
+        &self.trace
+    }
+
+    /// The timeline, its notes type-erased (what a finished run keeps).
+    pub fn take_trace(&mut self) -> Vec<Record> {
+        std::mem::take(&mut self.trace)
+            .into_iter()
+            .map(Record::erase)
+            .collect()
+    }
+
+    pub fn trace_hash(&self) -> u64 {
+        self.hash.finish()
+    }
+
+    pub fn records(&self) -> u64 {
+        self.records
+    }
+
+    /// How many records the run had made when `invariant` first broke.
+    pub fn records_at_violation(&self, invariant: Invariant) -> Option<u64> {
+        self.records_at_violation
+            .iter()
+            .find(|(i, _)| *i == invariant)
+            .map(|(_, n)| *n)
+    }
+}
+
+impl<N: Note> Sink for Monitor<N> {
+    type Note = N;
+
     /// Record one event: hash it, let the checkers judge it, keep it if tracing.
-    pub fn emit(&mut self, t: Ms, actor: Actor, state: u8, ev: Ev) {
+    fn emit(&mut self, t: Ms, actor: Actor, state: u8, ev: Ev<N>) {
         let record = Record {
             t,
             actor,
@@ -311,7 +357,7 @@ impl Monitor {
         record.encode(&mut self.hash);
         self.records += 1;
         if let Ev::Mark(w) = record.ev {
-            self.marks[w as usize] += 1;
+            self.mark(w);
         } else if !record.ev.is_note() {
             if let Ev::Request { .. } = record.ev {
                 self.requests += 1;
@@ -332,8 +378,25 @@ impl Monitor {
         }
     }
 
+    fn add_message(&mut self, info: MsgInfo) {
+        assert_eq!(
+            info.id.0 as usize,
+            self.messages.len(),
+            "messages are registered in id order"
+        );
+        self.messages.push(info);
+    }
+
+    fn messages(&self) -> &[MsgInfo] {
+        &self.messages
+    }
+
+    fn owed(&self) -> &[MsgId] {
+        self.ledger.owed()
+    }
+
     /// End of run at `t`: the liveness checkers judge what is still owed.
-    pub fn finish(&mut self, t: Ms) {
+    fn finish(&mut self, t: Ms) {
         let view = View {
             messages: &self.messages,
             ledger: &self.ledger,
@@ -344,57 +407,5 @@ impl Monitor {
             .finish(t, &view, scratch));
         self.keep_violations();
         self.violations.sort_by_key(|v| (v.t, v.invariant));
-    }
-
-    /// Keep only the first violation of each invariant.
-    fn keep_violations(&mut self) {
-        for v in self.scratch.drain(..) {
-            if !self.violations.iter().any(|w| w.invariant == v.invariant) {
-                self.records_at_violation.push((v.invariant, self.records));
-                self.violations.push(v);
-            }
-        }
-    }
-
-    /// The race windows this run reached, with how often.
-    pub fn marks(&self) -> Vec<(Window, u32)> {
-        Window::ALL
-            .into_iter()
-            .filter(|w| self.marks[*w as usize] > 0)
-            .map(|w| (w, self.marks[w as usize]))
-            .collect()
-    }
-
-    /// Model requests the run made.
-    pub fn requests(&self) -> u32 {
-        self.requests
-    }
-
-    pub fn violations(&self) -> &[Violation] {
-        &self.violations
-    }
-
-    pub fn trace(&self) -> &[Record] {
-        &self.trace
-    }
-
-    pub fn take_trace(&mut self) -> Vec<Record> {
-        std::mem::take(&mut self.trace)
-    }
-
-    pub fn trace_hash(&self) -> u64 {
-        self.hash.finish()
-    }
-
-    pub fn records(&self) -> u64 {
-        self.records
-    }
-
-    /// How many records the run had made when `invariant` first broke.
-    pub fn records_at_violation(&self, invariant: Invariant) -> Option<u64> {
-        self.records_at_violation
-            .iter()
-            .find(|(i, _)| *i == invariant)
-            .map(|(_, n)| *n)
     }
 }

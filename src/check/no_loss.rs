@@ -13,7 +13,7 @@ impl Checker for NoLoss {
         Invariant::NoLoss
     }
 
-    fn observe(&mut self, _t: Ms, _ev: &Ev, _view: &View<'_>, _out: &mut Vec<Violation>) {}
+    fn observe<N>(&mut self, _t: Ms, _ev: &Ev<N>, _view: &View<'_>, _out: &mut Vec<Violation>) {}
 
     fn finish(&mut self, t: Ms, view: &View<'_>, out: &mut Vec<Violation>) {
         let owed = view.ledger.owed();

@@ -4,7 +4,8 @@
 //! that wakes once per event refuses its own second wake and requeues the rest of the burst.
 
 use super::{Checker, Invariant, View, Violation};
-use crate::sim::record::{Ev, Payload, Refusal};
+use crate::sim::msg::Payload;
+use crate::sim::record::{Ev, Refusal};
 use crate::sim::time::Ms;
 
 #[derive(Default)]
@@ -28,7 +29,7 @@ impl Checker for NoSelfRefusal {
         Invariant::NoSelfRefusal
     }
 
-    fn observe(&mut self, t: Ms, ev: &Ev, _view: &View<'_>, out: &mut Vec<Violation>) {
+    fn observe<N>(&mut self, t: Ms, ev: &Ev<N>, _view: &View<'_>, out: &mut Vec<Violation>) {
         match ev {
             Ev::Pass { pass, on: true } => {
                 self.pass = Some(*pass);

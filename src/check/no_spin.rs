@@ -18,7 +18,7 @@ impl Checker for NoSpin {
         Invariant::NoSpin
     }
 
-    fn observe(&mut self, t: Ms, ev: &Ev, _view: &View<'_>, out: &mut Vec<Violation>) {
+    fn observe<N>(&mut self, t: Ms, ev: &Ev<N>, _view: &View<'_>, out: &mut Vec<Violation>) {
         let Ev::InputInterrupt { input } = *ev else {
             return;
         };

@@ -24,7 +24,7 @@ impl Checker for SingleStarter {
         Invariant::SingleStarter
     }
 
-    fn observe(&mut self, t: Ms, ev: &Ev, _view: &View<'_>, out: &mut Vec<Violation>) {
+    fn observe<N>(&mut self, t: Ms, ev: &Ev<N>, _view: &View<'_>, out: &mut Vec<Violation>) {
         if let Ev::Starter { who, accepted } = *ev {
             if accepted {
                 self.last = Some((who, t));

@@ -18,29 +18,11 @@
 
 use std::collections::BTreeSet;
 
+use super::runner::Runner;
 use crate::check::Invariant;
-use crate::engine::run::{Outcome, RunResult, Runner};
-use crate::scenario::{Expect, HostConfig, Scenario};
+use crate::outcome::{Outcome, RunResult};
+use crate::scenario::{Expect, Scenario, Scope};
 use crate::sim::choice::{Choice, Profile};
-
-/// What exploration enumerates.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Scope {
-    pub messages_max: u64,
-    pub deviations_max: usize,
-    /// Runs at most; past it the scope is reported as not exhausted.
-    pub runs_max: u64,
-}
-
-impl Default for Scope {
-    fn default() -> Self {
-        Scope {
-            messages_max: 2,
-            deviations_max: 3,
-            runs_max: 200_000,
-        }
-    }
-}
 
 /// The result of exploring a scope.
 pub struct Explored {
@@ -62,27 +44,6 @@ pub struct Explored {
     pub runs_to_expected: Option<u64>,
 }
 
-/// The scenario restricted to the scope: every producer count capped at `messages_max`.
-pub fn scoped(scn: &Scenario, scope: &Scope) -> Scenario {
-    let mut s = scn.clone();
-    let cap = |span: &mut crate::family::common::Span| {
-        span.max = span.max.min(scope.messages_max.max(1));
-        span.min = span.min.min(span.max);
-    };
-    match &mut s.config {
-        HostConfig::Pi(c) => cap(&mut c.producers.messages),
-        HostConfig::GptmeServer(c) => {
-            cap(&mut c.producers.events);
-            cap(&mut c.producers.completions);
-        }
-        HostConfig::GptmeCli(c) => {
-            cap(&mut c.producers.jobs);
-            cap(&mut c.producers.prompt_records);
-        }
-    }
-    s
-}
-
 /// Enumerate the scope of `scn`.
 pub fn explore(runner: &mut Runner<'_>, scn: &Scenario, scope: Scope) -> Explored {
     explore_until(runner, scn, scope, false)
@@ -96,7 +57,7 @@ pub fn explore_until(
     scope: Scope,
     stop_when_found: bool,
 ) -> Explored {
-    let scn = scoped(scn, &scope);
+    let scn = scn.scoped(scope.messages_max);
     let profile = Profile {
         boundary_only: true,
     };
@@ -113,56 +74,15 @@ pub fn explore_until(
         smallest_expected: None,
         runs_to_expected: None,
     };
-    let size = |r: &RunResult| r.records;
-    loop {
-        if out.runs >= scope.runs_max {
-            break;
-        }
+    while out.runs < scope.runs_max {
         let r = runner.run_profiled(&scn, 0, prefix.clone(), profile, false);
         out.runs += 1;
         hashes.insert(r.trace_hash);
-        if !r.outcome.is_pass() {
-            out.failing += 1;
-            for v in r.outcome.violations() {
-                match out.by_invariant.iter_mut().find(|(i, _)| *i == v.invariant) {
-                    Some((_, n)) => *n += 1,
-                    None => out.by_invariant.push((v.invariant, 1)),
-                }
-            }
-            if out.smallest.as_ref().is_none_or(|s| size(&r) < size(s)) {
-                out.smallest = Some(r.clone_untraced());
-            }
-            if shows(&scn.expect, &r.outcome) {
-                out.runs_to_expected.get_or_insert(out.runs);
-                if out
-                    .smallest_expected
-                    .as_ref()
-                    .is_none_or(|s| size(&r) < size(s))
-                {
-                    out.smallest_expected = Some(r.clone_untraced());
-                }
-                if stop_when_found {
-                    break;
-                }
-            }
+        if out.tally(&r, &scn.expect) && stop_when_found {
+            break;
         }
-        // Next sequence: the deepest choice that can grow within the deviation budget.
-        let log = r.choices;
-        let mut deviations: Vec<usize> = Vec::with_capacity(log.len() + 1);
-        let mut d = 0;
-        for c in &log {
-            deviations.push(d);
-            d += usize::from(c.value > 0);
-        }
-        let next = (0..log.len()).rev().find(|&i| {
-            let c = log[i];
-            c.value + 1 < c.bound && deviations[i] < scope.deviations_max
-        });
-        match next {
-            Some(i) => {
-                prefix = log[..=i].to_vec();
-                prefix[i].value += 1;
-            }
+        match next_sequence(r.choices, scope.deviations_max) {
+            Some(next) => prefix = next,
             None => {
                 out.exhausted = true;
                 break;
@@ -178,6 +98,62 @@ pub fn explore_until(
         }
     }
     out
+}
+
+impl Explored {
+    /// Account one run; true when it shows the expected failure.
+    fn tally(&mut self, r: &RunResult, expect: &Expect) -> bool {
+        if r.outcome.is_pass() {
+            return false;
+        }
+        let size = |r: &RunResult| r.records;
+        self.failing += 1;
+        for v in r.outcome.violations() {
+            match self
+                .by_invariant
+                .iter_mut()
+                .find(|(i, _)| *i == v.invariant)
+            {
+                Some((_, n)) => *n += 1,
+                None => self.by_invariant.push((v.invariant, 1)),
+            }
+        }
+        if self.smallest.as_ref().is_none_or(|s| size(r) < size(s)) {
+            self.smallest = Some(r.clone_untraced());
+        }
+        if !shows(expect, &r.outcome) {
+            return false;
+        }
+        self.runs_to_expected.get_or_insert(self.runs);
+        if self
+            .smallest_expected
+            .as_ref()
+            .is_none_or(|s| size(r) < size(s))
+        {
+            self.smallest_expected = Some(r.clone_untraced());
+        }
+        true
+    }
+}
+
+/// The sequence after `log` (the choices a run consumed): the deepest choice that can still
+/// grow within the deviation budget grows by one, and everything after it is dropped (drawn
+/// as 0, the simplest). None when every sequence of the scope has been run.
+fn next_sequence(log: Vec<Choice>, deviations_max: usize) -> Option<Vec<Choice>> {
+    let mut deviations: Vec<usize> = Vec::with_capacity(log.len() + 1);
+    let mut d = 0;
+    for c in &log {
+        deviations.push(d);
+        d += usize::from(c.value > 0);
+    }
+    let i = (0..log.len()).rev().find(|&i| {
+        let c = log[i];
+        c.value + 1 < c.bound && deviations[i] < deviations_max
+    })?;
+    let mut next = log;
+    next.truncate(i + 1);
+    next[i].value += 1;
+    Some(next)
 }
 
 fn shows(expect: &Expect, outcome: &Outcome) -> bool {

@@ -1,7 +1,25 @@
-//! The engine: running seeds, judging expectations, parallel runs, findability, determinism
-//! checks, exhaustive exploration, shrinking and regression files.
+//! The engine: running seeds ([`runner`]), judging expectations ([`verdict`]), parallel and
+//! sharded runs ([`parallel`]), findability, the determinism self-check, exhaustive exploration
+//! ([`explore`]), shrinking and regression files. It produces values (reports, results,
+//! regression texts); `report` renders them and `cmd` prints them.
 
+pub mod determinism;
 pub mod explore;
+pub mod findability;
+pub mod parallel;
 pub mod regression;
-pub mod run;
+pub mod runner;
 pub mod shrink;
+pub mod suite;
+pub mod verdict;
+
+pub use crate::outcome::{Outcome, RunResult};
+pub use runner::Runner;
+pub use verdict::{ScenarioReport, SeedNote, describe, shows_expected};
+
+/// What `run --findability` and `run --check-determinism` add to a scenario's report.
+#[derive(Clone, Debug, Default)]
+pub struct Extras {
+    pub findability: Option<findability::Findability>,
+    pub determinism: Option<determinism::Determinism>,
+}

@@ -27,10 +27,14 @@ use std::sync::{Mutex, OnceLock};
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::engine::run::{Outcome, RunResult, Runner, shows_expected};
+use super::runner::Runner;
+use super::verdict::shows_expected;
+use crate::check::Invariant;
 use crate::error::{Error, Result};
 use crate::family::Registry;
-use crate::scenario::{Expect, RawExpect, Scenario, located};
+use crate::input::located;
+use crate::outcome::{Outcome, RunResult};
+use crate::scenario::{Expect, RawExpect, Scenario};
 use crate::sim::choice::{Choice, Profile};
 
 /// The `format` key that marks a TOML file as a regression.
@@ -157,11 +161,7 @@ impl Regression {
             other => other,
         })?;
         if let Some(m) = raw.messages_max {
-            let scope = crate::engine::explore::Scope {
-                messages_max: m,
-                ..crate::engine::explore::Scope::default()
-            };
-            scenario = crate::engine::explore::scoped(&scenario, &scope);
+            scenario = scenario.scoped(m);
         }
         let choices = raw
             .choices
@@ -307,5 +307,79 @@ pub fn relative(from_dir: &Path, to: &Path) -> String {
 pub fn outcome_of(r: &Replayed) -> &Outcome {
     match r {
         Replayed::Stale { result, .. } | Replayed::Run { result, .. } => &result.outcome,
+    }
+}
+
+/// The expectation a run shows now: a failure of `target` (or of its first invariant) with the
+/// others it breaks allowed, a pass, a panic, ...
+pub fn expectation_of(r: &RunResult, target: Option<Invariant>) -> Expect {
+    match &r.outcome {
+        Outcome::Pass => Expect::Pass,
+        Outcome::Panic(_) => Expect::Panic,
+        Outcome::StepBudget { .. } => Expect::StepBudget,
+        Outcome::AdapterFault(_) => Expect::AdapterFault,
+        Outcome::Fail(vs) => {
+            let invariant = target.unwrap_or(vs[0].invariant);
+            Expect::Fail {
+                invariant,
+                also: (vs.iter().map(|v| v.invariant))
+                    .filter(|i| *i != invariant)
+                    .collect(),
+            }
+        }
+    }
+}
+
+/// `scenarios/pi/x.toml` → `scenarios/regressions`: the `regressions` directory beside the
+/// scenario's directory, where regressions are kept by default.
+pub fn default_dir(scenario: &Path) -> PathBuf {
+    let parent = scenario.parent().unwrap_or(Path::new("."));
+    parent.parent().unwrap_or(parent).join("regressions")
+}
+
+/// The file a regression of seed `seed` of `scenario` is kept in, in `dir`.
+pub fn seed_path(scenario: &Path, dir: &Path, seed: u64) -> PathBuf {
+    let stem = scenario
+        .file_stem()
+        .map_or("scenario".into(), |s| s.to_string_lossy().into_owned());
+    dir.join(format!("{stem}-seed-{seed}.toml"))
+}
+
+/// A run to keep as a regression of its scenario file, expecting what it shows now.
+pub struct Keep<'a> {
+    pub scenario: &'a Path,
+    pub seed: u64,
+    pub run: &'a RunResult,
+    /// The invariant it must keep breaking (default: its first).
+    pub target: Option<Invariant>,
+    /// The comment the file starts with.
+    pub comment: String,
+    /// Its choices were drawn by `explore` (delays from the boundary set) with this message cap.
+    pub explored: Option<u64>,
+}
+
+impl Keep<'_> {
+    /// Write the regression file at `path` (its directory made if need be).
+    pub fn write(&self, path: &Path) -> Result<()> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|source| Error::Io {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        }
+        let expect = expectation_of(self.run, self.target);
+        let rel = relative(path.parent().unwrap_or(Path::new(".")), self.scenario);
+        let text = Regression::render(
+            &rel,
+            self.seed,
+            &expect,
+            &self.run.choices,
+            &self.comment,
+            self.explored,
+        );
+        std::fs::write(path, text).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })
     }
 }

@@ -7,8 +7,9 @@
 //! and each kept candidate is strictly smaller (shorter, or equally long and lexicographically
 //! smaller), so shrinking terminates. Past the end of an edited sequence every draw is 0.
 
+use super::runner::Runner;
 use crate::check::Invariant;
-use crate::engine::run::{Outcome, RunResult, Runner};
+use crate::outcome::{Outcome, RunResult};
 use crate::scenario::Scenario;
 use crate::sim::choice::Choice;
 

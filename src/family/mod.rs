@@ -1,149 +1,402 @@
-//! Host models: one module per host. Each plays the real host's states and await points as
-//! scheduling points of the kernel, and runs a wake logic inside without knowing which one.
+//! Host families: one module per family of hosts that offer the same wake-logic API. A family
+//! module holds everything about its hosts: the model (a `World`, split along the host's own
+//! phases), the wake-logic API, the configuration and its scenario sections, the narration, the
+//! race windows and documented drops, the faults, the adapter side of the protocol, and the
+//! built-in wake variants.
 //!
-//! What every host shares lives here: [`HostKind`] and its [`Family`], the fault plumbing
-//! ([`faults`]), scenario ranges ([`Span`]) and the call budget of one wake-logic invocation.
+//! The rest of wakesim reaches a family only through [`AnyFamily`] (the engine runs, explores
+//! and reports every family alike), so adding one is its module and one line in [`FAMILIES`]. A
+//! family implements [`Family`]; everything else ([`AnyFamily`], running its seeds on a reused
+//! kernel) follows from it. Its fault enum is matched exhaustively wherever a fault acts, so a
+//! new fault does not compile until it is handled.
 
 pub mod common;
 pub mod gptme_cli;
-pub mod gptme_note;
 pub mod gptme_server;
 pub mod pi;
 pub mod registry;
 
-pub use registry::Registry;
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
 
-use crate::check::Invariant;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use toml::Spanned;
 
-/// The hosts wakesim models.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum HostKind {
-    /// pi 0.99 `AgentSession` (earendil-works/pi @014b48bf).
-    Pi,
-    /// pi 0.58 (badlogic/pi-mono v0.58.3), the older host of H-5.
-    Pi058,
-    /// gptme's server: conversations with sessions, `request_watch_wake`, the deferred watch
-    /// queue and its retry (`gptme/server/session_models.py` @0b19447c, `gptme/tools/watch.py`).
-    GptmeServer,
-    /// gptme's noninteractive CLI chat loop with background jobs (`gptme/chat.py`,
-    /// `gptme/tools/shell_background.py` as of PR #3843).
-    GptmeCli,
-}
+pub use registry::{Entry, Registry};
 
-/// Which wake-logic API a host offers: wake logics are written against one family.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Family {
-    /// `host::pi::api::PiWake`.
-    Pi,
-    /// `host::gptme::server::api::ServerWake`.
-    GptmeServer,
-    /// `host::gptme::cli::api::CliWake`.
-    GptmeCli,
-}
+use crate::adapter::SlotRef;
+use crate::check::{CheckParams, Invariant, InvariantSet, Monitor};
+use crate::error::Result;
+use crate::input::Cx;
+use crate::input::values::FaultValue;
+use crate::limits::Limits;
+use crate::outcome::{Drive, RunResult};
+use crate::sim::choice::Choices;
+use crate::sim::record::{Note, Window};
+use crate::sim::{Kernel, World};
+use common::faults::{FaultKind, FaultSpec};
 
-impl Family {
-    pub fn name(self) -> &'static str {
-        match self {
-            Family::Pi => "pi",
-            Family::GptmeServer => "gptme-server",
-            Family::GptmeCli => "gptme-cli",
-        }
-    }
-}
-
-/// The invariants of the pi hosts.
-const PI_INVARIANTS: [Invariant; 7] = [
-    Invariant::NoLoss,
-    Invariant::ExactlyOnce,
-    Invariant::Fifo,
-    Invariant::BoundedLatency,
-    Invariant::SingleStarter,
-    Invariant::FlagCoherence,
-    Invariant::Harness,
+/// Every host family wakesim models, in the order lists and errors show them. Registering a new
+/// family is one line here.
+pub static FAMILIES: &[&dyn AnyFamily] = &[
+    &Of::<pi::PiFamily>(PhantomData),
+    &Of::<gptme_server::ServerFamily>(PhantomData),
+    &Of::<gptme_cli::CliFamily>(PhantomData),
 ];
 
-/// The invariants of the gptme server (`wake-systems.md` §1.3, §4).
-const SERVER_INVARIANTS: [Invariant; 5] = [
-    Invariant::NoLoss,
-    Invariant::ExactlyOnce,
-    Invariant::Fifo,
-    Invariant::BoundedLatency,
-    Invariant::NoSelfRefusal,
-];
+/// One host a family models: a scenario's `host`.
+#[derive(Debug)]
+pub struct Host {
+    pub name: &'static str,
+    /// The version it plays, for timelines and the adapter's `hello`.
+    pub version_label: &'static str,
+    pub describe: &'static str,
+}
 
-/// The invariants of the gptme CLI.
-const CLI_INVARIANTS: [Invariant; 7] = [
-    Invariant::NoLoss,
-    Invariant::ExactlyOnce,
-    Invariant::Fifo,
-    Invariant::BoundedLatency,
-    Invariant::AliveWhileOwed,
-    Invariant::NoSpin,
-    Invariant::Isolation,
-];
+/// A host family, as its module declares it.
+pub trait Family: Sized + 'static {
+    /// Its name in `wakesim list`, errors and the adapter's `hello`.
+    const NAME: &'static str;
+    /// Its hosts, each with what tells the model which one it plays.
+    const HOSTS: &'static [(Host, Self::Variant)];
+    /// The invariants its runs are judged by.
+    const INVARIANTS: &'static [Invariant];
+    /// The race windows its runs may mark.
+    const WINDOWS: &'static [Window];
+    /// Its timelines show a run of consecutive messages made or dropped alike at one instant as
+    /// one line (a prompt flood, an exit's drops), and the messages a request carries as ranges.
+    const COMPACT_RUNS: bool;
+
+    /// Which of its hosts a world plays (pi's generation; `()` for a family of one host).
+    type Variant: Copy + 'static;
+    type Fault: FaultKind;
+    type Note: Note;
+    /// What a scenario configures: producers, faults and timing.
+    type Config: Clone + fmt::Debug + Send + Sync + 'static;
+    /// The `[producers]` and `[timing]` tables as read, each rejecting unknown keys.
+    type Producers: DeserializeOwned + Default;
+    type Timing: DeserializeOwned + Default;
+    /// The wake-logic API (`dyn PiWake`, ...).
+    type Wake: ?Sized + 'static;
+    type World: World<Sink = Monitor<Self::Note>>;
+
+    /// The name of a state code of its records (the timeline's last column).
+    fn state_name(code: u8) -> &'static str;
+
+    /// The configuration a scenario's sections make, with every value checked.
+    fn config(
+        cx: Cx<'_>,
+        producers: Self::Producers,
+        timing: Self::Timing,
+        faults: Vec<(Self::Fault, FaultSpec)>,
+    ) -> Result<Self::Config>;
+
+    /// Restrict a configuration to explore's scope: every producer count at most `messages_max`.
+    fn scope(config: &mut Self::Config, messages_max: u64);
+
+    /// The world of one run: host `variant` with `config` and a fresh wake logic.
+    fn world(variant: Self::Variant, config: &Self::Config, wake: Box<Self::Wake>) -> Self::World;
+
+    /// A wake logic that lives in an adapter process.
+    fn external(slot: SlotRef, constants_ms: Vec<u64>) -> Box<Self::Wake>;
+}
+
+/// A family as the rest of wakesim sees it: object-safe, one static instance per family.
+pub trait AnyFamily: Sync {
+    fn name(&self) -> &'static str;
+    fn hosts(&self) -> Vec<&'static Host>;
+    fn invariants(&self) -> &'static [Invariant];
+    fn windows(&self) -> &'static [Window];
+    fn compact_runs(&self) -> bool;
+    fn state_name(&self, code: u8) -> &'static str;
+    /// Its faults, for `wakesim list`.
+    fn faults(&self) -> Vec<FaultInfo>;
+    /// Read the family's sections (`[producers]`, `[faults]`, `[timing]`) of a scenario file.
+    fn config(&self, cx: Cx<'_>) -> Result<Config>;
+    /// `config` restricted to explore's scope (see [`Family::scope`]).
+    fn scoped(&self, config: &Config, messages_max: u64) -> Config;
+    /// A runner of this family's seeds, keeping its kernel's allocations across seeds.
+    fn runs(&self) -> Box<dyn Runs>;
+}
+
+/// One fault of a family, for `wakesim list`.
+pub struct FaultInfo {
+    pub name: &'static str,
+    pub timed: bool,
+    pub describe: &'static str,
+}
+
+/// A host of a family: what a scenario's `host` names.
+#[derive(Clone, Copy)]
+pub struct HostKind {
+    family: &'static dyn AnyFamily,
+    index: usize,
+    host: &'static Host,
+}
 
 impl HostKind {
-    pub const ALL: [HostKind; 4] = [
-        HostKind::Pi,
-        HostKind::Pi058,
-        HostKind::GptmeServer,
-        HostKind::GptmeCli,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            HostKind::Pi => "pi",
-            HostKind::Pi058 => "pi-0.58",
-            HostKind::GptmeServer => "gptme-server",
-            HostKind::GptmeCli => "gptme-cli",
-        }
-    }
-
-    pub fn version_label(self) -> &'static str {
-        match self {
-            HostKind::Pi => "pi-0.99",
-            HostKind::Pi058 => "pi-0.58",
-            HostKind::GptmeServer => "gptme-server@0b19447c",
-            HostKind::GptmeCli => "gptme-cli -n (#3843)",
-        }
-    }
-
-    pub fn describe(self) -> &'static str {
-        match self {
-            HostKind::Pi => {
-                "pi 0.99 AgentSession: prompt() steps 0-12, run flag spanning inner runs, agent_settled, deferral while settling"
-            }
-            HostKind::Pi058 => {
-                "pi 0.58: isIdle per inner run, continue() on a timer, agent_end listeners not awaited, no agent_settled"
-            }
-            HostKind::GptmeServer => {
-                "gptme server: busy predicate over sessions, request_watch_wake sets generating before it returns, step threads, deferred watch queue, storm guards"
-            }
-            HostKind::GptmeCli => {
-                "gptme -n chat loop: prompt queue, STEP_PRE/LOOP_CONTINUE hooks by priority, background jobs, completion queue and condition, prompt-queue and control files"
-            }
-        }
+    /// Every host, family by family.
+    pub fn all() -> impl Iterator<Item = HostKind> {
+        FAMILIES.iter().flat_map(|&family| {
+            family
+                .hosts()
+                .into_iter()
+                .enumerate()
+                .map(move |(index, host)| HostKind {
+                    family,
+                    index,
+                    host,
+                })
+        })
     }
 
     pub fn from_name(name: &str) -> Option<HostKind> {
-        HostKind::ALL.into_iter().find(|h| h.name() == name)
+        HostKind::all().find(|h| h.name() == name)
     }
 
-    /// The invariants this host's runs are judged by.
+    pub fn name(self) -> &'static str {
+        self.host.name
+    }
+
+    pub fn version_label(self) -> &'static str {
+        self.host.version_label
+    }
+
+    pub fn describe(self) -> &'static str {
+        self.host.describe
+    }
+
+    /// Its family.
+    pub fn family(self) -> &'static dyn AnyFamily {
+        self.family
+    }
+
+    /// The invariants this host's runs are judged by (its family's).
     pub fn invariants(self) -> &'static [Invariant] {
-        match self {
-            HostKind::Pi | HostKind::Pi058 => &PI_INVARIANTS,
-            HostKind::GptmeServer => &SERVER_INVARIANTS,
-            HostKind::GptmeCli => &CLI_INVARIANTS,
-        }
+        self.family.invariants()
     }
 
-    /// The wake-logic API this host offers.
-    pub fn family(self) -> Family {
-        match self {
-            HostKind::Pi | HostKind::Pi058 => Family::Pi,
-            HostKind::GptmeServer => Family::GptmeServer,
-            HostKind::GptmeCli => Family::GptmeCli,
-        }
+    /// Which of its family's hosts it is.
+    pub fn index(self) -> usize {
+        self.index
+    }
+}
+
+impl PartialEq for HostKind {
+    fn eq(&self, other: &HostKind) -> bool {
+        self.name() == other.name()
+    }
+}
+
+impl Eq for HostKind {}
+
+impl fmt::Debug for HostKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A family's configuration, type-erased: the engine and reports carry it, only its family
+/// reads it.
+#[derive(Clone)]
+pub struct Config(Arc<dyn AnyConfig>);
+
+trait AnyConfig: Any + fmt::Debug + Send + Sync {
+    fn as_any(&self) -> &dyn Any;
+}
+
+impl<T: Any + fmt::Debug + Send + Sync> AnyConfig for T {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl Config {
+    pub fn new<T: Any + fmt::Debug + Send + Sync>(config: T) -> Config {
+        Config(Arc::new(config))
+    }
+
+    /// The configuration, if it is of family configuration type `T`.
+    pub fn get<T: Any>(&self) -> Option<&T> {
+        (*self.0).as_any().downcast_ref()
+    }
+}
+
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// Where a run's wake logic comes from.
+pub enum WakeSource<'a> {
+    /// A registered (built-in or user) logic: a fresh instance per run.
+    Registered(&'a Entry),
+    /// A logic in an adapter process, with the constants its scenario declares.
+    Adapter(SlotRef, Vec<u64>),
+}
+
+/// One run of a family's host.
+pub struct Job<'a> {
+    pub host: HostKind,
+    pub config: &'a Config,
+    pub wake: WakeSource<'a>,
+    pub limits: Limits,
+    pub check: CheckParams,
+    pub seed: u64,
+    pub choices: Choices,
+    pub tracing: bool,
+}
+
+/// Runs a family's seeds (one per thread: it keeps its kernel between seeds).
+pub trait Runs {
+    fn run(&mut self, job: Job<'_>) -> RunResult;
+}
+
+/// The [`AnyFamily`] of a [`Family`]. It holds no `F`, only its type (hence `fn() -> F`, which
+/// is `Sync` whatever `F` is).
+pub struct Of<F>(PhantomData<fn() -> F>);
+
+/// The family's own sections of a scenario file; every other key is the scenario's.
+#[derive(Deserialize)]
+struct Sections<P, T> {
+    #[serde(default)]
+    producers: P,
+    #[serde(default)]
+    faults: BTreeMap<Spanned<String>, Spanned<FaultValue>>,
+    #[serde(default)]
+    timing: T,
+}
+
+/// `[faults]`, checked against the family's fault names.
+fn faults<F: FaultKind>(
+    cx: Cx<'_>,
+    raw: &BTreeMap<Spanned<String>, Spanned<FaultValue>>,
+) -> Result<Vec<(F, FaultSpec)>> {
+    raw.iter()
+        .map(|(name, value)| {
+            let fault = F::from_name(name.get_ref()).ok_or_else(|| {
+                let names: Vec<_> = F::LIST.iter().map(|f| f.name()).collect();
+                cx.err(
+                    name.span(),
+                    format!(
+                        "unknown fault `{}`, expected one of {}",
+                        name.get_ref(),
+                        names.join(", ")
+                    ),
+                )
+            })?;
+            let (rate, max) = fault.defaults();
+            let v = value.get_ref();
+            Ok((
+                fault,
+                FaultSpec {
+                    share: v.share,
+                    rate: v.rate.unwrap_or(rate),
+                    max: v.max.unwrap_or(max),
+                },
+            ))
+        })
+        .collect()
+}
+
+impl<F: Family> AnyFamily for Of<F> {
+    fn name(&self) -> &'static str {
+        F::NAME
+    }
+
+    fn hosts(&self) -> Vec<&'static Host> {
+        F::HOSTS.iter().map(|(h, _)| h).collect()
+    }
+
+    fn invariants(&self) -> &'static [Invariant] {
+        F::INVARIANTS
+    }
+
+    fn windows(&self) -> &'static [Window] {
+        F::WINDOWS
+    }
+
+    fn compact_runs(&self) -> bool {
+        F::COMPACT_RUNS
+    }
+
+    fn state_name(&self, code: u8) -> &'static str {
+        F::state_name(code)
+    }
+
+    fn faults(&self) -> Vec<FaultInfo> {
+        F::Fault::LIST
+            .iter()
+            .map(|f| FaultInfo {
+                name: f.name(),
+                timed: f.is_timed(),
+                describe: f.describe(),
+            })
+            .collect()
+    }
+
+    fn config(&self, cx: Cx<'_>) -> Result<Config> {
+        let raw: Sections<F::Producers, F::Timing> =
+            toml::from_str(cx.text).map_err(|e| cx.toml(e))?;
+        let faults = faults::<F::Fault>(cx, &raw.faults)?;
+        F::config(cx, raw.producers, raw.timing, faults).map(Config::new)
+    }
+
+    fn scoped(&self, config: &Config, messages_max: u64) -> Config {
+        let mut c = typed::<F>(config).clone();
+        F::scope(&mut c, messages_max);
+        Config::new(c)
+    }
+
+    fn runs(&self) -> Box<dyn Runs> {
+        Box::new(FamilyRuns::<F> { kernel: None })
+    }
+}
+
+/// A configuration of family `F`. Scenarios are read by their host's family, so any other is a
+/// bug of wakesim's, not of the input.
+fn typed<F: Family>(config: &Config) -> &F::Config {
+    config
+        .get::<F::Config>()
+        .unwrap_or_else(|| panic!("a {} run was given another family's configuration", F::NAME))
+}
+
+/// The kernel a family's worlds run on.
+type KernelOf<F> = Kernel<<<F as Family>::World as World>::Ev, Monitor<<F as Family>::Note>>;
+
+/// A family's seeds on one reused kernel.
+struct FamilyRuns<F: Family> {
+    kernel: Option<KernelOf<F>>,
+}
+
+impl<F: Family> Runs for FamilyRuns<F> {
+    fn run(&mut self, job: Job<'_>) -> RunResult {
+        let config = typed::<F>(job.config);
+        let variant = F::HOSTS[job.host.index()].1;
+        let wake: Box<F::Wake> = match job.wake {
+            WakeSource::Registered(entry) => entry.make::<F>().unwrap_or_else(|| {
+                panic!(
+                    "{} is a {} wake logic, not {}: scenarios are checked when they load",
+                    entry.name,
+                    entry.family().name(),
+                    F::NAME
+                )
+            }),
+            WakeSource::Adapter(slot, constants_ms) => F::external(slot, constants_ms),
+        };
+        let drive = Drive {
+            seed: job.seed,
+            choices: job.choices,
+            limits: job.limits,
+            enabled: InvariantSet::of(F::INVARIANTS),
+            check: job.check,
+            tracing: job.tracing,
+        };
+        drive.run(&mut self.kernel, || F::world(variant, config, wake))
     }
 }

@@ -8,7 +8,7 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 
 use crate::family::common::Span;
 use crate::sim::choice::Ratio;
-use crate::sim::record::MsgKind;
+use crate::sim::msg::MsgKind;
 
 /// A message kind, checked by name.
 pub struct MsgKindName(pub MsgKind);

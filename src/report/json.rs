@@ -1,202 +1,399 @@
-//! JSON Lines: one object a line, each with a `type`.
+//! JSON Lines: one object a line, `type` first, then `format` ([`FORMAT`]). Every line is a
+//! typed struct; `wakesim merge` reads `run`'s lines back through the same types.
 
-use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::ops::Range;
 
-use super::lines;
-use crate::engine::run::{Outcome, RunResult, ScenarioReport, SeedNote, invariants_of};
+use serde::{Deserialize, Serialize};
+
+use super::{LineKind, Summary, lines, reproduce};
+use crate::engine::findability::Findability;
+use crate::engine::regression::{Regression, Replayed};
+use crate::engine::{Extras, Outcome, RunResult, ScenarioReport, SeedNote, describe};
 use crate::scenario::Scenario;
 
-fn outcome_json(o: &Outcome) -> Value {
-    match o {
-        Outcome::Pass => json!({"verdict": "pass"}),
-        Outcome::Fail(vs) => json!({
-            "verdict": "fail",
-            "invariants": invariants_of(o).iter().map(|i| i.name()).collect::<Vec<_>>(),
-            "violations": vs.iter().map(|v| json!({
-                "invariant": v.invariant.name(),
-                "t_ms": v.t.0,
-                "message": v.msg.map(|m| m.to_string()),
-                "detail": v.detail,
-            })).collect::<Vec<_>>(),
-        }),
-        Outcome::Panic(m) => json!({"verdict": "panic", "message": m}),
-        Outcome::StepBudget { steps } => json!({"verdict": "step-budget", "steps": steps}),
-        Outcome::AdapterFault(f) => json!({
-            "verdict": "adapter-fault",
-            "fault": f.kind.name(),
-            "detail": f.detail,
-            "stderr_tail": f.stderr_tail,
-        }),
+/// The version of the JSON Lines wakesim writes. A change that renames or removes a field, or
+/// changes its meaning, is a new version; adding a field is not.
+pub const FORMAT: &str = "wakesim-jsonl/1";
+
+/// A line of `wakesim run --format json`.
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum RunLine {
+    Scenario(Box<ScenarioLine>),
+    Regression(RegressionLine),
+    Summary(SummaryLine),
+}
+
+/// One scenario's report.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioLine {
+    pub format: String,
+    pub file: String,
+    pub name: String,
+    pub host: String,
+    pub wake: String,
+    pub expect: String,
+    pub must_reach: Vec<String>,
+    pub seeds: u64,
+    pub seed_range: [u64; 2],
+    pub events: u64,
+    pub failures: u64,
+    pub failing_seeds_by_outcome: BTreeMap<String, u64>,
+    pub windows: BTreeMap<String, u64>,
+    pub first_failure: Option<FirstFailure>,
+    pub first_expected: Option<u64>,
+    pub unexpected: Option<Unexpected>,
+    pub met: bool,
+    pub why: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub findability: Option<FindabilityJson>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub determinism: Option<DeterminismJson>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FirstFailure {
+    pub seed: u64,
+    /// The outcome's label: the first invariant broken, "panic", ...
+    pub invariant: String,
+    pub detail: String,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Unexpected {
+    pub seed: u64,
+    pub outcome: String,
+    pub detail: String,
+    pub reproduce: String,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FindabilityJson {
+    pub failing_seeds: u64,
+    pub failure_rate: String,
+    pub median_seeds_to_first_failure: Option<u64>,
+    pub p90_seeds_to_first_failure: Option<u64>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeterminismJson {
+    pub seeds_checked: u64,
+    pub divergences: Vec<String>,
+}
+
+/// One regression file's replay.
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegressionLine {
+    pub format: String,
+    pub file: String,
+    pub scenario: String,
+    pub seed: u64,
+    pub expect: String,
+    pub outcome: String,
+    pub detail: String,
+    pub events: u64,
+    pub stale: Option<String>,
+    pub met: bool,
+    pub reproduce: String,
+}
+
+/// The totals, last.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SummaryLine {
+    pub format: String,
+    pub regressions: usize,
+    pub scenarios: usize,
+    pub unmet: usize,
+    pub seeds: u64,
+    pub events: u64,
+    pub seconds: f64,
+    pub seeds_per_s: f64,
+    pub events_per_s: f64,
+}
+
+fn line<T: Serialize>(v: &T) -> String {
+    serde_json::to_string(v).expect("a report line serializes")
+}
+
+fn findability_json(f: &Findability) -> FindabilityJson {
+    FindabilityJson {
+        failing_seeds: f.failing,
+        failure_rate: format!("{}/{}", f.failing, f.seeds),
+        median_seeds_to_first_failure: f.median_seeds_to_first,
+        p90_seeds_to_first_failure: f.p90_seeds_to_first,
     }
 }
 
-/// The `"type":"scenario"` line of `wakesim run`; `extra` adds named sections (findability,
-/// determinism).
-pub fn scenario_line(scn: &Scenario, rep: &ScenarioReport, extra: &[(&str, Value)]) -> String {
-    let first = rep
-        .first_failure
-        .as_ref()
-        .map(|n| json!({"seed": n.seed, "invariant": n.outcome, "detail": n.detail}));
-    let unexpected = rep.unexpected.as_ref().map(|n| {
-        json!({
-            "seed": n.seed,
-            "outcome": n.outcome,
-            "detail": n.detail,
-            "reproduce": format!("wakesim replay {} --seed {}", scn.path.display(), n.seed),
-        })
-    });
-    let mut line = json!({
-        "type": "scenario",
-        "file": scn.path.display().to_string(),
-        "name": scn.name,
-        "host": scn.host.name(),
-        "wake": scn.wake,
-        "expect": scn.expect.to_string(),
-        "must_reach": scn.must_reach.iter().map(|w| w.name()).collect::<Vec<_>>(),
-        "seeds": rep.seed_count(),
-        "seed_range": [rep.seeds.start, rep.seeds.end],
-        "events": rep.events,
-        "failures": rep.failures,
-        "failing_seeds_by_outcome": rep.counts,
-        "windows": rep.windows,
-        "first_failure": first,
-        "first_expected": rep.first_expected,
-        "unexpected": unexpected,
-        "met": rep.met,
-        "why": rep.why,
-    });
-    let obj = line.as_object_mut().expect("object");
-    for (k, v) in extra {
-        obj.insert((*k).to_string(), v.clone());
-    }
-    line.to_string()
+/// The `"type":"scenario"` line of `wakesim run`.
+pub fn scenario_line(scn: &Scenario, rep: &ScenarioReport, extras: &Extras) -> String {
+    line(&RunLine::Scenario(Box::new(ScenarioLine {
+        format: FORMAT.to_string(),
+        file: scn.path.display().to_string(),
+        name: scn.name.clone(),
+        host: scn.host.name().to_string(),
+        wake: scn.wake.clone(),
+        expect: scn.expect.to_string(),
+        must_reach: scn.must_reach.iter().map(|w| w.name.to_string()).collect(),
+        seeds: rep.seed_count(),
+        seed_range: [rep.seeds.start, rep.seeds.end],
+        events: rep.events,
+        failures: rep.failures,
+        failing_seeds_by_outcome: rep.counts.clone(),
+        windows: rep.windows.clone(),
+        first_failure: rep.first_failure.as_ref().map(|n| FirstFailure {
+            seed: n.seed,
+            invariant: n.outcome.clone(),
+            detail: n.detail.clone(),
+        }),
+        first_expected: rep.first_expected,
+        unexpected: rep.unexpected.as_ref().map(|n| Unexpected {
+            seed: n.seed,
+            outcome: n.outcome.clone(),
+            detail: n.detail.clone(),
+            reproduce: format!("wakesim replay {} --seed {}", scn.path.display(), n.seed),
+        }),
+        met: rep.met,
+        why: rep.why.clone(),
+        findability: extras.findability.as_ref().map(findability_json),
+        determinism: extras.determinism.as_ref().map(|d| DeterminismJson {
+            seeds_checked: d.seeds_checked,
+            divergences: d.divergences.clone(),
+        }),
+    })))
 }
 
-/// Read a scenario line back into the (unjudged) report it came from, for `wakesim merge`.
-pub fn report_from_line(v: &Value) -> Result<ScenarioReport, String> {
-    let u64_at = |key: &str| {
-        v[key]
-            .as_u64()
-            .ok_or_else(|| format!("`{key}` is missing or not a number"))
-    };
-    let range = v["seed_range"]
-        .as_array()
-        .and_then(|a| Some(a.first()?.as_u64()?..a.get(1)?.as_u64()?))
-        .ok_or("`seed_range` is missing or not [start, end]")?;
-    let counts = |key: &str| -> Result<std::collections::BTreeMap<String, u64>, String> {
-        serde_json::from_value(v[key].clone()).map_err(|e| format!("`{key}`: {e}"))
-    };
-    let note = |key: &str, label: &str| -> Result<Option<SeedNote>, String> {
-        if v[key].is_null() {
-            return Ok(None);
+impl ScenarioLine {
+    /// The (unjudged) report this line came from, for `wakesim merge`.
+    pub fn report(&self) -> Result<ScenarioReport, String> {
+        let [start, end] = self.seed_range;
+        if start > end {
+            return Err(format!("`seed_range` [{start}, {end}] is not a range"));
         }
-        let n = &v[key];
-        Ok(Some(SeedNote {
-            seed: n["seed"]
-                .as_u64()
-                .ok_or(format!("`{key}.seed` is missing"))?,
-            outcome: n[label]
-                .as_str()
-                .ok_or(format!("`{key}.{label}` is missing"))?
-                .to_string(),
-            detail: n["detail"].as_str().unwrap_or_default().to_string(),
-        }))
-    };
-    let mut rep = ScenarioReport::new(range);
-    rep.events = u64_at("events")?;
-    rep.failures = u64_at("failures")?;
-    rep.counts = counts("failing_seeds_by_outcome")?;
-    rep.windows = counts("windows")?;
-    rep.first_failure = note("first_failure", "invariant")?;
-    rep.first_expected = v["first_expected"].as_u64();
-    rep.unexpected = note("unexpected", "outcome")?;
-    Ok(rep)
+        let mut rep = ScenarioReport::new(start..end);
+        rep.events = self.events;
+        rep.failures = self.failures;
+        rep.counts = self.failing_seeds_by_outcome.clone();
+        rep.windows = self.windows.clone();
+        rep.first_failure = self.first_failure.as_ref().map(|f| SeedNote {
+            seed: f.seed,
+            outcome: f.invariant.clone(),
+            detail: f.detail.clone(),
+        });
+        rep.first_expected = self.first_expected;
+        rep.unexpected = self.unexpected.as_ref().map(|u| SeedNote {
+            seed: u.seed,
+            outcome: u.outcome.clone(),
+            detail: u.detail.clone(),
+        });
+        Ok(rep)
+    }
+
+    /// Its seed range.
+    pub fn seeds(&self) -> Range<u64> {
+        self.seed_range[0]..self.seed_range[1]
+    }
 }
 
 /// The last line of `wakesim run`.
-pub fn summary_line(sum: &super::Summary) -> String {
-    json!({
-        "type": "summary",
-        "regressions": sum.regressions,
-        "scenarios": sum.scenarios,
-        "unmet": sum.unmet,
-        "seeds": sum.seeds,
-        "events": sum.events,
-        "seconds": (sum.secs * 1000.0).round() / 1000.0,
-        "seeds_per_s": sum.rate(sum.seeds).round(),
-        "events_per_s": sum.rate(sum.events).round(),
-    })
-    .to_string()
-}
-
-/// `wakesim replay --format json`: a run line, one line per timeline entry, a verdict line.
-pub fn replay(scn: &Scenario, r: &RunResult) -> String {
-    let mut out = Vec::new();
-    out.push(
-        json!({
-            "type": "run",
-            "file": scn.path.display().to_string(),
-            "host": scn.host.name(),
-            "wake": scn.wake,
-            "seed": r.seed,
-            "faults": r.mix.faults.iter().map(|(n, rate)| json!({"fault": n, "rate": rate.to_string()})).collect::<Vec<_>>(),
-            "producers": r.mix.producers,
-            "windows": r.marks.iter().map(|(w, n)| json!({"window": w.name(), "count": n})).collect::<Vec<_>>(),
-            "version": env!("CARGO_PKG_VERSION"),
-        })
-        .to_string(),
-    );
-    for l in lines(scn.host, &r.trace, &r.messages, r.outcome.violations()) {
-        out.push(
-            json!({
-                "type": if l.kind == super::LineKind::Violation { "violation" } else { "event" },
-                "t_ms": l.t,
-                "actor": l.actor.name(),
-                "event": l.text,
-                "state": l.state,
-            })
-            .to_string(),
-        );
-    }
-    let mut verdict = outcome_json(&r.outcome);
-    let obj = verdict.as_object_mut().expect("object");
-    obj.insert("type".into(), json!("verdict"));
-    obj.insert("events".into(), json!(r.events));
-    obj.insert("end_ms".into(), json!(r.end.0));
-    obj.insert("trace_hash".into(), json!(format!("{:016x}", r.trace_hash)));
-    if !r.outcome.is_pass() {
-        let line = super::reproduce(scn, r);
-        obj.insert(
-            "reproduce".into(),
-            json!(line.trim_start_matches("reproduce: ")),
-        );
-    }
-    out.push(verdict.to_string());
-    out.join("\n") + "\n"
+pub fn summary_line(sum: &Summary) -> String {
+    line(&RunLine::Summary(SummaryLine {
+        format: FORMAT.to_string(),
+        regressions: sum.regressions,
+        scenarios: sum.scenarios,
+        unmet: sum.unmet,
+        seeds: sum.seeds,
+        events: sum.events,
+        seconds: (sum.secs * 1000.0).round() / 1000.0,
+        seeds_per_s: sum.rate(sum.seeds).round(),
+        events_per_s: sum.rate(sum.events).round(),
+    }))
 }
 
 /// The `"type":"regression"` line of `wakesim run`.
-pub fn regression_line(
-    reg: &crate::engine::regression::Regression,
-    r: &crate::engine::regression::Replayed,
-) -> String {
-    use crate::engine::regression::Replayed;
+pub fn regression_line(reg: &Regression, r: &Replayed) -> String {
     let (result, met, stale) = match r {
         Replayed::Stale { result, why } => (result, false, Some(why.clone())),
         Replayed::Run { result, met } => (result, *met, None),
     };
-    json!({
-        "type": "regression",
-        "file": reg.path.display().to_string(),
-        "scenario": reg.scenario.path.display().to_string(),
-        "seed": reg.seed,
-        "expect": reg.expect.to_string(),
-        "outcome": result.outcome.label(),
-        "detail": crate::engine::run::describe(&result.outcome),
-        "events": result.events,
-        "stale": stale,
-        "met": met,
-        "reproduce": format!("wakesim replay {}", reg.path.display()),
-    })
-    .to_string()
+    line(&RunLine::Regression(RegressionLine {
+        format: FORMAT.to_string(),
+        file: reg.path.display().to_string(),
+        scenario: reg.scenario.path.display().to_string(),
+        seed: reg.seed,
+        expect: reg.expect.to_string(),
+        outcome: result.outcome.label(),
+        detail: describe(&result.outcome),
+        events: result.events,
+        stale,
+        met,
+        reproduce: format!("wakesim replay {}", reg.path.display()),
+    }))
+}
+
+/// A regression line read back (by `wakesim merge`), written again.
+pub fn regression_line_text(r: &RegressionLine) -> String {
+    line(&RunLine::Regression(r.clone()))
+}
+
+/// A line of `wakesim replay --format json`.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ReplayLine {
+    Run {
+        format: &'static str,
+        file: String,
+        host: &'static str,
+        wake: String,
+        seed: u64,
+        faults: Vec<FaultOn>,
+        producers: Vec<&'static str>,
+        windows: Vec<WindowCount>,
+        version: &'static str,
+    },
+    Event(TimelineLine),
+    Violation(TimelineLine),
+    Verdict(VerdictLine),
+}
+
+#[derive(Serialize)]
+struct FaultOn {
+    fault: &'static str,
+    rate: String,
+}
+
+#[derive(Serialize)]
+struct WindowCount {
+    window: &'static str,
+    count: u32,
+}
+
+#[derive(Serialize)]
+struct TimelineLine {
+    t_ms: u64,
+    actor: &'static str,
+    event: String,
+    state: &'static str,
+}
+
+#[derive(Serialize)]
+struct VerdictLine {
+    #[serde(flatten)]
+    outcome: OutcomeJson,
+    events: u64,
+    end_ms: u64,
+    trace_hash: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reproduce: Option<String>,
+}
+
+/// A run's outcome.
+#[derive(Serialize)]
+#[serde(tag = "verdict", rename_all = "kebab-case")]
+enum OutcomeJson {
+    Pass,
+    Fail {
+        invariants: Vec<&'static str>,
+        violations: Vec<ViolationJson>,
+    },
+    Panic {
+        message: String,
+    },
+    StepBudget {
+        steps: u64,
+    },
+    AdapterFault {
+        fault: &'static str,
+        detail: String,
+        stderr_tail: String,
+    },
+}
+
+#[derive(Serialize)]
+struct ViolationJson {
+    invariant: &'static str,
+    t_ms: u64,
+    message: Option<String>,
+    detail: String,
+}
+
+fn outcome_json(o: &Outcome) -> OutcomeJson {
+    match o {
+        Outcome::Pass => OutcomeJson::Pass,
+        Outcome::Fail(vs) => OutcomeJson::Fail {
+            invariants: vs.iter().map(|v| v.invariant.name()).collect(),
+            violations: vs
+                .iter()
+                .map(|v| ViolationJson {
+                    invariant: v.invariant.name(),
+                    t_ms: v.t.0,
+                    message: v.msg.map(|m| m.to_string()),
+                    detail: v.detail.clone(),
+                })
+                .collect(),
+        },
+        Outcome::Panic(m) => OutcomeJson::Panic { message: m.clone() },
+        Outcome::StepBudget { steps } => OutcomeJson::StepBudget { steps: *steps },
+        Outcome::AdapterFault(f) => OutcomeJson::AdapterFault {
+            fault: f.kind.name(),
+            detail: f.detail.clone(),
+            stderr_tail: f.stderr_tail.clone(),
+        },
+    }
+}
+
+/// `wakesim replay --format json`: a run line, one line per timeline entry, a verdict line.
+pub fn replay(scn: &Scenario, r: &RunResult) -> String {
+    let mut out = vec![line(&ReplayLine::Run {
+        format: FORMAT,
+        file: scn.path.display().to_string(),
+        host: scn.host.name(),
+        wake: scn.wake.clone(),
+        seed: r.seed,
+        faults: (r.mix.faults.iter())
+            .map(|(fault, rate)| FaultOn {
+                fault,
+                rate: rate.to_string(),
+            })
+            .collect(),
+        producers: r.mix.producers.clone(),
+        windows: (r.marks.iter())
+            .map(|(w, count)| WindowCount {
+                window: w.name,
+                count: *count,
+            })
+            .collect(),
+        version: env!("CARGO_PKG_VERSION"),
+    })];
+    for l in lines(scn.host, &r.trace, &r.messages, r.outcome.violations()) {
+        let entry = TimelineLine {
+            t_ms: l.t,
+            actor: l.actor.name(),
+            event: l.text,
+            state: l.state,
+        };
+        out.push(line(&match l.kind {
+            LineKind::Violation => ReplayLine::Violation(entry),
+            _ => ReplayLine::Event(entry),
+        }));
+    }
+    out.push(line(&ReplayLine::Verdict(VerdictLine {
+        outcome: outcome_json(&r.outcome),
+        events: r.events,
+        end_ms: r.end.0,
+        trace_hash: format!("{:016x}", r.trace_hash),
+        reproduce: (!r.outcome.is_pass()).then(|| {
+            reproduce(scn, r)
+                .trim_start_matches("reproduce: ")
+                .to_string()
+        }),
+    })));
+    out.join("\n") + "\n"
 }

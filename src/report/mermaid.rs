@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use super::{LineKind, lines};
-use crate::engine::run::RunResult;
+use crate::engine::RunResult;
 use crate::scenario::Scenario;
 use crate::sim::record::Actor;
 

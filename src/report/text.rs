@@ -2,8 +2,10 @@
 
 use std::fmt::Write;
 
-use super::{lines, replay_line, reproduce};
-use crate::engine::run::{Outcome, RunResult, ScenarioReport};
+use super::{Summary, lines, replay_line, reproduce, story as story_lines};
+use crate::check::Invariant;
+use crate::engine::regression::{Regression, Replayed};
+use crate::engine::{Extras, Outcome, RunResult, ScenarioReport, describe};
 use crate::scenario::Scenario;
 
 /// The header line: host, wake logic, seed, the seed's mix of faults and producers, version.
@@ -94,11 +96,7 @@ pub fn timeline_with(scn: &Scenario, r: &RunResult, replay: &str) -> String {
 }
 
 /// One line (and its notes) per scenario of `wakesim run`.
-pub fn scenario_line(
-    scn: &Scenario,
-    rep: &ScenarioReport,
-    extra: &[(&str, serde_json::Value)],
-) -> String {
+pub fn scenario_line(scn: &Scenario, rep: &ScenarioReport, extras: &Extras) -> String {
     let mark = if rep.met { "✓" } else { "✗" };
     let mut line = format!(
         "{mark} {} · {} · {} · {} seeds · expect {}",
@@ -121,35 +119,33 @@ pub fn scenario_line(
         (None, None) => line += " · no failures",
         (None, Some(_)) => {}
     }
-    for (name, v) in extra {
-        match *name {
-            "findability" => {
+    if let Some(f) = &extras.findability {
+        let _ = write!(
+            line,
+            "\n  findability: {} of {} seeds show it; median seeds to the first failure {} (p90 {})",
+            f.failing,
+            rep.seed_count(),
+            or_null(f.median_seeds_to_first),
+            or_null(f.p90_seeds_to_first)
+        );
+    }
+    if let Some(d) = &extras.determinism {
+        match d.divergences.first() {
+            None => {
                 let _ = write!(
                     line,
-                    "\n  findability: {} of {} seeds show it; median seeds to the first failure {} (p90 {})",
-                    v["failing_seeds"],
-                    rep.seed_count(),
-                    v["median_seeds_to_first_failure"],
-                    v["p90_seeds_to_first_failure"]
+                    "\n  determinism: {} seeds run twice, identical traces",
+                    d.seeds_checked
                 );
             }
-            "determinism" => {
-                let divergences = v["divergences"].as_array().map_or(0, |d| d.len());
-                if divergences == 0 {
-                    let _ = write!(
-                        line,
-                        "\n  determinism: {} seeds run twice, identical traces",
-                        v["seeds_checked"]
-                    );
-                } else {
-                    let _ = write!(
-                        line,
-                        "\n  determinism: {divergences} seed(s) diverged: {}",
-                        v["divergences"][0]
-                    );
-                }
+            Some(first) => {
+                let _ = write!(
+                    line,
+                    "\n  determinism: {} seed(s) diverged: {}",
+                    d.divergences.len(),
+                    serde_json::to_string(first).expect("a string serializes")
+                );
             }
-            _ => {}
         }
     }
     if let Some(why) = &rep.why {
@@ -162,7 +158,7 @@ pub fn scenario_line(
 }
 
 /// The last line of `wakesim run`.
-pub fn summary_line(sum: &super::Summary) -> String {
+pub fn summary_line(sum: &Summary) -> String {
     let total = sum.regressions + sum.scenarios;
     let verdict = if sum.unmet == 0 {
         format!("all {total} expectations met")
@@ -182,11 +178,7 @@ pub fn summary_line(sum: &super::Summary) -> String {
 }
 
 /// One line per regression file of `wakesim run`.
-pub fn regression_line(
-    reg: &crate::engine::regression::Regression,
-    r: &crate::engine::regression::Replayed,
-) -> String {
-    use crate::engine::regression::Replayed;
+pub fn regression_line(reg: &Regression, r: &Replayed) -> String {
     let head = format!(
         "{} · regression of {} (seed {}) · expect {}",
         reg.path.display(),
@@ -205,14 +197,14 @@ pub fn regression_line(
         }
         Replayed::Run { result, met: false } => format!(
             "✗ {head} · it {}\n  reproduce: wakesim replay {}",
-            crate::engine::run::describe(&result.outcome),
+            describe(&result.outcome),
             reg.path.display()
         ),
     }
 }
 
 /// The story of a run (see `report::story`) with the header and verdict, as `shrink` prints it.
-pub fn story(scn: &Scenario, r: &RunResult, target: Option<crate::check::Invariant>) -> String {
+pub fn story(scn: &Scenario, r: &RunResult, target: Option<Invariant>) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "{}", header(scn, r));
     let _ = writeln!(
@@ -220,7 +212,7 @@ pub fn story(scn: &Scenario, r: &RunResult, target: Option<crate::check::Invaria
         "{:>8}  {:<9} {:<70} host state",
         "t(ms)", "actor", "event"
     );
-    for l in super::story(
+    for l in story_lines(
         scn.host,
         &r.trace,
         &r.messages,
@@ -238,4 +230,9 @@ pub fn story(scn: &Scenario, r: &RunResult, target: Option<crate::check::Invaria
     }
     let _ = writeln!(s, "{}", reproduce(scn, r));
     s
+}
+
+/// A number, or `null` (as the JSON line shows an absent one).
+fn or_null(v: Option<u64>) -> String {
+    v.map_or("null".to_string(), |n| n.to_string())
 }

@@ -1,10 +1,14 @@
-//! The discrete-event simulation kernel: virtual time, the event queue, the choice stream, the
-//! monitor, and a step budget. Host models are `World`s driven by `drive`.
+//! The bottom layer: the discrete-event simulation kernel (virtual time, the event queue, the
+//! choice stream, a step budget), the records of a run and their hash, and the sink records go
+//! to. Host models are `World`s driven by `drive`. Nothing here knows a host family, a checker,
+//! a scenario file or a report.
 
 pub mod choice;
 pub mod hash;
+pub mod msg;
 pub mod queue;
 pub mod record;
+pub mod sink;
 pub mod swarm;
 pub mod time;
 
@@ -12,16 +16,17 @@ use choice::{Choices, Ratio};
 use queue::Queue;
 use time::Ms;
 
-use crate::check::Monitor;
 use crate::limits::Limits;
-use crate::sim::record::{Actor, Ev, MsgFrom, MsgId, MsgInfo, MsgKind};
+use crate::sim::msg::{MsgFrom, MsgId, MsgInfo, MsgKind};
+use crate::sim::record::{Actor, Ev};
+use sink::Sink;
 
-/// The state every host model shares: clock, queue, choices, monitor.
-pub struct Kernel<E> {
+/// The state every host model shares: clock, queue, choices, and the sink its records go to.
+pub struct Kernel<E, S> {
     now: Ms,
     queue: Queue<E>,
     pub choices: Choices,
-    pub monitor: Monitor,
+    pub sink: S,
     steps: u64,
     limits: Limits,
     quiescent: bool,
@@ -38,13 +43,13 @@ pub enum End {
     StepBudget,
 }
 
-impl<E> Kernel<E> {
-    pub fn new(choices: Choices, monitor: Monitor, limits: Limits) -> Kernel<E> {
+impl<E, S: Sink> Kernel<E, S> {
+    pub fn new(choices: Choices, sink: S, limits: Limits) -> Kernel<E, S> {
         Kernel {
             now: Ms::ZERO,
             queue: Queue::default(),
             choices,
-            monitor,
+            sink,
             steps: 0,
             limits,
             quiescent: false,
@@ -164,8 +169,8 @@ impl<E> Kernel<E> {
 
     /// Record an event at the current time.
     #[inline]
-    pub fn emit(&mut self, actor: Actor, state: u8, ev: Ev) {
-        self.monitor.emit(self.now, actor, state, ev);
+    pub fn emit(&mut self, actor: Actor, state: u8, ev: Ev<S::Note>) {
+        self.sink.emit(self.now, actor, state, ev);
     }
 
     /// Make a producer message that is its own FIFO stream and record it as produced.
@@ -175,8 +180,8 @@ impl<E> Kernel<E> {
 
     /// Make a producer message and record it as produced.
     pub fn produce_from(&mut self, from: MsgFrom, state: u8) -> MsgId {
-        let id = MsgId(self.monitor.messages().len() as u32);
-        self.monitor.add_message(MsgInfo {
+        let id = MsgId(self.sink.messages().len() as u32);
+        self.sink.add_message(MsgInfo {
             id,
             kind: from.kind,
             source: from.source,
@@ -193,14 +198,16 @@ impl<E> Kernel<E> {
 /// A host model with its wake logic: the thing the kernel drives.
 pub trait World {
     type Ev;
+    /// Where the world's records go.
+    type Sink: Sink;
     /// Schedule the initial events (producers, faults, session start).
-    fn start(&mut self, k: &mut Kernel<Self::Ev>);
+    fn start(&mut self, k: &mut Kernel<Self::Ev, Self::Sink>);
     /// Handle one event at `k.now()`.
-    fn step(&mut self, k: &mut Kernel<Self::Ev>, ev: Self::Ev);
+    fn step(&mut self, k: &mut Kernel<Self::Ev, Self::Sink>, ev: Self::Ev);
     /// Producers and faults stop; the host settles from here on.
-    fn quiesce(&mut self, _k: &mut Kernel<Self::Ev>) {}
+    fn quiesce(&mut self, _k: &mut Kernel<Self::Ev, Self::Sink>) {}
     /// The loop is over; emit what the checkers need to judge the end (e.g. final idleness).
-    fn finish(&mut self, _k: &mut Kernel<Self::Ev>) {}
+    fn finish(&mut self, _k: &mut Kernel<Self::Ev, Self::Sink>) {}
     /// The faults and producers this seed switched on (valid once `start` ran).
     fn mix(&self) -> crate::sim::swarm::Mix {
         crate::sim::swarm::Mix::default()
@@ -208,7 +215,7 @@ pub trait World {
 }
 
 /// Run the world until it is quiet, the horizon passes, or the step budget runs out.
-pub fn drive<W: World>(world: &mut W, k: &mut Kernel<W::Ev>) -> End {
+pub fn drive<W: World>(world: &mut W, k: &mut Kernel<W::Ev, W::Sink>) -> End {
     world.start(k);
     let active_end = Ms(k.limits.active_ms);
     let horizon = active_end + k.limits.quiesce_ms_max;
@@ -243,7 +250,7 @@ pub fn drive<W: World>(world: &mut W, k: &mut Kernel<W::Ev>) -> End {
     };
     world.finish(k);
     if end != End::StepBudget {
-        k.monitor.finish(k.now);
+        k.sink.finish(k.now);
     }
     end
 }

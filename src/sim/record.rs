@@ -1,185 +1,22 @@
-//! What a run records: the messages producers made and a timeline of records.
+//! What a run records: a timeline of records, each an *observation* that checkers read or a
+//! host family's *note* that only narrates.
 //!
-//! A record is either an *observation* that checkers read (the same vocabulary for every host:
-//! produced, appended, model request, idle, starter, run flag, ...) or a host *note* that only
-//! narrates (a prompt step, a handler call). Records are small values with ids, never formatted
-//! strings, so tracing stays cheap on the hot path; `report` renders them.
+//! Observations are the same vocabulary for every host (produced, appended, model request,
+//! idle, starter, run flag, ...), so one checker serves every family whose invariant is the same.
+//! What only one family knows, it declares itself: its narration (a type implementing [`Note`]),
+//! its race windows ([`Window`]), the reasons of its documented drops and refusals ([`Reason`])
+//! and how its sessions end ([`EndCause`]). This module names none of them.
+//!
+//! Records are small values with ids, never formatted strings, so tracing stays cheap on the hot
+//! path; `report` renders them.
 
-pub use crate::sim::hash::{ENCODING, Encode, TraceHasher};
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+
+use crate::sim::hash::{Encode, TraceHasher};
+use crate::sim::msg::{MsgId, Payload};
 use crate::sim::time::Ms;
-
-/// A producer message, numbered from 0 in production order (rendered `m1`, `m2`, ...).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct MsgId(pub u32);
-
-impl std::fmt::Display for MsgId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "m{}", self.0 + 1)
-    }
-}
-
-/// What produced a message. Determines its default delivery options on pi.
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum MsgKind {
-    /// A background subagent finished (gentle: `settleCompletion`).
-    Completion,
-    /// A subagent notification or query (gentle: `onNotification`/`onQuery`).
-    Notification,
-    /// An incoming orchestrator session message (gentle: delivered as followUp).
-    Orchestrator,
-    /// A watch firing (gptme: `_fire`).
-    Watch,
-    /// A background job finishing (gptme: `_notify_completion`).
-    Job,
-    /// A record an outside writer put in the logdir's `prompt-queue.jsonl` (gptme).
-    Prompt,
-}
-
-impl MsgKind {
-    pub const ALL: [MsgKind; 6] = [
-        MsgKind::Completion,
-        MsgKind::Notification,
-        MsgKind::Orchestrator,
-        MsgKind::Watch,
-        MsgKind::Job,
-        MsgKind::Prompt,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            MsgKind::Completion => "completion",
-            MsgKind::Notification => "notification",
-            MsgKind::Orchestrator => "orchestrator",
-            MsgKind::Watch => "watch",
-            MsgKind::Job => "job",
-            MsgKind::Prompt => "prompt",
-        }
-    }
-}
-
-/// One produced message: who sent it, when, and the stream whose order FIFO judges.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MsgInfo {
-    pub id: MsgId,
-    pub kind: MsgKind,
-    /// The FIFO stream: messages of one source enter the conversation in production order. On
-    /// pi the sender itself (subagent `a`, `b`, ... or the orchestrator); on gptme a queue of one
-    /// logdir (its deferred watch events, its subagent completions, its job completions, ...).
-    pub source: u8,
-    /// Who sent it, for its name: the subagent, watch, job or queue file (on pi, `source`).
-    pub origin: u8,
-    /// The conversation it belongs to: 0 is the one under test, others are foreign.
-    pub conv: u8,
-    /// The stream's name when it is not the sender (gptme's per-logdir queues).
-    pub stream: Option<&'static str>,
-    pub produced_at: Ms,
-}
-
-/// Who a new message is from: everything of its `MsgInfo` but the id and the time.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MsgFrom {
-    pub kind: MsgKind,
-    pub source: u8,
-    pub origin: u8,
-    pub conv: u8,
-    pub stream: Option<&'static str>,
-}
-
-impl MsgFrom {
-    /// A sender that is its own FIFO stream, in the conversation under test (pi).
-    pub fn sender(kind: MsgKind, source: u8) -> MsgFrom {
-        MsgFrom {
-            kind,
-            source,
-            origin: source,
-            conv: 0,
-            stream: None,
-        }
-    }
-}
-
-impl MsgInfo {
-    pub fn source_name(&self) -> String {
-        let who = match self.kind {
-            MsgKind::Orchestrator => "orchestrator".to_string(),
-            MsgKind::Watch => format!("watch w{}", self.origin + 1),
-            MsgKind::Job => format!("job #{}", self.origin + 1),
-            MsgKind::Prompt if self.origin == 0 => "prompt-queue.jsonl".to_string(),
-            MsgKind::Prompt => "prompt-queue.jsonl, steer".to_string(),
-            _ => format!("subagent {}", (b'a' + self.origin % 26) as char),
-        };
-        match self.conv {
-            0 => who,
-            c => format!("{who} of conversation {}", conv_name(c)),
-        }
-    }
-
-    /// The FIFO stream this message belongs to, for reports.
-    pub fn stream_name(&self) -> String {
-        match self.stream {
-            Some(s) => s.to_string(),
-            None => self.source_name(),
-        }
-    }
-}
-
-/// Ids as a list, runs of three or more consecutive ids shortened: `m1 m2`, `m4–m104 m200`.
-pub fn id_list(ids: &[MsgId]) -> String {
-    let mut parts = Vec::new();
-    let mut i = 0;
-    while i < ids.len() {
-        let mut j = i + 1;
-        while j < ids.len() && ids[j].0 == ids[j - 1].0 + 1 {
-            j += 1;
-        }
-        if j - i >= 3 {
-            parts.push(format!("{}–{}", ids[i], ids[j - 1]));
-        } else {
-            parts.extend(ids[i..j].iter().map(|m| m.to_string()));
-        }
-        i = j;
-    }
-    parts.join(" ")
-}
-
-/// Conversations are named A (the one under test), B, C, ...
-pub fn conv_name(conv: u8) -> char {
-    (b'A' + conv % 26) as char
-}
-
-/// The producer messages an item carries (a wake marker carries none).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub enum Payload {
-    #[default]
-    None,
-    One(MsgId),
-    Many(Box<[MsgId]>),
-}
-
-impl Payload {
-    pub fn from_slice(ids: &[MsgId]) -> Payload {
-        match ids {
-            [] => Payload::None,
-            [one] => Payload::One(*one),
-            many => Payload::Many(many.into()),
-        }
-    }
-
-    pub fn ids(&self) -> &[MsgId] {
-        match self {
-            Payload::None => &[],
-            Payload::One(id) => std::slice::from_ref(id),
-            Payload::Many(ids) => ids,
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        matches!(self, Payload::None)
-    }
-}
 
 /// Who acts in a record; the timeline's second column.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -205,55 +42,28 @@ impl Actor {
     }
 }
 
-/// Why a message was dropped on purpose, as the real system documents it. Not a violation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DropReason {
-    /// pi: session replacement discards what the old session still held (P-7).
-    SessionReplaced,
-    /// gptme: the watch storm guard coalesced it into a marker.
-    StormCoalesced,
-    /// gptme: the watch storm guard auto-cancelled the watch.
-    StormCancelled,
-    /// gptme: the job was reset or replaced; its late callback is dropped.
-    JobReset,
-    /// gptme: a prompt-queue record still on disk when the session ended.
-    LeftOnDisk,
-    /// gptme: SIGTERM's cleanup reset the jobs and ended the session.
-    Terminated,
-    /// gptme: a completion whose wait timed out (reported once) purged by the reset at exit.
-    TimedOutAtExit,
-    /// gptme: another conversation's completion purged by the reset at process exit.
-    OtherConversation,
-    /// gptme: a subagent report still queued when the session exited (#3843 waits for shell
-    /// jobs only).
-    SubagentAtExit,
+/// A family's named reason: why it dropped a message on purpose (as the real system documents
+/// it; not a violation), or why it refused a wake. `code` is its trace-hash encoding; within a
+/// family each reason has its own.
+#[derive(Clone, Copy, Debug)]
+pub struct Reason {
+    pub code: u8,
+    pub text: &'static str,
 }
 
-impl DropReason {
-    pub fn text(self) -> &'static str {
-        match self {
-            DropReason::SessionReplaced => "session replaced (documented loss, P-7)",
-            DropReason::StormCoalesced => "storm guard coalesced it (documented)",
-            DropReason::StormCancelled => "storm guard cancelled the watch (documented)",
-            DropReason::JobReset => "job reset; late callback dropped (documented)",
-            DropReason::LeftOnDisk => {
-                "left in prompt-queue.jsonl when the session ended (the file outlives the session)"
-            }
-            DropReason::Terminated => {
-                "the session was terminated (SIGTERM): cleanup killed its jobs and dropped their output (documented)"
-            }
-            DropReason::TimedOutAtExit => {
-                "its wait timed out and was reported once; the late completion is purged at exit (documented)"
-            }
-            DropReason::OtherConversation => {
-                "another conversation's output, purged when this process exited (not this session's to deliver)"
-            }
-            DropReason::SubagentAtExit => {
-                "a subagent report queued when the session exited: #3843 waits for shell jobs only, not subagents (its documented scope)"
-            }
-        }
+impl Reason {
+    pub const fn new(code: u8, text: &'static str) -> Reason {
+        Reason { code, text }
     }
 }
+
+impl PartialEq for Reason {
+    fn eq(&self, other: &Reason) -> bool {
+        self.code == other.code
+    }
+}
+
+impl Eq for Reason {}
 
 /// Who tried to start an agent run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -266,9 +76,111 @@ pub enum Starter {
     Continue(u32),
 }
 
-/// The vocabulary every checker reads, plus host notes for the timeline.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Ev {
+/// Why a host refused a wake: a wake it accepted earlier still holds the conversation (what
+/// NO-SELF-REFUSAL judges), or another reason the family names (its codes start at 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// A run that wake `n` started is still on.
+    Wake(u32),
+    Other(Reason),
+}
+
+/// What happened to a piece of owned background work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WorkOp {
+    Started,
+    /// It finished and its completion is the message `msg`.
+    Finished(MsgId),
+    /// A reset (teardown, SIGTERM, exit) popped it before its completion was queued: killed if
+    /// still running; its result will never come.
+    Killed,
+}
+
+/// Why a session ended, as its family names it. `voluntary` ends are the session's own choice
+/// (ALIVE-WHILE-OWED judges them), the others are imposed from outside.
+#[derive(Clone, Copy, Debug)]
+pub struct EndCause {
+    pub code: u8,
+    pub text: &'static str,
+    pub voluntary: bool,
+}
+
+impl PartialEq for EndCause {
+    fn eq(&self, other: &EndCause) -> bool {
+        self.code == other.code
+    }
+}
+
+impl Eq for EndCause {}
+
+/// A named race window: an interleaving wake races live in. Hosts mark each time a run enters
+/// one; a scenario can require that its seed budget reaches some (Antithesis "sometimes",
+/// FoundationDB's CODE_PROBE), so a budget that never exercises the window fails the gate.
+/// Families declare their windows; `code` is the trace-hash encoding and the monitor's index
+/// (below `limits::WINDOW_CODES_MAX`).
+#[derive(Clone, Copy, Debug)]
+pub struct Window {
+    pub code: u8,
+    pub name: &'static str,
+    pub describe: &'static str,
+}
+
+impl Window {
+    pub const fn new(code: u8, name: &'static str, describe: &'static str) -> Window {
+        Window {
+            code,
+            name,
+            describe,
+        }
+    }
+}
+
+impl PartialEq for Window {
+    fn eq(&self, other: &Window) -> bool {
+        self.code == other.code
+    }
+}
+
+impl Eq for Window {}
+
+/// What a note is to a reader of the timeline and to a diagram.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// The host calls into the wake logic (a handler).
+    Handler,
+    /// The wake logic calls the host.
+    Call,
+    Plain,
+}
+
+/// How a note fares in a run's *story* (the timeline reduced to what a reader needs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InStory {
+    Keep,
+    Drop,
+    /// A handler entry: the wake logic's calls that follow are shown as `[context] call` (no
+    /// context: shown bare) until another actor acts; the entry itself is shown if `keep`.
+    Enters {
+        context: Option<&'static str>,
+        keep: bool,
+    },
+}
+
+/// A host family's narration: records for people, which checkers never see.
+pub trait Note: Encode + Clone + fmt::Debug + PartialEq + Send + Sync + 'static {
+    /// The tag a narration record has in the trace-hash encoding (version 1 kept the tags of
+    /// earlier versions: pi's narration 10, gptme's 19).
+    const TAG: u64;
+    fn render(&self) -> String;
+    fn role(&self) -> Role;
+    fn in_story(&self) -> InStory;
+}
+
+/// The vocabulary every checker reads, plus the family's notes `N` for the timeline. Records
+/// of a finished run are kept with their notes type-erased (`Narration`), so every report and
+/// the engine handle every family alike.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Ev<N = Narration> {
     /// A producer made a message.
     Produced { msg: MsgId },
     /// The message entered the conversation the model reads.
@@ -276,7 +188,7 @@ pub enum Ev {
     /// A model request: every appended message so far is in it.
     Request { req: u32, harness: bool },
     /// Deliberately dropped, as the real system documents.
-    Dropped { msg: MsgId, reason: DropReason },
+    Dropped { msg: MsgId, reason: Reason },
     /// The host became idle (nothing running, preparing, compacting or settling) or stopped being.
     Idle { idle: bool },
     /// An attempt to start an agent run; `accepted` is false when `Agent.prompt` rejected it.
@@ -289,10 +201,8 @@ pub enum Ev {
     Settled,
     /// A named race window was reached (coverage mark).
     Mark(Window),
-    /// pi narration.
-    Pi(crate::family::pi::note::Note),
-    // Observations added with the gptme hosts. New variants go last: a variant's position is
-    // part of every trace hash.
+    /// The family's narration.
+    Note(N),
     /// A delivery pass of the wake logic begins or ends (gptme: one `retry_deferred_watch_wakes`
     /// or `_deliver` call). Wakes issued inside one pass share its number.
     Pass { pass: u32, on: bool },
@@ -325,254 +235,155 @@ pub enum Ev {
     SessionEnd { cause: EndCause },
     /// Another conversation's owner took its own message (it is delivered there, not here).
     OwnerClaimed { msg: MsgId },
-    /// gptme narration.
-    Gptme(crate::family::gptme_note::Note),
 }
 
-impl Ev {
+impl<N> Ev<N> {
     /// Narration only: checkers never see it.
     pub fn is_note(&self) -> bool {
-        matches!(self, Ev::Pi(_) | Ev::Gptme(_))
+        matches!(self, Ev::Note(_))
     }
 }
 
-/// Why a host refused a wake: who held the conversation busy, or what failed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Refusal {
-    /// A run that wake `n` started (its generating flag) is still on.
-    Wake(u32),
-    /// A run the user or the host started is on.
-    Run,
-    /// A tool call awaits confirmation or executes.
-    Tools,
-    /// A slash command owns the conversation.
-    Command,
-    /// Persisting the message failed; nothing was written.
-    PersistFailed,
-}
-
-impl Refusal {
-    pub fn text(self) -> String {
+impl<N: Note> Ev<N> {
+    /// The same record with its note type-erased.
+    pub fn erase(self) -> Ev {
         match self {
-            Refusal::Wake(n) => format!("busy: generating, set by wake #{n}"),
-            Refusal::Run => "busy: generating (a step the user or a tool call started)".to_string(),
-            Refusal::Tools => "busy: a tool call is pending confirmation or executing".to_string(),
-            Refusal::Command => "busy: a slash command owns the conversation".to_string(),
-            Refusal::PersistFailed => "persisting the message failed (OSError)".to_string(),
+            Ev::Produced { msg } => Ev::Produced { msg },
+            Ev::Appended { msg } => Ev::Appended { msg },
+            Ev::Request { req, harness } => Ev::Request { req, harness },
+            Ev::Dropped { msg, reason } => Ev::Dropped { msg, reason },
+            Ev::Idle { idle } => Ev::Idle { idle },
+            Ev::Starter { who, accepted } => Ev::Starter { who, accepted },
+            Ev::RunFlag { on } => Ev::RunFlag { on },
+            Ev::AgentRun { on } => Ev::AgentRun { on },
+            Ev::Settled => Ev::Settled,
+            Ev::Mark(w) => Ev::Mark(w),
+            Ev::Note(n) => Ev::Note(Narration::new(n)),
+            Ev::Pass { pass, on } => Ev::Pass { pass, on },
+            Ev::Wake {
+                pass,
+                wake,
+                msgs,
+                refused,
+            } => Ev::Wake {
+                pass,
+                wake,
+                msgs,
+                refused,
+            },
+            Ev::Work {
+                work,
+                shown,
+                conv,
+                op,
+            } => Ev::Work {
+                work,
+                shown,
+                conv,
+                op,
+            },
+            Ev::WorkNoticed { work } => Ev::WorkNoticed { work },
+            Ev::Waiting { own, foreign } => Ev::Waiting { own, foreign },
+            Ev::InputInterrupt { input } => Ev::InputInterrupt { input },
+            Ev::SessionEnd { cause } => Ev::SessionEnd { cause },
+            Ev::OwnerClaimed { msg } => Ev::OwnerClaimed { msg },
         }
-    }
-}
-
-/// What happened to a piece of owned background work.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WorkOp {
-    Started,
-    /// It finished and its completion is the message `msg`.
-    Finished(MsgId),
-    /// A reset (teardown, SIGTERM, exit) popped it before its completion was queued: killed if
-    /// still running; its result will never come.
-    Killed,
-}
-
-/// Why a session ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EndCause {
-    /// Noninteractive and nothing queued: the chat loop broke out.
-    QueueEmpty,
-    /// `SessionCompleteException` (auto-reply after two nudges).
-    SessionComplete,
-    /// SIGTERM: cleanup ran and the process exited.
-    Signal,
-    /// The host's bound on loop iterations ran out.
-    Bound,
-}
-
-impl EndCause {
-    pub fn text(self) -> &'static str {
-        match self {
-            EndCause::QueueEmpty => "noninteractive and the prompt queue is empty: the loop breaks",
-            EndCause::SessionComplete => "SessionCompleteException: the session completes",
-            EndCause::Signal => "SIGTERM: cleanup runs and the process exits",
-            EndCause::Bound => "the loop bound (turns_max) ran out",
-        }
-    }
-
-    /// An end the session chose, rather than one imposed on it from outside.
-    pub fn voluntary(self) -> bool {
-        matches!(self, EndCause::QueueEmpty | EndCause::SessionComplete)
-    }
-}
-
-/// Named race windows: the interleavings wake races live in. Hosts mark each time a run enters
-/// one; a scenario can require that its seed budget reaches some (Antithesis "sometimes",
-/// FoundationDB's CODE_PROBE), so a budget that never exercises the window fails the gate.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Window {
-    /// pi: the wake logic starts a prompt while another prompt is being prepared.
-    WakeWhilePreparing,
-    /// pi: two prompts are in their pre-run phase at once.
-    ConcurrentPrompts,
-    /// pi: a message arrives while a run sits between two inner agent runs.
-    MessageBetweenInnerRuns,
-    /// pi: a prompt's step-5 check lands while a run is between its last agent_end and settling.
-    PromptRacesSettle,
-    /// pi: a message arrives while agent_settled handlers run (deferral).
-    MessageWhileSettling,
-    /// pi: a message arrives while the host compacts without a run.
-    MessageWhileCompacting,
-    /// pi: the wake logic reads a stale ctx.
-    StaleCtx,
-    /// pi: a wake prompt ends without a run (claimed at input, auth error, rejected at step 5).
-    WakePromptFailed,
-    /// A message arrives exactly on one of the wake logic's constants (one either side) after
-    /// its previous wake: a reservation or grace period boundary.
-    AtConstantBoundary,
-    /// gptme server: a retry drains two or more deferred events at once (G-1's burst).
-    BurstDrained,
-    /// gptme server: a retry or delivery finds the conversation genuinely busy (G-2, G-4).
-    WakeWhileBusy,
-    /// gptme server: a watch storm guard coalesces or cancels.
-    StormGuard,
-    /// gptme CLI: a job completes between the waiter's drain and its wait (G-8).
-    NotifyBeforeWait,
-    /// gptme CLI: outside input (a prompt, steer, control or subagent record) arrives while the
-    /// session waits for its jobs (G-7, G-12).
-    InputDuringWait,
-    /// gptme CLI: another drain claims a completion while the session waits (G-9).
-    ConcurrentDrain,
-    /// gptme CLI: the idle wait reaches GPTME_WATCH_IDLE_MAX.
-    WaitTimeout,
-    /// gptme CLI: a teardown reset while the waiter is inside cond.wait (G-11).
-    ResetDuringWait,
-    /// gptme CLI: more prompts are queued on disk than one wait may take (100).
-    PromptsOverCap,
-    /// gptme CLI: control.jsonl is rewritten with new contents of the same size during a wait.
-    SameSizeRewrite,
-}
-
-impl Window {
-    pub const ALL: [Window; 19] = [
-        Window::WakeWhilePreparing,
-        Window::ConcurrentPrompts,
-        Window::MessageBetweenInnerRuns,
-        Window::PromptRacesSettle,
-        Window::MessageWhileSettling,
-        Window::MessageWhileCompacting,
-        Window::StaleCtx,
-        Window::WakePromptFailed,
-        Window::AtConstantBoundary,
-        Window::BurstDrained,
-        Window::WakeWhileBusy,
-        Window::StormGuard,
-        Window::NotifyBeforeWait,
-        Window::InputDuringWait,
-        Window::ConcurrentDrain,
-        Window::WaitTimeout,
-        Window::ResetDuringWait,
-        Window::PromptsOverCap,
-        Window::SameSizeRewrite,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Window::WakeWhilePreparing => "wake-while-preparing",
-            Window::ConcurrentPrompts => "concurrent-prompts",
-            Window::MessageBetweenInnerRuns => "message-between-inner-runs",
-            Window::PromptRacesSettle => "prompt-races-settle",
-            Window::MessageWhileSettling => "message-while-settling",
-            Window::MessageWhileCompacting => "message-while-compacting",
-            Window::StaleCtx => "stale-ctx",
-            Window::WakePromptFailed => "wake-prompt-failed",
-            Window::AtConstantBoundary => "at-constant-boundary",
-            Window::BurstDrained => "burst-drained",
-            Window::WakeWhileBusy => "wake-while-busy",
-            Window::StormGuard => "storm-guard",
-            Window::NotifyBeforeWait => "notify-before-wait",
-            Window::InputDuringWait => "input-during-wait",
-            Window::ConcurrentDrain => "concurrent-drain",
-            Window::WaitTimeout => "wait-timeout",
-            Window::ResetDuringWait => "reset-during-wait",
-            Window::PromptsOverCap => "prompts-over-cap",
-            Window::SameSizeRewrite => "same-size-rewrite",
-        }
-    }
-
-    pub fn describe(self) -> &'static str {
-        match self {
-            Window::WakeWhilePreparing => {
-                "a wake prompt starts while another prompt is being prepared"
-            }
-            Window::ConcurrentPrompts => "two prompts are in their pre-run phase at once",
-            Window::MessageBetweenInnerRuns => {
-                "a message arrives between two inner agent runs of one run"
-            }
-            Window::PromptRacesSettle => {
-                "a prompt's step 5 lands between a run's last agent_end and its settling"
-            }
-            Window::MessageWhileSettling => "a message arrives while agent_settled handlers run",
-            Window::MessageWhileCompacting => {
-                "a message arrives while the host compacts without a run"
-            }
-            Window::StaleCtx => "the wake logic reads a stale ctx",
-            Window::WakePromptFailed => "a wake prompt ends without a run",
-            Window::AtConstantBoundary => {
-                "a message arrives a constant of the wake logic (±1 ms) after its last wake"
-            }
-            Window::BurstDrained => "a retry drains two or more deferred watch events at once",
-            Window::WakeWhileBusy => "a wake finds the conversation busy with outside work",
-            Window::StormGuard => "a watch storm guard coalesces or cancels an event",
-            Window::NotifyBeforeWait => {
-                "a job completes between the waiter's drain and its cond.wait"
-            }
-            Window::InputDuringWait => "outside input arrives while the session waits for jobs",
-            Window::ConcurrentDrain => "another drain claims a completion during the wait",
-            Window::WaitTimeout => "the idle wait reaches GPTME_WATCH_IDLE_MAX",
-            Window::ResetDuringWait => "a teardown reset while the waiter is in cond.wait",
-            Window::PromptsOverCap => "more prompts wait on disk than one wait may take (100)",
-            Window::SameSizeRewrite => {
-                "control.jsonl is rewritten with new contents of the same size during a wait"
-            }
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<Window> {
-        Window::ALL.into_iter().find(|w| w.name() == name)
     }
 }
 
 /// One line of the timeline.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Record {
+#[derive(Clone, Debug, PartialEq)]
+pub struct Record<N = Narration> {
     pub t: Ms,
     pub actor: Actor,
-    /// The host's state label at the time (host-specific code; see the host's `state_name`).
+    /// The host's state label at the time (the family's code; see its `state_name`).
     pub state: u8,
-    pub ev: Ev,
+    pub ev: Ev<N>,
 }
 
-// ---- the trace-hash encoding (see `hash`): explicit tags, never the variant order
-
-impl Encode for MsgId {
-    fn encode(&self, h: &mut TraceHasher) {
-        h.u32(self.0);
-    }
-}
-
-impl Encode for Payload {
-    fn encode(&self, h: &mut TraceHasher) {
-        match self {
-            Payload::None => h.tag(0),
-            Payload::One(id) => {
-                h.tag(1);
-                id.encode(h);
-            }
-            Payload::Many(ids) => {
-                h.tag(2);
-                ids.encode(h);
-            }
+impl<N: Note> Record<N> {
+    /// The same record with its note type-erased.
+    pub fn erase(self) -> Record {
+        Record {
+            t: self.t,
+            actor: self.actor,
+            state: self.state,
+            ev: self.ev.erase(),
         }
     }
 }
+
+/// A note of any family, type-erased: what the records of a finished run hold.
+#[derive(Clone)]
+pub struct Narration(Arc<dyn AnyNote>);
+
+/// What [`Narration`] needs of a note, object-safe.
+trait AnyNote: Any + Send + Sync {
+    fn render(&self) -> String;
+    fn role(&self) -> Role;
+    fn in_story(&self) -> InStory;
+    fn same(&self, other: &dyn AnyNote) -> bool;
+    fn debug(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result;
+    fn as_any(&self) -> &dyn Any;
+}
+
+impl<N: Note> AnyNote for N {
+    fn render(&self) -> String {
+        Note::render(self)
+    }
+    fn role(&self) -> Role {
+        Note::role(self)
+    }
+    fn in_story(&self) -> InStory {
+        Note::in_story(self)
+    }
+    fn same(&self, other: &dyn AnyNote) -> bool {
+        other.as_any().downcast_ref::<N>() == Some(self)
+    }
+    fn debug(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl Narration {
+    pub fn new<N: Note>(note: N) -> Narration {
+        Narration(Arc::new(note))
+    }
+
+    /// The family's note, if it is of type `N`.
+    pub fn downcast_ref<N: Note>(&self) -> Option<&N> {
+        (*self.0).as_any().downcast_ref()
+    }
+
+    pub fn render(&self) -> String {
+        self.0.render()
+    }
+
+    pub fn role(&self) -> Role {
+        self.0.role()
+    }
+
+    pub fn in_story(&self) -> InStory {
+        self.0.in_story()
+    }
+}
+
+impl PartialEq for Narration {
+    fn eq(&self, other: &Narration) -> bool {
+        self.0.same(&*other.0)
+    }
+}
+
+impl fmt::Debug for Narration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.debug(f)
+    }
+}
+
+// ---- the trace-hash encoding (see `hash`): explicit tags, never the variant order
 
 impl Encode for Actor {
     fn encode(&self, h: &mut TraceHasher) {
@@ -587,19 +398,9 @@ impl Encode for Actor {
     }
 }
 
-impl Encode for DropReason {
+impl Encode for Reason {
     fn encode(&self, h: &mut TraceHasher) {
-        h.tag(match self {
-            DropReason::SessionReplaced => 0,
-            DropReason::StormCoalesced => 1,
-            DropReason::StormCancelled => 2,
-            DropReason::JobReset => 3,
-            DropReason::LeftOnDisk => 4,
-            DropReason::Terminated => 5,
-            DropReason::TimedOutAtExit => 6,
-            DropReason::OtherConversation => 7,
-            DropReason::SubagentAtExit => 8,
-        });
+        h.tag(u64::from(self.code));
     }
 }
 
@@ -617,15 +418,12 @@ impl Encode for Starter {
 
 impl Encode for Refusal {
     fn encode(&self, h: &mut TraceHasher) {
-        match *self {
+        match self {
             Refusal::Wake(n) => {
                 h.tag(0);
-                h.u32(n);
+                h.u32(*n);
             }
-            Refusal::Run => h.tag(1),
-            Refusal::Tools => h.tag(2),
-            Refusal::Command => h.tag(3),
-            Refusal::PersistFailed => h.tag(4),
+            Refusal::Other(reason) => reason.encode(h),
         }
     }
 }
@@ -645,42 +443,17 @@ impl Encode for WorkOp {
 
 impl Encode for EndCause {
     fn encode(&self, h: &mut TraceHasher) {
-        h.tag(match self {
-            EndCause::QueueEmpty => 0,
-            EndCause::SessionComplete => 1,
-            EndCause::Signal => 2,
-            EndCause::Bound => 3,
-        });
+        h.tag(u64::from(self.code));
     }
 }
 
 impl Encode for Window {
     fn encode(&self, h: &mut TraceHasher) {
-        h.tag(match self {
-            Window::WakeWhilePreparing => 0,
-            Window::ConcurrentPrompts => 1,
-            Window::MessageBetweenInnerRuns => 2,
-            Window::PromptRacesSettle => 3,
-            Window::MessageWhileSettling => 4,
-            Window::MessageWhileCompacting => 5,
-            Window::StaleCtx => 6,
-            Window::WakePromptFailed => 7,
-            Window::AtConstantBoundary => 8,
-            Window::BurstDrained => 9,
-            Window::WakeWhileBusy => 10,
-            Window::StormGuard => 11,
-            Window::NotifyBeforeWait => 12,
-            Window::InputDuringWait => 13,
-            Window::ConcurrentDrain => 14,
-            Window::WaitTimeout => 15,
-            Window::ResetDuringWait => 16,
-            Window::PromptsOverCap => 17,
-            Window::SameSizeRewrite => 18,
-        });
+        h.tag(u64::from(self.code));
     }
 }
 
-impl Encode for Ev {
+impl<N: Note> Encode for Ev<N> {
     fn encode(&self, h: &mut TraceHasher) {
         match self {
             Ev::Produced { msg } => {
@@ -723,8 +496,8 @@ impl Encode for Ev {
                 h.tag(9);
                 w.encode(h);
             }
-            Ev::Pi(note) => {
-                h.tag(10);
+            Ev::Note(note) => {
+                h.tag(N::TAG);
                 note.encode(h);
             }
             Ev::Pass { pass, on } => {
@@ -777,15 +550,11 @@ impl Encode for Ev {
                 h.tag(18);
                 msg.encode(h);
             }
-            Ev::Gptme(note) => {
-                h.tag(19);
-                note.encode(h);
-            }
         }
     }
 }
 
-impl Encode for Record {
+impl<N: Note> Encode for Record<N> {
     fn encode(&self, h: &mut TraceHasher) {
         h.u64(self.t.0);
         self.actor.encode(h);

@@ -12,7 +12,7 @@
 use std::collections::VecDeque;
 
 use wakesim::family::pi::api::{Ctx, CustomMessage, Message, SendOptions};
-use wakesim::sim::record::{MsgKind, Payload};
+use wakesim::sim::msg::{MsgKind, Payload};
 
 use crate::bridge::{Event, Events, Host};
 

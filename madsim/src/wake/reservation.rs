@@ -29,7 +29,7 @@ use std::time::Duration;
 use tokio::time::{Instant, sleep_until};
 
 use wakesim::family::pi::api::{Ctx, CustomMessage, Message, Pi, SendOptions};
-use wakesim::sim::record::Payload;
+use wakesim::sim::msg::Payload;
 
 use crate::bridge::{Event, Events, Host};
 

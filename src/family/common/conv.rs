@@ -1,5 +1,7 @@
 //! Conversations: a conversation named by its logdir, and the queue pass both gptme hosts use.
 
+use crate::sim::hash::{Encode, TraceHasher};
+
 /// A conversation, named by its logdir (`conversation_id = logdir.name`). `ConvId(0)` is the
 /// conversation under test (A); others are foreign (B, ...).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -7,7 +9,7 @@ pub struct ConvId(pub u8);
 
 impl std::fmt::Display for ConvId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", crate::sim::record::conv_name(self.0))
+        write!(f, "{}", crate::sim::msg::conv_name(self.0))
     }
 }
 
@@ -27,4 +29,10 @@ pub(crate) fn take_where<T: Copy>(
         !mine
     });
     taken
+}
+
+impl Encode for ConvId {
+    fn encode(&self, h: &mut TraceHasher) {
+        h.u8(self.0);
+    }
 }

@@ -8,8 +8,10 @@
 
 use std::marker::PhantomData;
 
+use crate::limits::{TIMED_FAULT_ATTEMPTS_MAX, TIMED_FAULT_RETRY_MS};
 use crate::sim::Kernel;
 use crate::sim::choice::Ratio;
+use crate::sim::sink::Sink;
 use crate::sim::swarm;
 use crate::sim::time::Ms;
 
@@ -84,7 +86,7 @@ impl<F: FaultKind> Faults<F> {
     }
 
     /// Switch faults on for this seed, each with a swarm-drawn rate, in declaration order.
-    pub fn plan<E>(&mut self, k: &mut Kernel<E>) {
+    pub fn plan<E, S: Sink>(&mut self, k: &mut Kernel<E, S>) {
         for st in &mut self.states {
             if let Some(rate) = swarm::draw_fault(&mut k.choices, st.spec.share, st.spec.rate) {
                 st.on = true;
@@ -103,7 +105,7 @@ impl<F: FaultKind> Faults<F> {
 
     /// Does this fault fire at this opportunity? Draws only when the fault is on for the seed,
     /// has fired fewer than `max` times, and producers and faults still act.
-    pub fn fires<E>(&mut self, k: &mut Kernel<E>, f: F) -> bool {
+    pub fn fires<E, S: Sink>(&mut self, k: &mut Kernel<E, S>, f: F) -> bool {
         let st = &mut self.states[f.index()];
         if !st.on || st.fired >= st.spec.max || k.quiescent() {
             return false;
@@ -127,10 +129,6 @@ impl<F: FaultKind> Faults<F> {
     }
 }
 
-/// How often a timed fault that found the host unable to take it tries again, and how far apart.
-pub const RETRY_ATTEMPTS_MAX: u32 = 40;
-pub const RETRY_MS: u64 = 500;
-
 /// One planned occurrence of a timed fault.
 #[derive(Clone, Copy, Debug)]
 struct Occurrence<F> {
@@ -153,7 +151,12 @@ impl<F> Default for TimedFaults<F> {
 impl<F: FaultKind> TimedFaults<F> {
     /// Draw the occurrences of every timed fault that is on (1 to `max` each, at instants in the
     /// active phase) and schedule them as `ev(i)`.
-    pub fn plan<E>(&mut self, faults: &Faults<F>, k: &mut Kernel<E>, ev: impl Fn(u32) -> E) {
+    pub fn plan<E, S: Sink>(
+        &mut self,
+        faults: &Faults<F>,
+        k: &mut Kernel<E, S>,
+        ev: impl Fn(u32) -> E,
+    ) {
         let active = k.limits().active_ms;
         for &f in F::LIST.iter().filter(|f| f.is_timed()) {
             let st = faults.state(f);
@@ -177,11 +180,11 @@ impl<F: FaultKind> TimedFaults<F> {
     }
 
     /// Try occurrence `i` again later: the host was not in a state where it can happen.
-    pub fn retry<E>(&mut self, k: &mut Kernel<E>, i: u32, ev: E) {
+    pub fn retry<E, S: Sink>(&mut self, k: &mut Kernel<E, S>, i: u32, ev: E) {
         let t = &mut self.list[i as usize];
         t.attempts += 1;
-        if t.attempts < RETRY_ATTEMPTS_MAX {
-            k.schedule(RETRY_MS, ev);
+        if t.attempts < TIMED_FAULT_ATTEMPTS_MAX {
+            k.schedule(TIMED_FAULT_RETRY_MS, ev);
         }
     }
 }

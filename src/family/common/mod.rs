@@ -1,48 +1,115 @@
 //! What the host families share: the fault plumbing ([`faults`]), conversations ([`conv`]),
-//! scenario ranges ([`Span`]) and the call budget of one wake-logic invocation.
+//! scenario ranges ([`Span`]), what every host core repeats ([`Core`]: emitting observations
+//! and notes in its current state, marking race windows, reporting idleness) and the call
+//! budget of one wake-logic invocation ([`Calls`]).
 
 pub mod conv;
 pub mod faults;
 
-/// An inclusive range from a scenario file, `{ min = .., max = .. }`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Span {
-    pub min: u64,
-    pub max: u64,
+pub use crate::input::Span;
+
+pub use crate::limits::BudgetExceeded;
+use crate::limits::CALLS_MAX;
+use crate::sim::Kernel;
+use crate::sim::msg::{Payload, id_list};
+use crate::sim::record::{Actor, Ev, Note, Window};
+use crate::sim::sink::Sink;
+
+/// Race windows any family may mark.
+pub mod windows {
+    use crate::sim::record::Window;
+
+    /// A message arrives exactly on one of the wake logic's constants (one either side) after
+    /// its previous wake: a reservation or grace period boundary.
+    pub const AT_CONSTANT_BOUNDARY: Window = Window::new(
+        8,
+        "at-constant-boundary",
+        "a message arrives a constant of the wake logic (±1 ms) after its last wake",
+    );
+
+    pub const ALL: &[Window] = &[AT_CONSTANT_BOUNDARY];
 }
 
-impl Span {
-    pub const fn new(min: u64, max: u64) -> Span {
-        Span { min, max }
+/// What every host core repeats: it emits in its current state, marks windows as the host, and
+/// reports each edge of its quietness as `Ev::Idle` (what BOUNDED-LATENCY measures idle time by).
+pub trait Core {
+    type Ev;
+    type Note: Note;
+
+    /// The host's state code now (the timeline's last column; the family's `state_name`).
+    fn state_code(&self) -> u8;
+
+    /// Nothing runs that would move a pending message: only the wake logic (or outside input)
+    /// can now.
+    fn quiet(&self) -> bool;
+
+    /// The quietness last reported.
+    fn idle_mut(&mut self) -> &mut bool;
+
+    /// Record an observation at the current time, in the current state.
+    #[inline]
+    fn emit<S: Sink<Note = Self::Note>>(
+        &self,
+        k: &mut Kernel<Self::Ev, S>,
+        actor: Actor,
+        ev: Ev<Self::Note>,
+    ) {
+        k.emit(actor, self.state_code(), ev);
     }
 
-    /// A value in the range, biased toward its ends (and the wake logic's constants).
-    pub fn delay<E>(self, k: &mut crate::sim::Kernel<E>, label: &'static str) -> u64 {
-        k.delay(self.min, self.max, label)
+    /// Record a note.
+    #[inline]
+    fn note<S: Sink<Note = Self::Note>>(
+        &self,
+        k: &mut Kernel<Self::Ev, S>,
+        actor: Actor,
+        note: Self::Note,
+    ) {
+        self.emit(k, actor, Ev::Note(note));
     }
 
-    /// When an outside event happens in the range (see `Choices::instant`).
-    pub fn instant<E>(self, k: &mut crate::sim::Kernel<E>, label: &'static str) -> u64 {
-        k.instant(self.min, self.max, label)
+    /// Mark a race window reached.
+    fn mark<S: Sink<Note = Self::Note>>(&self, k: &mut Kernel<Self::Ev, S>, w: Window) {
+        self.emit(k, Actor::Host, Ev::Mark(w));
     }
 
-    /// A count in the range, uniform.
-    pub fn count<E>(self, k: &mut crate::sim::Kernel<E>, label: &'static str) -> u64 {
-        self.min + k.choose(self.max - self.min + 1, label)
+    /// The messages of `payload` enter the conversation.
+    fn append<S: Sink<Note = Self::Note>>(&self, k: &mut Kernel<Self::Ev, S>, payload: &Payload) {
+        for &msg in payload.ids() {
+            self.emit(k, Actor::Host, Ev::Appended { msg });
+        }
+    }
+
+    /// Emit `Idle` when quietness changed.
+    fn sync_idle<S: Sink<Note = Self::Note>>(&mut self, k: &mut Kernel<Self::Ev, S>) {
+        let q = self.quiet();
+        if q != *self.idle_mut() {
+            *self.idle_mut() = q;
+            self.emit(k, Actor::Host, Ev::Idle { idle: q });
+        }
     }
 }
 
-/// Calls a single wake-logic invocation may make before the run is stopped as runaway.
-pub const CALLS_MAX: u32 = 10_000;
+/// The calls one wake-logic invocation has made; past [`CALLS_MAX`] the run stops as runaway.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Calls(u32);
 
-/// The payload of a panic that stops a runaway wake logic; the runner reports it as a
-/// step-budget outcome.
-pub struct BudgetExceeded;
-
-/// Count one call of a wake logic into its host; stop the run past [`CALLS_MAX`].
-pub fn count_call(calls: &mut u32) {
-    *calls += 1;
-    if *calls > CALLS_MAX {
-        std::panic::panic_any(BudgetExceeded);
+impl Calls {
+    /// A new invocation starts with a fresh budget.
+    pub fn reset(&mut self) {
+        self.0 = 0;
     }
+
+    /// Count one call of the wake logic into its host.
+    pub fn count(&mut self) {
+        self.0 += 1;
+        if self.0 > CALLS_MAX {
+            std::panic::panic_any(BudgetExceeded);
+        }
+    }
+}
+
+/// `[m1 m2]`, `[m1–m101]`: what an item carries, runs of ids shortened.
+pub fn bracketed(p: &Payload) -> String {
+    format!("[{}]", id_list(p.ids()))
 }

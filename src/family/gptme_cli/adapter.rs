@@ -27,8 +27,8 @@ use crate::family::common::conv::ConvId;
 use crate::family::gptme_cli::api::{
     Claimed, Cli, CliWake, ControlFile, Flow, Item, JobRef, PromptRecord, Resume,
 };
-use crate::scenario::DURATION_MS_MAX;
-use crate::sim::record::{MsgId, conv_name};
+use crate::limits::DURATION_MS_MAX;
+use crate::sim::msg::{MsgId, conv_name};
 
 const CALLS: &str = "claim_completions, jobs, mark_wait_expired, take_prompts, control_file, \
                      subagent_pending";

@@ -14,8 +14,8 @@
 //! [`Cli::control_file`], [`Cli::subagent_pending`], [`Cli::idle_max_ms`]
 //! (`GPTME_WATCH_IDLE_MAX`).
 
-use crate::family::gptme_note::JobName;
-use crate::sim::record::MsgId;
+use super::note::JobName;
+use crate::sim::msg::MsgId;
 
 pub use super::core::Cli;
 pub use crate::family::common::conv::ConvId;

@@ -1,8 +1,8 @@
 //! What a gptme-cli scenario may switch on, and its producers and timing.
 
+use super::note::CliReply;
 use crate::family::common::Span;
 use crate::family::common::faults::{FaultKind, FaultSpec};
-use crate::family::gptme_note::CliReply;
 use crate::sim::choice::Ratio;
 
 /// Faults a seed may switch on for the gptme CLI (`wake-systems.md` §1.1.1, §1.1.4, §1.3).

@@ -4,14 +4,15 @@
 
 use std::collections::VecDeque;
 
-use super::CliEv;
 use super::api::{Claimed, ControlFile, Item, JobRef, JobView, PromptRecord};
 use super::config::{CliConfig, CliFault};
+use super::note::{CliState, JobName, Note};
+use super::{CliEv, CliKernel, vocab};
 use crate::family::common::conv::{ConvId, take_where};
 use crate::family::common::faults::Faults;
-use crate::family::gptme_note::{CliState, JobName, Note};
-use crate::sim::Kernel;
-use crate::sim::record::{Actor, EndCause, Ev, MsgId, Payload, Window};
+use crate::family::common::{Calls, Core};
+use crate::sim::msg::{MsgId, Payload};
+use crate::sim::record::{Actor, EndCause};
 use crate::sim::time::Ms;
 
 /// `MAX_PROMPT_QUEUE_SIZE` (`gptme/constants.py`): what one drain of the prompt-queue file takes.
@@ -73,7 +74,7 @@ pub struct CliCore {
     pub(super) state: CliState,
     pub(super) requests: u32,
     pub(super) idle: bool,
-    pub(super) calls: u32,
+    pub(super) calls: Calls,
 }
 
 impl CliCore {
@@ -97,34 +98,7 @@ impl CliCore {
             state: CliState::Loop,
             requests: 0,
             idle: false,
-            calls: 0,
-        }
-    }
-
-    /// Blocked in the idle wait, or gone: only a notify, a timeout or outside input moves it.
-    pub(super) fn quiet(&self) -> bool {
-        self.ended.is_some() || self.waiter.is_some()
-    }
-
-    #[inline]
-    pub(super) fn emit(&self, k: &mut Kernel<CliEv>, actor: Actor, ev: Ev) {
-        k.emit(actor, self.state as u8, ev);
-    }
-
-    #[inline]
-    pub(super) fn note(&self, k: &mut Kernel<CliEv>, actor: Actor, note: Note) {
-        k.emit(actor, self.state as u8, Ev::Gptme(note));
-    }
-
-    pub(super) fn mark(&self, k: &mut Kernel<CliEv>, w: Window) {
-        self.emit(k, Actor::Host, Ev::Mark(w));
-    }
-
-    pub(super) fn sync_idle(&mut self, k: &mut Kernel<CliEv>) {
-        let q = self.quiet();
-        if q != self.idle {
-            self.idle = q;
-            self.emit(k, Actor::Host, Ev::Idle { idle: q });
+            calls: Calls::default(),
         }
     }
 
@@ -204,10 +178,28 @@ impl CliCore {
     }
 }
 
+impl Core for CliCore {
+    type Ev = CliEv;
+    type Note = Note;
+
+    fn state_code(&self) -> u8 {
+        self.state as u8
+    }
+
+    /// Blocked in the idle wait, or gone: only a notify, a timeout or outside input moves it.
+    fn quiet(&self) -> bool {
+        self.ended.is_some() || self.waiter.is_some()
+    }
+
+    fn idle_mut(&mut self) -> &mut bool {
+        &mut self.idle
+    }
+}
+
 /// The handle a CLI wake logic calls. Every call acts on the host at once.
 pub struct Cli<'a> {
     pub(super) core: &'a mut CliCore,
-    pub(super) k: &'a mut Kernel<CliEv>,
+    pub(super) k: &'a mut CliKernel,
 }
 
 impl Cli<'_> {
@@ -239,7 +231,7 @@ impl Cli<'_> {
     /// `background_job_completion_hook`'s claim for conversation `cid`: every queued completion
     /// of a still-registered job of `cid`, removed from the queue (each is delivered once).
     pub fn claim_completions(&mut self, cid: ConvId) -> Vec<Claimed> {
-        crate::family::common::count_call(&mut self.core.calls);
+        self.core.calls.count();
         let claimed = self.core.claim(cid);
         if !claimed.is_empty() {
             let ids: Vec<MsgId> = claimed.iter().map(|c| c.msg).collect();
@@ -257,7 +249,7 @@ impl Cli<'_> {
 
     /// `_background_jobs`: every registered job of every conversation.
     pub fn jobs(&mut self) -> Vec<JobView> {
-        crate::family::common::count_call(&mut self.core.calls);
+        self.core.calls.count();
         let c = &*self.core;
         c.jobs
             .iter()
@@ -274,9 +266,9 @@ impl Cli<'_> {
 
     /// `job._wait_expired = True`.
     pub fn mark_wait_expired(&mut self, job: JobRef) {
-        crate::family::common::count_call(&mut self.core.calls);
+        self.core.calls.count();
         self.core.jobs[job.index as usize].wait_expired = true;
-        self.core.mark(self.k, Window::WaitTimeout);
+        self.core.mark(self.k, vocab::WAIT_TIMEOUT);
         self.core
             .note(self.k, Actor::Wake, Note::MarkExpired { job: job.name });
     }
@@ -284,7 +276,7 @@ impl Cli<'_> {
     /// Take up to `max` records from `prompt-queue.jsonl`: regular records first, then steer
     /// records. Malformed lines and anything over the cap stay on disk, in order.
     pub fn take_prompts(&mut self, max: usize) -> Vec<PromptRecord> {
-        crate::family::common::count_call(&mut self.core.calls);
+        self.core.calls.count();
         let taken = self.core.take_file(max, true, true);
         if !taken.is_empty() {
             let ids: Vec<MsgId> = taken.iter().map(|r| r.msg).collect();
@@ -303,13 +295,13 @@ impl Cli<'_> {
 
     /// `control.jsonl` of the logdir, when it is non-empty.
     pub fn control_file(&mut self) -> Option<ControlFile> {
-        crate::family::common::count_call(&mut self.core.calls);
+        self.core.calls.count();
         self.core.control
     }
 
     /// The subagent completion or progress queues of this session are non-empty.
     pub fn subagent_pending(&mut self) -> bool {
-        crate::family::common::count_call(&mut self.core.calls);
+        self.core.calls.count();
         !self.core.subagents.is_empty()
     }
 }

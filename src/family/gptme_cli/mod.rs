@@ -19,22 +19,31 @@ pub mod adapter;
 pub mod api;
 pub mod config;
 pub mod core;
+pub mod note;
 pub mod sections;
+pub mod vocab;
 pub mod wakes;
 
 use api::{Cli, CliWake, Flow, Item, Resume};
 use config::{CliConfig, CliFault};
 use core::{CliCore, FileRecord, Job, PROMPTS_MAX, QItem};
 
+use crate::adapter::SlotRef;
+use crate::check::{Invariant, Monitor};
+use crate::error::Result;
+use crate::family::common::Core;
 use crate::family::common::conv::{ConvId, take_where};
+use crate::family::common::faults::FaultSpec;
 use crate::family::common::faults::{FaultKind, TimedFaults};
-use crate::family::gptme_note::{CliReply, CliState, JobName, Note, Popped};
+use crate::family::{Family, Host, Registry};
+use crate::input::Cx;
 use crate::sim::choice::Ratio;
-use crate::sim::record::{
-    Actor, DropReason, EndCause, Ev, MsgFrom, MsgId, MsgKind, Payload, Window, WorkOp,
-};
+use crate::sim::msg::{MsgFrom, MsgId, MsgKind, Payload};
+use crate::sim::record::{Actor, EndCause, Ev, Window, WorkOp};
+use crate::sim::sink::Sink;
 use crate::sim::swarm::Mix;
 use crate::sim::{Kernel, World};
+use note::{CliReply, CliState, JobName, Note, Popped};
 
 /// The conversation under test (A) and the other one in the process (B).
 const OWN: u8 = 0;
@@ -57,6 +66,9 @@ const NUDGES_MAX: u8 = 2;
 const FLOOD_RECORDS: u64 = PROMPTS_MAX as u64 + 1;
 /// Bytes a control record adds.
 const CONTROL_RECORD_BYTES: u32 = 40;
+
+/// The kernel this host runs on: its events, its narration into the checkers' monitor.
+pub type CliKernel = Kernel<CliEv, Monitor<Note>>;
 
 /// The CLI's scheduled events.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -151,10 +163,10 @@ impl CliHost {
     /// Call into the wake logic with a fresh call budget.
     fn call<R>(
         &mut self,
-        k: &mut Kernel<CliEv>,
+        k: &mut CliKernel,
         f: impl FnOnce(&mut dyn CliWake, &mut Cli<'_>) -> R,
     ) -> R {
-        self.core.calls = 0;
+        self.core.calls.reset();
         let mut cli = Cli {
             core: &mut self.core,
             k,
@@ -170,13 +182,13 @@ impl CliHost {
 
     // ---- the chat loop
 
-    fn loop_top(&mut self, k: &mut Kernel<CliEv>) {
+    fn loop_top(&mut self, k: &mut CliKernel) {
         if self.core.ended.is_some() {
             return;
         }
         self.turns += 1;
         if self.turns > self.core.cfg.timing.turns_max {
-            return self.end(k, EndCause::Bound);
+            return self.end(k, vocab::BOUND);
         }
         self.drain_file(k);
         if let Some(item) = self.core.queue.pop_front() {
@@ -192,7 +204,7 @@ impl CliHost {
 
     /// The closing protocol: `prompt-queue-closed` tells writers the loop has closed; what was
     /// written before it is drained once more, and reopens the loop.
-    fn close(&mut self, k: &mut Kernel<CliEv>) {
+    fn close(&mut self, k: &mut CliKernel) {
         if self.core.ended.is_some() {
             return;
         }
@@ -206,11 +218,11 @@ impl CliHost {
         }
         self.core
             .note(k, Actor::Host, Note::Closing { reopened: false });
-        self.end(k, EndCause::QueueEmpty);
+        self.end(k, vocab::QUEUE_EMPTY);
     }
 
     /// `drain_external_prompt_queue`: regular records into the prompt queue, up to its cap.
-    fn drain_file(&mut self, k: &mut Kernel<CliEv>) {
+    fn drain_file(&mut self, k: &mut CliKernel) {
         let room = PROMPTS_MAX.saturating_sub(self.core.queue.len());
         let taken = self.core.take_file(room, true, false);
         if taken.is_empty() {
@@ -230,7 +242,7 @@ impl CliHost {
     }
 
     /// Pop one message and append it to the log.
-    fn pop(&mut self, k: &mut Kernel<CliEv>, item: QItem) {
+    fn pop(&mut self, k: &mut CliKernel, item: QItem) {
         let popped = match &item {
             QItem::Initial => Popped::Initial,
             QItem::Nudge(n) => Popped::Nudge(*n),
@@ -251,7 +263,7 @@ impl CliHost {
     }
 
     /// What entering the log means for each item.
-    fn append_item(&mut self, k: &mut Kernel<CliEv>, item: &Item) {
+    fn append_item(&mut self, k: &mut CliKernel, item: &Item) {
         if let Some(msg) = item.msg() {
             self.core.emit(k, Actor::Host, Ev::Appended { msg });
         }
@@ -264,7 +276,7 @@ impl CliHost {
     }
 
     /// One step: STEP_PRE hooks append what they yield, then the model request.
-    fn step(&mut self, k: &mut Kernel<CliEv>) {
+    fn step(&mut self, k: &mut CliKernel) {
         self.steps_in_turn += 1;
         let items = self.call(k, |w, cli| w.step_pre(cli));
         if !items.is_empty() {
@@ -296,7 +308,7 @@ impl CliHost {
         k.schedule(d, CliEv::Reply);
     }
 
-    fn append_host(&mut self, k: &mut Kernel<CliEv>, hook: &'static str, ids: &[MsgId]) {
+    fn append_host(&mut self, k: &mut CliKernel, hook: &'static str, ids: &[MsgId]) {
         if ids.is_empty() {
             return;
         }
@@ -308,7 +320,7 @@ impl CliHost {
             .note(k, Actor::Host, Note::StepPre { hook, payload });
     }
 
-    fn reply(&mut self, k: &mut Kernel<CliEv>) {
+    fn reply(&mut self, k: &mut CliKernel) {
         self.state(CliState::Loop);
         let script = &self.core.cfg.producers.script;
         let kind = match script.get(self.replies) {
@@ -351,7 +363,7 @@ impl CliHost {
         }
     }
 
-    fn tool_done(&mut self, k: &mut Kernel<CliEv>) {
+    fn tool_done(&mut self, k: &mut CliKernel) {
         if self.core.ended.is_some() {
             return;
         }
@@ -364,7 +376,7 @@ impl CliHost {
 
     // ---- LOOP_CONTINUE hooks
 
-    fn loop_continue(&mut self, k: &mut Kernel<CliEv>) {
+    fn loop_continue(&mut self, k: &mut CliKernel) {
         let mut order = vec![
             (Hook::Wake, self.wake.loop_continue_priority()),
             (Hook::Subagent, SUBAGENT_PRIORITY),
@@ -387,7 +399,7 @@ impl CliHost {
     }
 
     /// Run hooks from the next one; `resumed` is the wake hook's flow after a suspension.
-    fn run_hooks(&mut self, k: &mut Kernel<CliEv>, mut resumed: Option<Flow>) {
+    fn run_hooks(&mut self, k: &mut CliKernel, mut resumed: Option<Flow>) {
         loop {
             let Some(run) = self.run.as_mut() else { return };
             let Some(&(hook, priority)) = run.order.get(run.next) else {
@@ -430,7 +442,7 @@ impl CliHost {
                     let run = self.run.as_ref().expect("running");
                     if !self.last_reply_tool && self.core.queue.is_empty() && run.items.is_empty() {
                         if self.nudges >= NUDGES_MAX {
-                            return self.end(k, EndCause::SessionComplete);
+                            return self.end(k, vocab::SESSION_COMPLETE);
                         }
                         self.nudges += 1;
                         let count = self.nudges;
@@ -451,7 +463,7 @@ impl CliHost {
     }
 
     /// Act on the wake hook's flow. True when the hook is done (the next hook runs).
-    fn wake_flow(&mut self, k: &mut Kernel<CliEv>, flow: Flow) -> bool {
+    fn wake_flow(&mut self, k: &mut CliKernel, flow: Flow) -> bool {
         match flow {
             Flow::Return { items, stop } => {
                 let run = self.run.as_mut().expect("running");
@@ -518,7 +530,7 @@ impl CliHost {
         }
     }
 
-    fn resume(&mut self, k: &mut Kernel<CliEv>, s: u32, kind: ResumeKind) {
+    fn resume(&mut self, k: &mut CliKernel, s: u32, kind: ResumeKind) {
         let Some(run) = self.run.as_mut() else { return };
         if run.suspension != s {
             return;
@@ -550,7 +562,7 @@ impl CliHost {
     }
 
     /// `cond(cid).notify_all()`: wake the waiter blocked on A's condition.
-    fn notify_waiter(&mut self, k: &mut Kernel<CliEv>) -> bool {
+    fn notify_waiter(&mut self, k: &mut CliKernel) -> bool {
         let Some(s) = self.core.waiter.take() else {
             return false;
         };
@@ -561,7 +573,7 @@ impl CliHost {
 
     // ---- background threads
 
-    fn start_job(&mut self, k: &mut Kernel<CliEv>, conv: u8) -> u32 {
+    fn start_job(&mut self, k: &mut CliKernel, conv: u8) -> u32 {
         let index = self.core.jobs.len() as u32;
         let id = self.core.next_id[usize::from(conv)];
         self.core.next_id[usize::from(conv)] += 1;
@@ -590,7 +602,7 @@ impl CliHost {
         index
     }
 
-    fn job_exit(&mut self, k: &mut Kernel<CliEv>, index: u32) {
+    fn job_exit(&mut self, k: &mut CliKernel, index: u32) {
         let j = self.core.jobs[index as usize];
         if j.killed || self.core.ended.is_some() {
             return;
@@ -603,7 +615,7 @@ impl CliHost {
     }
 
     /// `_notify_completion(job)` on the reader thread.
-    fn notify(&mut self, k: &mut Kernel<CliEv>, index: u32) {
+    fn notify(&mut self, k: &mut CliKernel, index: u32) {
         if self.core.ended.is_some() {
             return;
         }
@@ -655,7 +667,7 @@ impl CliHost {
             return;
         }
         if self.core.hook_unlocked {
-            self.core.mark(k, Window::NotifyBeforeWait);
+            self.core.mark(k, vocab::NOTIFY_BEFORE_WAIT);
         }
         let woke = self.notify_waiter(k);
         self.core.note(
@@ -675,7 +687,7 @@ impl CliHost {
     /// Another session of A (a server or ACP client on the same conversation) runs a step: its
     /// STEP_PRE completion hook claims A's queued completions into the shared log, and its model
     /// request reads them.
-    fn concurrent_drain(&mut self, k: &mut Kernel<CliEv>) {
+    fn concurrent_drain(&mut self, k: &mut CliKernel) {
         if self.core.ended.is_some() {
             return;
         }
@@ -684,7 +696,7 @@ impl CliHost {
             return;
         }
         if self.run.is_some() {
-            self.core.mark(k, Window::ConcurrentDrain);
+            self.core.mark(k, vocab::CONCURRENT_DRAIN);
         }
         let ids: Vec<MsgId> = claimed.iter().map(|c| c.msg).collect();
         for &msg in &ids {
@@ -704,7 +716,7 @@ impl CliHost {
             .emit(k, Actor::Host, Ev::Request { req, harness: true });
     }
 
-    fn owner_claim(&mut self, k: &mut Kernel<CliEv>, index: u32) {
+    fn owner_claim(&mut self, k: &mut CliKernel, index: u32) {
         if self.core.ended.is_some() {
             return;
         }
@@ -725,7 +737,7 @@ impl CliHost {
 
     /// `reset_background_jobs(cid)`: pop the conversation's jobs (killing running ones), purge
     /// their queued completions, pop and notify its condition; ids start over at 1.
-    fn reset(&mut self, k: &mut Kernel<CliEv>, conv: u8) {
+    fn reset(&mut self, k: &mut CliKernel, conv: u8) {
         self.core.note(
             k,
             Actor::Fault,
@@ -734,7 +746,7 @@ impl CliHost {
             },
         );
         if self.core.waiter.is_some() {
-            self.core.mark(k, Window::ResetDuringWait);
+            self.core.mark(k, vocab::RESET_DURING_WAIT);
         }
         self.pop_jobs(k, |j| j.name.conv == conv);
         let jobs = &self.core.jobs;
@@ -746,7 +758,7 @@ impl CliHost {
         .collect();
         for msg in purged {
             self.core.note(k, Actor::Host, Note::Purged { msg });
-            let reason = DropReason::JobReset;
+            let reason = vocab::JOB_RESET;
             self.core.emit(k, Actor::Host, Ev::Dropped { msg, reason });
         }
         self.core.next_id[usize::from(conv)] = 1;
@@ -757,7 +769,7 @@ impl CliHost {
 
     /// Unregister the jobs `which` selects, killing those still running; their readers call back
     /// later and find them gone. A job popped before its completion was queued never delivers it.
-    fn pop_jobs(&mut self, k: &mut Kernel<CliEv>, which: impl Fn(&Job) -> bool) {
+    fn pop_jobs(&mut self, k: &mut CliKernel, which: impl Fn(&Job) -> bool) {
         for index in 0..self.core.jobs.len() as u32 {
             let j = self.core.jobs[index as usize];
             if !j.registered || !which(&j) {
@@ -793,7 +805,7 @@ impl CliHost {
 
     /// The session ends: SESSION_END, then the exit cleanup (`reset_background_jobs()` at
     /// atexit or in the SIGTERM handler).
-    fn end(&mut self, k: &mut Kernel<CliEv>, cause: EndCause) {
+    fn end(&mut self, k: &mut CliKernel, cause: EndCause) {
         if self.core.ended.is_some() {
             return;
         }
@@ -809,11 +821,11 @@ impl CliHost {
             let j = self.core.jobs[index as usize];
             let msg = j.msg.expect("queued with its message");
             let reason = if j.name.conv != OWN {
-                Some(DropReason::OtherConversation)
+                Some(vocab::OTHER_CONVERSATION)
             } else if j.wait_expired {
-                Some(DropReason::TimedOutAtExit)
-            } else if cause == EndCause::Signal {
-                Some(DropReason::Terminated)
+                Some(vocab::TIMED_OUT_AT_EXIT)
+            } else if cause == vocab::SIGNAL {
+                Some(vocab::TERMINATED)
             } else {
                 None
             };
@@ -825,31 +837,30 @@ impl CliHost {
         self.wake.on_reset_all();
         for r in std::mem::take(&mut self.core.file) {
             if let Some(msg) = r.msg {
-                let reason = DropReason::LeftOnDisk;
+                let reason = vocab::LEFT_ON_DISK;
                 self.core.emit(k, Actor::Host, Ev::Dropped { msg, reason });
             }
         }
         for msg in std::mem::take(&mut self.core.subagents) {
-            let reason = DropReason::SubagentAtExit;
+            let reason = vocab::SUBAGENT_AT_EXIT;
             self.core.emit(k, Actor::Host, Ev::Dropped { msg, reason });
         }
-        if cause == EndCause::Signal {
+        if cause == vocab::SIGNAL {
             let owed: Vec<MsgId> = k
-                .monitor
-                .ledger()
+                .sink
                 .owed()
                 .iter()
                 .copied()
-                .filter(|m| k.monitor.messages()[m.0 as usize].conv == OWN)
+                .filter(|m| k.sink.messages()[m.0 as usize].conv == OWN)
                 .collect();
             for msg in owed {
-                let reason = DropReason::Terminated;
+                let reason = vocab::TERMINATED;
                 self.core.emit(k, Actor::Host, Ev::Dropped { msg, reason });
             }
         }
     }
 
-    fn timed_fault(&mut self, k: &mut Kernel<CliEv>, i: u32) {
+    fn timed_fault(&mut self, k: &mut CliKernel, i: u32) {
         if k.quiescent() || self.core.ended.is_some() {
             return;
         }
@@ -904,10 +915,10 @@ impl CliHost {
                     });
                 }
                 if waiting && !malformed {
-                    self.core.mark(k, Window::InputDuringWait);
+                    self.core.mark(k, vocab::INPUT_DURING_WAIT);
                 }
                 if self.core.records_on_disk() as usize > PROMPTS_MAX {
-                    self.core.mark(k, Window::PromptsOverCap);
+                    self.core.mark(k, vocab::PROMPTS_OVER_CAP);
                 }
                 self.core.note(
                     k,
@@ -925,9 +936,9 @@ impl CliHost {
                     self.core.control.is_some() && k.chance(Ratio::new(1, 2), "same-size rewrite");
                 self.write_control(k, same_size);
                 if waiting {
-                    self.core.mark(k, Window::InputDuringWait);
+                    self.core.mark(k, vocab::INPUT_DURING_WAIT);
                     if same_size {
-                        self.core.mark(k, Window::SameSizeRewrite);
+                        self.core.mark(k, vocab::SAME_SIZE_REWRITE);
                     }
                 }
             }
@@ -943,7 +954,7 @@ impl CliHost {
                 let msg = k.produce_from(from, self.core.state as u8);
                 self.core.subagents.push_back(msg);
                 if waiting {
-                    self.core.mark(k, Window::InputDuringWait);
+                    self.core.mark(k, vocab::INPUT_DURING_WAIT);
                 }
             }
             CliFault::ForeignJobs => {
@@ -954,13 +965,13 @@ impl CliHost {
             CliFault::TeardownReset => self.reset(k, OWN),
             CliFault::Sigterm => {
                 self.core.note(k, Actor::Fault, Note::Sigterm);
-                self.end(k, EndCause::Signal);
+                self.end(k, vocab::SIGNAL);
             }
             f => unreachable!("{} is not a timed fault", f.name()),
         }
     }
 
-    fn write_control(&mut self, k: &mut Kernel<CliEv>, same_size: bool) {
+    fn write_control(&mut self, k: &mut CliKernel, same_size: bool) {
         self.core.control_versions += 1;
         let size = match (self.core.control, same_size) {
             (Some(c), true) => c.size,
@@ -975,7 +986,7 @@ impl CliHost {
             .note(k, Actor::Fault, Note::ControlWrite { size, same_size });
     }
 
-    fn plan(&mut self, k: &mut Kernel<CliEv>) {
+    fn plan(&mut self, k: &mut CliKernel) {
         self.core.faults.plan(k);
         let jobs = self.core.cfg.producers.jobs;
         self.jobs_planned = jobs.count(k, "jobs");
@@ -985,6 +996,7 @@ impl CliHost {
 
 impl World for CliHost {
     type Ev = CliEv;
+    type Sink = Monitor<Note>;
 
     fn mix(&self) -> Mix {
         Mix {
@@ -993,7 +1005,7 @@ impl World for CliHost {
         }
     }
 
-    fn start(&mut self, k: &mut Kernel<CliEv>) {
+    fn start(&mut self, k: &mut CliKernel) {
         k.choices.set_constants(&self.wake.constants_ms());
         self.plan(k);
         let stale_control = self.core.faults.on(CliFault::StaleControl);
@@ -1015,7 +1027,7 @@ impl World for CliHost {
         k.schedule(0, CliEv::Loop);
     }
 
-    fn step(&mut self, k: &mut Kernel<CliEv>, ev: CliEv) {
+    fn step(&mut self, k: &mut CliKernel, ev: CliEv) {
         match ev {
             CliEv::Loop => self.loop_top(k),
             CliEv::Close => self.close(k),
@@ -1033,5 +1045,81 @@ impl World for CliHost {
             CliEv::Timed(i) => self.timed_fault(k, i),
         }
         self.core.sync_idle(k);
+    }
+}
+
+/// The gptme-cli family: gptme's noninteractive chat loop, its wake logic written against
+/// [`CliWake`].
+pub struct CliFamily;
+
+impl Family for CliFamily {
+    const NAME: &'static str = "gptme-cli";
+    const HOSTS: &'static [(Host, ())] = &[(
+        // The noninteractive CLI chat loop with background jobs (`gptme/chat.py`,
+        // `gptme/tools/shell_background.py` as of PR #3843).
+        Host {
+            name: "gptme-cli",
+            version_label: "gptme-cli -n (#3843)",
+            describe: "gptme -n chat loop: prompt queue, STEP_PRE/LOOP_CONTINUE hooks by priority, background jobs, completion queue and condition, prompt-queue and control files",
+        },
+        (),
+    )];
+    const INVARIANTS: &'static [Invariant] = &[
+        Invariant::NoLoss,
+        Invariant::ExactlyOnce,
+        Invariant::Fifo,
+        Invariant::BoundedLatency,
+        Invariant::AliveWhileOwed,
+        Invariant::NoSpin,
+        Invariant::Isolation,
+    ];
+    const WINDOWS: &'static [Window] = vocab::WINDOWS;
+    const COMPACT_RUNS: bool = true;
+
+    type Variant = ();
+    type Fault = CliFault;
+    type Note = Note;
+    type Config = CliConfig;
+    type Producers = sections::RawCliProducers;
+    type Timing = sections::RawCliTiming;
+    type Wake = dyn CliWake;
+    type World = CliHost;
+
+    fn state_name(code: u8) -> &'static str {
+        note::state_name(code)
+    }
+
+    fn config(
+        cx: Cx<'_>,
+        producers: sections::RawCliProducers,
+        timing: sections::RawCliTiming,
+        faults: Vec<(CliFault, FaultSpec)>,
+    ) -> Result<CliConfig> {
+        sections::config(cx, producers, timing, faults)
+    }
+
+    fn scope(config: &mut CliConfig, messages_max: u64) {
+        config.producers.jobs.cap(messages_max);
+        config.producers.prompt_records.cap(messages_max);
+    }
+
+    fn world(_: (), config: &CliConfig, wake: Box<dyn CliWake>) -> CliHost {
+        CliHost::new(config.clone(), wake)
+    }
+
+    fn external(slot: SlotRef, constants_ms: Vec<u64>) -> Box<dyn CliWake> {
+        Box::new(adapter::ExternalCli::new(slot, constants_ms))
+    }
+}
+
+impl Registry {
+    /// Add (or replace) a gptme-cli wake logic under `name`.
+    pub fn with_gptme_cli(
+        self,
+        name: &str,
+        summary: &str,
+        make: impl Fn() -> Box<dyn CliWake> + Send + Sync + 'static,
+    ) -> Registry {
+        self.with::<CliFamily>(name, summary, make)
     }
 }

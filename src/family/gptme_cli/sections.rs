@@ -4,17 +4,16 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer};
 use toml::Spanned;
 
+use super::note::CliReply;
 use crate::error::Result;
 use crate::family::common::faults::FaultSpec;
 use crate::family::gptme_cli::config::{CliConfig, CliFault, CliProducers, CliTiming};
-use crate::family::gptme_note::CliReply;
+use crate::input::Cx;
 use crate::input::values::SpanValue;
-use crate::scenario::{Cx, HostConfig, MESSAGES_MAX, Sections};
-
-pub(crate) struct CliSections;
+use crate::limits::MESSAGES_MAX;
 
 /// A scripted model reply: `"job"`, `"tool"` or `"text"`.
-pub(crate) struct ReplyName(CliReply);
+pub struct ReplyName(CliReply);
 
 impl<'de> Deserialize<'de> for ReplyName {
     fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
@@ -32,7 +31,7 @@ impl<'de> Deserialize<'de> for ReplyName {
 
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct RawCliProducers {
+pub struct RawCliProducers {
     script: Option<Spanned<Vec<ReplyName>>>,
     jobs: Option<SpanValue>,
     prompt_records: Option<SpanValue>,
@@ -40,7 +39,7 @@ pub(crate) struct RawCliProducers {
 
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct RawCliTiming {
+pub struct RawCliTiming {
     model_ms: Option<SpanValue>,
     tool_ms: Option<SpanValue>,
     job_ms: Option<SpanValue>,
@@ -67,64 +66,59 @@ fn count(cx: Cx<'_>, v: &Option<Spanned<u64>>, default: u64, max: u64) -> Result
     }
 }
 
-impl Sections for CliSections {
-    type Producers = RawCliProducers;
-    type Timing = RawCliTiming;
-    type Fault = CliFault;
-
-    fn config(
-        cx: Cx<'_>,
-        p: RawCliProducers,
-        t: RawCliTiming,
-        faults: Vec<(CliFault, FaultSpec)>,
-    ) -> Result<HostConfig> {
-        let d = CliProducers::default();
-        let script = match &p.script {
-            None => d.script,
-            Some(s) if s.get_ref().len() > 1_000 => {
-                return Err(cx.err(
-                    s.span(),
-                    format!("{} replies is out of range 0..=1000", s.get_ref().len()),
-                ));
-            }
-            Some(s) => s.get_ref().iter().map(|r| r.0).collect(),
-        };
-        let producers = CliProducers {
-            script,
-            jobs: cx.at_most("jobs", SpanValue::or(p.jobs, d.jobs), 100)?,
-            prompt_records: cx.at_most(
-                "prompt_records",
-                SpanValue::or(p.prompt_records, d.prompt_records),
-                MESSAGES_MAX,
-            )?,
-        };
-        let d = CliTiming::default();
-        let drain_ms = SpanValue::or(t.drain_ms, d.drain_ms);
-        if drain_ms.max > 1_000 {
-            return Err(cx.key_err(
-                "drain_ms",
-                format!(
-                    "max {} is out of range 0..=1000 (the reader drains at most 1 s)",
-                    drain_ms.max
-                ),
+/// The configuration a scenario's sections make, every value checked.
+pub fn config(
+    cx: Cx<'_>,
+    p: RawCliProducers,
+    t: RawCliTiming,
+    faults: Vec<(CliFault, FaultSpec)>,
+) -> Result<CliConfig> {
+    let d = CliProducers::default();
+    let script = match &p.script {
+        None => d.script,
+        Some(s) if s.get_ref().len() > 1_000 => {
+            return Err(cx.err(
+                s.span(),
+                format!("{} replies is out of range 0..=1000", s.get_ref().len()),
             ));
         }
-        let timing = CliTiming {
-            model_ms: SpanValue::or(t.model_ms, d.model_ms),
-            tool_ms: SpanValue::or(t.tool_ms, d.tool_ms),
-            job_ms: SpanValue::or(t.job_ms, d.job_ms),
-            drain_ms,
-            io_ms: SpanValue::or(t.io_ms, d.io_ms),
-            wake_ms: SpanValue::or(t.wake_ms, d.wake_ms),
-            idle_max_ms: t.idle_max_ms.map_or(d.idle_max_ms, |v| *v.get_ref()),
-            claim_ms: SpanValue::or(t.claim_ms, d.claim_ms),
-            steps_max: count(cx, &t.steps_max, d.steps_max, 1_000)?,
-            turns_max: count(cx, &t.turns_max, d.turns_max, 100_000)?,
-        };
-        Ok(HostConfig::GptmeCli(CliConfig {
-            producers,
-            faults,
-            timing,
-        }))
+        Some(s) => s.get_ref().iter().map(|r| r.0).collect(),
+    };
+    let producers = CliProducers {
+        script,
+        jobs: cx.at_most("jobs", SpanValue::or(p.jobs, d.jobs), 100)?,
+        prompt_records: cx.at_most(
+            "prompt_records",
+            SpanValue::or(p.prompt_records, d.prompt_records),
+            MESSAGES_MAX,
+        )?,
+    };
+    let d = CliTiming::default();
+    let drain_ms = SpanValue::or(t.drain_ms, d.drain_ms);
+    if drain_ms.max > 1_000 {
+        return Err(cx.key_err(
+            "drain_ms",
+            format!(
+                "max {} is out of range 0..=1000 (the reader drains at most 1 s)",
+                drain_ms.max
+            ),
+        ));
     }
+    let timing = CliTiming {
+        model_ms: SpanValue::or(t.model_ms, d.model_ms),
+        tool_ms: SpanValue::or(t.tool_ms, d.tool_ms),
+        job_ms: SpanValue::or(t.job_ms, d.job_ms),
+        drain_ms,
+        io_ms: SpanValue::or(t.io_ms, d.io_ms),
+        wake_ms: SpanValue::or(t.wake_ms, d.wake_ms),
+        idle_max_ms: t.idle_max_ms.map_or(d.idle_max_ms, |v| *v.get_ref()),
+        claim_ms: SpanValue::or(t.claim_ms, d.claim_ms),
+        steps_max: count(cx, &t.steps_max, d.steps_max, 1_000)?,
+        turns_max: count(cx, &t.turns_max, d.turns_max, 100_000)?,
+    };
+    Ok(CliConfig {
+        producers,
+        faults,
+        timing,
+    })
 }

@@ -25,7 +25,7 @@ use crate::family::common::conv::ConvId;
 use crate::family::gptme_server::api::{
     Server, ServerWake, SubagentCompletion, SystemMessage, WatchEvent, default_deliver,
 };
-use crate::sim::record::{MsgId, Payload, conv_name};
+use crate::sim::msg::{MsgId, Payload, conv_name};
 
 const DELIVER: u8 = 1;
 const RETRY: u8 = 2;

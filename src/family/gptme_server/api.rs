@@ -32,7 +32,7 @@
 //! assert!(registry.get("my.w2").is_some());
 //! ```
 
-use crate::sim::record::{MsgId, Payload};
+use crate::sim::msg::{MsgId, Payload};
 
 pub use super::core::Server;
 pub use crate::family::common::conv::ConvId;

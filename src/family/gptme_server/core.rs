@@ -4,14 +4,15 @@
 
 use std::collections::VecDeque;
 
-use super::SrvEv;
 use super::api::{SubagentCompletion, SystemMessage, WatchEvent};
 use super::config::{ServerConfig, ServerFault};
+use super::note::{Note, ServerState, StepOrigin, WakeResult};
+use super::{SrvEv, SrvKernel, vocab};
 use crate::family::common::conv::{ConvId, take_where};
 use crate::family::common::faults::Faults;
-use crate::family::gptme_note::{Note, ServerState, StepOrigin, WakeResult};
-use crate::sim::Kernel;
-use crate::sim::record::{Actor, Ev, Payload, Refusal, Window};
+use crate::family::common::{Calls, Core};
+use crate::sim::msg::Payload;
+use crate::sim::record::{Actor, Ev, Refusal};
 use crate::sim::time::Ms;
 
 /// One `ConversationSession`.
@@ -65,7 +66,7 @@ pub struct ServerCore {
     pub(super) requests: u32,
     pub(super) idle: bool,
     /// Calls the wake logic made in the current invocation.
-    pub(super) calls: u32,
+    pub(super) calls: Calls,
 }
 
 impl ServerCore {
@@ -86,7 +87,7 @@ impl ServerCore {
             retrying: false,
             requests: 0,
             idle: true,
-            calls: 0,
+            calls: Calls::default(),
         }
     }
 
@@ -96,26 +97,20 @@ impl ServerCore {
         if let Some(origin) = self.sessions.iter().find_map(|s| s.generating) {
             return Some(match origin {
                 StepOrigin::Wake(n) => Refusal::Wake(n),
-                StepOrigin::User | StepOrigin::AfterTools => Refusal::Run,
+                StepOrigin::User | StepOrigin::AfterTools => Refusal::Other(vocab::BUSY_RUN),
             });
         }
         if self.command {
-            return Some(Refusal::Command);
+            return Some(Refusal::Other(vocab::BUSY_COMMAND));
         }
         if self
             .sessions
             .iter()
             .any(|s| s.pending_tools || s.executing_tools)
         {
-            return Some(Refusal::Tools);
+            return Some(Refusal::Other(vocab::BUSY_TOOLS));
         }
         None
-    }
-
-    /// Nothing runs, waits for confirmation or owns the conversation: only a wake moves a
-    /// deferred event now.
-    pub(super) fn quiet(&self) -> bool {
-        self.busy().is_none() && self.live_steps == 0
     }
 
     pub(super) fn state(&self) -> ServerState {
@@ -134,35 +129,6 @@ impl ServerCore {
         }
     }
 
-    #[inline]
-    pub(super) fn emit(&self, k: &mut Kernel<SrvEv>, actor: Actor, ev: Ev) {
-        k.emit(actor, self.state() as u8, ev);
-    }
-
-    #[inline]
-    pub(super) fn note(&self, k: &mut Kernel<SrvEv>, actor: Actor, note: Note) {
-        k.emit(actor, self.state() as u8, Ev::Gptme(note));
-    }
-
-    pub(super) fn mark(&self, k: &mut Kernel<SrvEv>, w: Window) {
-        self.emit(k, Actor::Host, Ev::Mark(w));
-    }
-
-    /// Emit `Idle` when quietness changed.
-    pub(super) fn sync_idle(&mut self, k: &mut Kernel<SrvEv>) {
-        let q = self.quiet();
-        if q != self.idle {
-            self.idle = q;
-            self.emit(k, Actor::Host, Ev::Idle { idle: q });
-        }
-    }
-
-    pub(super) fn append(&self, k: &mut Kernel<SrvEv>, payload: &Payload) {
-        for &msg in payload.ids() {
-            self.emit(k, Actor::Host, Ev::Appended { msg });
-        }
-    }
-
     /// `take_queued_watch_events(logdir)` on the state: every deferred event of `logdir` (all of
     /// them for `None`), in FIFO order.
     pub(super) fn take_watch(&mut self, logdir: Option<ConvId>) -> Vec<WatchEvent> {
@@ -175,7 +141,7 @@ impl ServerCore {
     }
 
     /// Start a step thread on `session`; its `generating` flag is already set.
-    pub(super) fn start_step(&mut self, k: &mut Kernel<SrvEv>, session: usize) -> u32 {
+    pub(super) fn start_step(&mut self, k: &mut SrvKernel, session: usize) -> u32 {
         let id = self.steps.len() as u32;
         self.steps.push(StepTask {
             session,
@@ -188,10 +154,29 @@ impl ServerCore {
     }
 }
 
+impl Core for ServerCore {
+    type Ev = SrvEv;
+    type Note = Note;
+
+    fn state_code(&self) -> u8 {
+        self.state() as u8
+    }
+
+    /// Nothing runs, waits for confirmation or owns the conversation: only a wake moves a
+    /// deferred event now.
+    fn quiet(&self) -> bool {
+        self.busy().is_none() && self.live_steps == 0
+    }
+
+    fn idle_mut(&mut self) -> &mut bool {
+        &mut self.idle
+    }
+}
+
 /// The handle a server wake logic calls. Every call acts on the host at once.
 pub struct Server<'a> {
     pub(super) core: &'a mut ServerCore,
-    pub(super) k: &'a mut Kernel<SrvEv>,
+    pub(super) k: &'a mut SrvKernel,
 }
 
 impl Server<'_> {
@@ -205,7 +190,7 @@ impl Server<'_> {
     /// recently active session (before returning: the next call sees it busy) and start a step
     /// thread. Returns True once the message is persisted, even when the thread fails to start.
     pub fn request_watch_wake(&mut self, cid: ConvId, msg: SystemMessage) -> bool {
-        crate::family::common::count_call(&mut self.core.calls);
+        self.core.calls.count();
         let c = &mut *self.core;
         c.wakes += 1;
         let wake = c.wakes;
@@ -214,14 +199,14 @@ impl Server<'_> {
         let refused = match c.busy() {
             Some(r) => Some(r),
             None if c.faults.fires(self.k, ServerFault::PersistFailure) => {
-                Some(Refusal::PersistFailed)
+                Some(Refusal::Other(vocab::PERSIST_FAILED))
             }
             None => None,
         };
         let result = match refused {
             Some(r) => {
                 if c.retrying && !matches!(r, Refusal::Wake(_)) {
-                    c.mark(self.k, Window::WakeWhileBusy);
+                    c.mark(self.k, vocab::WAKE_WHILE_BUSY);
                 }
                 WakeResult::Refused(r)
             }
@@ -279,10 +264,10 @@ impl Server<'_> {
     /// `take_queued_watch_events(logdir)`: remove and return every deferred event of `logdir`
     /// (all of them for `None`), in FIFO order.
     pub fn take_queued_watch_events(&mut self, logdir: Option<ConvId>) -> Vec<WatchEvent> {
-        crate::family::common::count_call(&mut self.core.calls);
+        self.core.calls.count();
         let taken = self.core.take_watch(logdir);
         if taken.len() >= 2 {
-            self.core.mark(self.k, Window::BurstDrained);
+            self.core.mark(self.k, vocab::BURST_DRAINED);
         }
         let ids: Vec<_> = taken.iter().map(|e| e.msg).collect();
         self.taken("take_queued_watch_events", &ids);
@@ -291,7 +276,7 @@ impl Server<'_> {
 
     /// `requeue_watch_event(logdir, id, text)`: put an event back at the head (`appendleft`).
     pub fn requeue_watch_event(&mut self, event: WatchEvent) {
-        crate::family::common::count_call(&mut self.core.calls);
+        self.core.calls.count();
         self.core.pending.push_front(event);
         self.core
             .note(self.k, Actor::Wake, Note::Requeue { msg: event.msg });
@@ -299,7 +284,7 @@ impl Server<'_> {
 
     /// `_pending_deliveries.append(...)`: defer an event for a later retry (at the tail).
     pub fn queue_watch_event(&mut self, event: WatchEvent) {
-        crate::family::common::count_call(&mut self.core.calls);
+        self.core.calls.count();
         self.core.pending.push_back(event);
         self.core
             .note(self.k, Actor::Wake, Note::Defer { msg: event.msg });
@@ -307,7 +292,7 @@ impl Server<'_> {
 
     /// `take_queued_completions(logdir)`: remove and return this parent's subagent completions.
     pub fn take_queued_completions(&mut self, logdir: ConvId) -> Vec<SubagentCompletion> {
-        crate::family::common::count_call(&mut self.core.calls);
+        self.core.calls.count();
         let taken = self.core.take_completions(logdir);
         let ids: Vec<_> = taken.iter().map(|e| e.msg).collect();
         self.taken("take_queued_completions", &ids);
@@ -315,7 +300,7 @@ impl Server<'_> {
     }
 
     /// Narrate what a take removed from its queue (nothing, when it was empty).
-    fn taken(&mut self, call: &'static str, ids: &[crate::sim::record::MsgId]) {
+    fn taken(&mut self, call: &'static str, ids: &[crate::sim::msg::MsgId]) {
         if !ids.is_empty() {
             let payload = Payload::from_slice(ids);
             self.core
@@ -325,7 +310,7 @@ impl Server<'_> {
 
     /// `_completion_queue.put(c)`: at the tail.
     pub fn put_completion(&mut self, c: SubagentCompletion) {
-        crate::family::common::count_call(&mut self.core.calls);
+        self.core.calls.count();
         self.core.completions.push_back(c);
         self.core
             .note(self.k, Actor::Wake, Note::PutCompletion { msg: c.msg });

@@ -15,20 +15,30 @@ pub mod adapter;
 pub mod api;
 pub mod config;
 pub mod core;
+pub mod note;
 pub mod sections;
+pub mod vocab;
 pub mod wakes;
 
 use api::{Server, ServerWake, SubagentCompletion, WatchEvent};
 use config::{ServerConfig, ServerFault};
 use core::{SPhase, ServerCore, Session};
 
+use crate::adapter::SlotRef;
+use crate::check::{Invariant, Monitor};
+use crate::error::Result;
+use crate::family::common::Core;
 use crate::family::common::conv::ConvId;
+use crate::family::common::faults::FaultSpec;
 use crate::family::common::faults::TimedFaults;
-use crate::family::gptme_note::{Note, Reply, RetryCause, StepOrigin};
-use crate::sim::record::{Actor, DropReason, Ev, MsgFrom, MsgId, MsgKind, Payload, Window};
+use crate::family::{Family, Host, Registry};
+use crate::input::Cx;
+use crate::sim::msg::{MsgFrom, MsgId, MsgKind, Payload};
+use crate::sim::record::{Actor, Ev, Reason, Window};
 use crate::sim::swarm::{self, Mix};
 use crate::sim::time::Ms;
 use crate::sim::{Kernel, World};
+use note::{Note, Reply, RetryCause, StepOrigin};
 
 /// The conversation under test; the only one the server model runs.
 const CONV: ConvId = ConvId(0);
@@ -44,6 +54,9 @@ const STORM_EVENTS_MAX: usize = 20;
 const CANCEL_WINDOW_MS: u64 = 300_000;
 const CANCEL_EVENTS_MAX: usize = 200;
 const LIFETIME_EVENTS_MAX: u32 = 1_000;
+
+/// The kernel this host runs on: its events, its narration into the checkers' monitor.
+pub type SrvKernel = Kernel<SrvEv, Monitor<Note>>;
 
 /// The server's scheduled events.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,10 +116,10 @@ impl ServerHost {
     /// Call into the wake logic with a fresh call budget.
     fn call<R>(
         &mut self,
-        k: &mut Kernel<SrvEv>,
+        k: &mut SrvKernel,
         f: impl FnOnce(&mut dyn ServerWake, &mut Server<'_>) -> R,
     ) -> R {
-        self.core.calls = 0;
+        self.core.calls.reset();
         let mut srv = Server {
             core: &mut self.core,
             k,
@@ -117,7 +130,7 @@ impl ServerHost {
     /// One delivery pass: the wakes it issues share its number (NO-SELF-REFUSAL judges them).
     fn pass<R>(
         &mut self,
-        k: &mut Kernel<SrvEv>,
+        k: &mut SrvKernel,
         note: Note,
         f: impl FnOnce(&mut dyn ServerWake, &mut Server<'_>) -> R,
     ) -> R {
@@ -132,13 +145,13 @@ impl ServerHost {
         r
     }
 
-    fn retry(&mut self, k: &mut Kernel<SrvEv>, cause: RetryCause) {
+    fn retry(&mut self, k: &mut SrvKernel, cause: RetryCause) {
         self.pass(k, Note::Retry { cid: CONV, cause }, |w, srv| {
             w.retry_deferred_watch_wakes(srv, CONV)
         });
     }
 
-    fn plan(&mut self, k: &mut Kernel<SrvEv>) {
+    fn plan(&mut self, k: &mut SrvKernel) {
         self.core.faults.plan(k);
         if self.core.faults.on(ServerFault::SecondSession) {
             self.core.sessions.push(Session::default());
@@ -202,25 +215,25 @@ impl ServerHost {
 
     /// `_fire` → `_record_event`: the storm guards. Returns the drop reason when the event is not
     /// delivered.
-    fn storm_guard(&mut self, now: Ms, watch: u8) -> Option<DropReason> {
+    fn storm_guard(&mut self, now: Ms, watch: u8) -> Option<Reason> {
         let g = &mut self.guards[usize::from(watch)];
         g.lifetime += 1;
         g.window.retain(|t| now.0 < t.0 + CANCEL_WINDOW_MS);
         g.window.push(now);
         if g.window.len() > CANCEL_EVENTS_MAX || g.lifetime > LIFETIME_EVENTS_MAX {
             g.cancelled = true;
-            return Some(DropReason::StormCancelled);
+            return Some(vocab::STORM_CANCELLED);
         }
         g.recent.retain(|t| now.0 < t.0 + STORM_WINDOW_MS);
         g.recent.push(now);
         if g.recent.len() > STORM_EVENTS_MAX {
             g.recent.clear();
-            return Some(DropReason::StormCoalesced);
+            return Some(vocab::STORM_COALESCED);
         }
         None
     }
 
-    fn fire(&mut self, k: &mut Kernel<SrvEv>, i: u32) {
+    fn fire(&mut self, k: &mut SrvKernel, i: u32) {
         let watch = self.fires[i as usize];
         if self.guards[usize::from(watch)].cancelled {
             return;
@@ -234,8 +247,8 @@ impl ServerHost {
         };
         let msg = k.produce_from(from, self.core.state() as u8);
         if let Some(reason) = self.storm_guard(k.now(), watch) {
-            self.core.mark(k, Window::StormGuard);
-            let cancelled = reason == DropReason::StormCancelled;
+            self.core.mark(k, vocab::STORM_GUARD);
+            let cancelled = reason == vocab::STORM_CANCELLED;
             self.core
                 .note(k, Actor::Host, Note::Storm { watch, cancelled });
             self.core.emit(k, Actor::Host, Ev::Dropped { msg, reason });
@@ -251,7 +264,7 @@ impl ServerHost {
         });
     }
 
-    fn completion(&mut self, k: &mut Kernel<SrvEv>, i: u32) {
+    fn completion(&mut self, k: &mut SrvKernel, i: u32) {
         let agent = self.completions[i as usize];
         let from = MsgFrom {
             kind: MsgKind::Completion,
@@ -271,7 +284,7 @@ impl ServerHost {
         self.retry(k, RetryCause::SubagentCompletion);
     }
 
-    fn step_phase(&mut self, k: &mut Kernel<SrvEv>, id: u32) {
+    fn step_phase(&mut self, k: &mut SrvKernel, id: u32) {
         let i = id as usize;
         let session = self.core.steps[i].session;
         let timing = self.core.cfg.timing;
@@ -364,7 +377,7 @@ impl ServerHost {
     /// STEP_PRE hooks of a step: the subagent hook takes this parent's completions; the watch
     /// tool's `_watch_drain_hook` (priority 940, when loaded) takes its deferred events; each
     /// yields one system message per item, appended before the model request.
-    fn step_pre(&mut self, k: &mut Kernel<SrvEv>) {
+    fn step_pre(&mut self, k: &mut SrvKernel) {
         let done: Vec<MsgId> = self
             .core
             .take_completions(CONV)
@@ -384,7 +397,7 @@ impl ServerHost {
     }
 
     /// A STEP_PRE hook yielded one system message per item: append them.
-    fn step_pre_appends(&mut self, k: &mut Kernel<SrvEv>, hook: &'static str, ids: &[MsgId]) {
+    fn step_pre_appends(&mut self, k: &mut SrvKernel, hook: &'static str, ids: &[MsgId]) {
         if ids.is_empty() {
             return;
         }
@@ -394,7 +407,7 @@ impl ServerHost {
             .note(k, Actor::Host, Note::StepPre { hook, payload });
     }
 
-    fn confirm(&mut self, k: &mut Kernel<SrvEv>, id: u32) {
+    fn confirm(&mut self, k: &mut SrvKernel, id: u32) {
         let session = self.core.steps[id as usize].session;
         let sess = &mut self.core.sessions[session];
         sess.pending_tools = false;
@@ -412,7 +425,7 @@ impl ServerHost {
         self.core.steps[nid as usize].phase = SPhase::Tools;
     }
 
-    fn timed_fault(&mut self, k: &mut Kernel<SrvEv>, i: u32) {
+    fn timed_fault(&mut self, k: &mut SrvKernel, i: u32) {
         if k.quiescent() {
             return;
         }
@@ -452,6 +465,7 @@ impl ServerHost {
 
 impl World for ServerHost {
     type Ev = SrvEv;
+    type Sink = Monitor<Note>;
 
     fn mix(&self) -> Mix {
         Mix {
@@ -460,7 +474,7 @@ impl World for ServerHost {
         }
     }
 
-    fn start(&mut self, k: &mut Kernel<SrvEv>) {
+    fn start(&mut self, k: &mut SrvKernel) {
         k.choices.set_constants(&self.wake.constants_ms());
         self.plan(k);
         self.core.emit(k, Actor::Host, Ev::Idle { idle: true });
@@ -475,7 +489,7 @@ impl World for ServerHost {
         );
     }
 
-    fn step(&mut self, k: &mut Kernel<SrvEv>, ev: SrvEv) {
+    fn step(&mut self, k: &mut SrvKernel, ev: SrvEv) {
         match ev {
             SrvEv::Fire(i) => self.fire(k, i),
             SrvEv::Completion(i) => self.completion(k, i),
@@ -490,5 +504,79 @@ impl World for ServerHost {
             }
         }
         self.core.sync_idle(k);
+    }
+}
+
+/// The gptme-server family: gptme's server, its wake logic written against [`ServerWake`].
+pub struct ServerFamily;
+
+impl Family for ServerFamily {
+    const NAME: &'static str = "gptme-server";
+    const HOSTS: &'static [(Host, ())] = &[(
+        // Conversations with sessions, `request_watch_wake`, the deferred watch queue and its
+        // retry (`gptme/server/session_models.py` @0b19447c, `gptme/tools/watch.py`).
+        Host {
+            name: "gptme-server",
+            version_label: "gptme-server@0b19447c",
+            describe: "gptme server: busy predicate over sessions, request_watch_wake sets generating before it returns, step threads, deferred watch queue, storm guards",
+        },
+        (),
+    )];
+    /// `wake-systems.md` §1.3, §4.
+    const INVARIANTS: &'static [Invariant] = &[
+        Invariant::NoLoss,
+        Invariant::ExactlyOnce,
+        Invariant::Fifo,
+        Invariant::BoundedLatency,
+        Invariant::NoSelfRefusal,
+    ];
+    const WINDOWS: &'static [Window] = vocab::WINDOWS;
+    const COMPACT_RUNS: bool = true;
+
+    type Variant = ();
+    type Fault = ServerFault;
+    type Note = Note;
+    type Config = ServerConfig;
+    type Producers = sections::RawServerProducers;
+    type Timing = sections::RawServerTiming;
+    type Wake = dyn ServerWake;
+    type World = ServerHost;
+
+    fn state_name(code: u8) -> &'static str {
+        note::state_name(code)
+    }
+
+    fn config(
+        cx: Cx<'_>,
+        producers: sections::RawServerProducers,
+        timing: sections::RawServerTiming,
+        faults: Vec<(ServerFault, FaultSpec)>,
+    ) -> Result<ServerConfig> {
+        sections::config(cx, producers, timing, faults)
+    }
+
+    fn scope(config: &mut ServerConfig, messages_max: u64) {
+        config.producers.events.cap(messages_max);
+        config.producers.completions.cap(messages_max);
+    }
+
+    fn world(_: (), config: &ServerConfig, wake: Box<dyn ServerWake>) -> ServerHost {
+        ServerHost::new(config.clone(), wake)
+    }
+
+    fn external(slot: SlotRef, constants_ms: Vec<u64>) -> Box<dyn ServerWake> {
+        Box::new(adapter::ExternalServer::new(slot, constants_ms))
+    }
+}
+
+impl Registry {
+    /// Add (or replace) a gptme-server wake logic under `name`.
+    pub fn with_gptme_server(
+        self,
+        name: &str,
+        summary: &str,
+        make: impl Fn() -> Box<dyn ServerWake> + Send + Sync + 'static,
+    ) -> Registry {
+        self.with::<ServerFamily>(name, summary, make)
     }
 }

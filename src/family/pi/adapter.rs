@@ -18,7 +18,7 @@ use crate::family::pi::api::{
     CompactOutcome, Ctx, CustomMessage, DeliverAs, InputAction, InputEvent, Message, Pi, PiWake,
     SendOptions, TimerId,
 };
-use crate::sim::record::{MsgInfo, Payload};
+use crate::sim::msg::{MsgInfo, Payload};
 
 /// The events an adapter may ask for in `ready`.
 const EVENTS: [&str; 11] = [

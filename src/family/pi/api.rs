@@ -26,7 +26,7 @@
 //! assert!(registry.pi("my.steer-only").is_some());
 //! ```
 
-use crate::sim::record::{MsgId, MsgKind, Payload};
+use crate::sim::msg::{MsgId, MsgKind, Payload};
 
 pub use super::core::Pi;
 

@@ -4,7 +4,7 @@ pub use crate::family::common::Span;
 use crate::family::common::faults::FaultKind;
 pub use crate::family::common::faults::FaultSpec;
 use crate::sim::choice::Ratio;
-use crate::sim::record::MsgKind;
+use crate::sim::msg::MsgKind;
 
 /// Faults a seed may switch on for the pi hosts (`wake-systems.md` §2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]

@@ -7,10 +7,11 @@ use std::collections::VecDeque;
 use super::api::{Ctx, CustomMessage, DeliverAs, SendOptions, StaleCtx, TimerId};
 use super::config::{PiConfig, PiFault};
 use super::note::{HostError, Note, Route, State, Step, TimerOp};
-use super::{Gen, PiEv};
+use super::{Gen, PiEv, PiKernel, vocab};
 use crate::family::common::faults::Faults;
-use crate::sim::Kernel;
-use crate::sim::record::{Actor, Ev, Payload, Starter, Window};
+use crate::family::common::{Calls, Core};
+use crate::sim::msg::Payload;
+use crate::sim::record::{Actor, Ev, Starter};
 use crate::sim::time::Ms;
 
 /// `prompt()` progress: the step that runs when the prompt's next event fires.
@@ -112,12 +113,13 @@ pub struct PiCore {
     pub(super) requests: u32,
     pub(super) idle: bool,
     /// Calls the wake logic made in the current handler invocation.
-    pub(super) calls: u32,
+    pub(super) calls: Calls,
     /// When the wake logic last started a prompt (for the constant-boundary window).
     pub(super) last_wake_at: Option<Ms>,
 }
 
-pub use crate::family::common::{BudgetExceeded, CALLS_MAX};
+pub use crate::family::common::BudgetExceeded;
+pub use crate::limits::CALLS_MAX;
 
 impl PiCore {
     pub(super) fn new(generation: Gen, cfg: PiConfig) -> PiCore {
@@ -146,7 +148,7 @@ impl PiCore {
             inputs_due: Vec::new(),
             requests: 0,
             idle: true,
-            calls: 0,
+            calls: Calls::default(),
             last_wake_at: None,
         }
     }
@@ -173,19 +175,6 @@ impl PiCore {
         }
     }
 
-    /// Nothing is running, preparing, compacting, settling or scheduled to continue: only the
-    /// wake logic (or a new prompt) can move a pending message now.
-    pub(super) fn quiet(&self) -> bool {
-        !self.run_active
-            && self.agent_active.is_none()
-            && self.compacting == Compacting::None
-            && self.live_prompts == 0
-            && self.settling == 0
-            && self.deferred.is_empty()
-            && self.pending_continues == 0
-            && !self.replacing
-    }
-
     pub(super) fn state(&self) -> State {
         if self.replacing {
             State::Disposed
@@ -204,56 +193,26 @@ impl PiCore {
         }
     }
 
-    #[inline]
-    pub(super) fn emit(&self, k: &mut Kernel<PiEv>, actor: Actor, ev: Ev) {
-        k.emit(actor, self.state() as u8, ev);
-    }
-
-    #[inline]
-    pub(super) fn note(&self, k: &mut Kernel<PiEv>, actor: Actor, note: Note) {
-        k.emit(actor, self.state() as u8, Ev::Pi(note));
-    }
-
-    /// Emit `Idle` when quietness changed.
-    pub(super) fn sync_idle(&mut self, k: &mut Kernel<PiEv>) {
-        let q = self.quiet();
-        if q != self.idle {
-            self.idle = q;
-            self.emit(k, Actor::Host, Ev::Idle { idle: q });
-        }
-    }
-
     /// Does this fault fire at this opportunity? Draws only when the fault is on for the seed.
-    pub(super) fn fires(&mut self, k: &mut Kernel<PiEv>, f: PiFault) -> bool {
+    pub(super) fn fires(&mut self, k: &mut PiKernel, f: PiFault) -> bool {
         self.faults.fires(k, f)
     }
 
-    fn append(&self, k: &mut Kernel<PiEv>, payload: &Payload) {
-        for &msg in payload.ids() {
-            self.emit(k, Actor::Host, Ev::Appended { msg });
-        }
-    }
-
-    pub(super) fn append_all(&self, k: &mut Kernel<PiEv>, items: &[Payload]) {
+    pub(super) fn append_all(&self, k: &mut PiKernel, items: &[Payload]) {
         for p in items {
             self.append(k, p);
         }
     }
 
     /// Flush `_pendingCustomMessages` into the session (turn_end, run end, before a prompt).
-    pub(super) fn flush_pending_custom(&mut self, k: &mut Kernel<PiEv>) {
+    pub(super) fn flush_pending_custom(&mut self, k: &mut PiKernel) {
         for p in std::mem::take(&mut self.pending_custom) {
             self.append(k, &p);
         }
     }
 
     /// `sendCustomMessage` (§2.5): route synchronously.
-    pub(super) fn send_custom(
-        &mut self,
-        k: &mut Kernel<PiEv>,
-        msg: CustomMessage,
-        opts: SendOptions,
-    ) {
+    pub(super) fn send_custom(&mut self, k: &mut PiKernel, msg: CustomMessage, opts: SendOptions) {
         let payload = msg.payload.clone();
         let route = if opts.deliver_as == Some(DeliverAs::NextTurn) {
             self.next_turn.push(msg.payload);
@@ -299,7 +258,7 @@ impl PiCore {
     }
 
     /// `prompt()` steps 0-2, synchronous up to the input handlers' await.
-    pub(super) fn prompt_begin(&mut self, k: &mut Kernel<PiEv>, id: u32) {
+    pub(super) fn prompt_begin(&mut self, k: &mut PiKernel, id: u32) {
         let p = &mut self.prompts[id as usize - 1];
         if self.generation == Gen::V099 && self.settling > 0 {
             self.deferred.push(Deferred::Prompt(id));
@@ -325,14 +284,14 @@ impl PiCore {
                 },
             );
             if !from_user {
-                self.mark(k, Window::WakePromptFailed);
+                self.mark(k, vocab::WAKE_PROMPT_FAILED);
             }
             return;
         }
         p.step = PStep::Input;
         self.live_prompts += 1;
         if self.live_prompts >= 2 {
-            self.mark(k, Window::ConcurrentPrompts);
+            self.mark(k, vocab::CONCURRENT_PROMPTS);
         }
         // `_runInputHandlers` calls the first handler synchronously inside prompt(): the host runs
         // it as soon as the current call into the wake logic (or host step) returns.
@@ -359,7 +318,7 @@ impl PiCore {
     /// agent or be rejected because a run already holds it (H-1).
     pub(super) fn start_run(
         &mut self,
-        k: &mut Kernel<PiEv>,
+        k: &mut PiKernel,
         who: Starter,
         items: Vec<Payload>,
         harness: bool,
@@ -435,37 +394,33 @@ impl PiCore {
         k.resume(d, PiEv::Run(id));
     }
 
-    pub(super) fn step_delay(&self, k: &mut Kernel<PiEv>) -> u64 {
+    pub(super) fn step_delay(&self, k: &mut PiKernel) -> u64 {
         let s = self.cfg.timing.step_ms;
         k.delay(s.min, s.max, "await")
     }
 
-    pub(super) fn handler_delay(&self, k: &mut Kernel<PiEv>) -> u64 {
+    pub(super) fn handler_delay(&self, k: &mut PiKernel) -> u64 {
         let s = self.cfg.timing.handler_ms;
         k.delay(s.min, s.max, "handlers")
     }
 
-    pub(super) fn mark(&self, k: &mut Kernel<PiEv>, w: Window) {
-        self.emit(k, Actor::Host, Ev::Mark(w));
-    }
-
     /// Mark the race windows a producer message arrives in.
-    pub(super) fn mark_arrival(&self, k: &mut Kernel<PiEv>) {
+    pub(super) fn mark_arrival(&self, k: &mut PiKernel) {
         let gap = match self.generation {
             Gen::V099 => self.run_active && self.agent_active.is_none(),
             Gen::V058 => self.pending_continues > 0,
         };
         if gap {
-            self.mark(k, Window::MessageBetweenInnerRuns);
+            self.mark(k, vocab::MESSAGE_BETWEEN_INNER_RUNS);
         }
         if self.settling > 0 {
-            self.mark(k, Window::MessageWhileSettling);
+            self.mark(k, vocab::MESSAGE_WHILE_SETTLING);
         }
         if matches!(
             self.compacting,
             Compacting::Manual | Compacting::Tree | Compacting::Prompt
         ) {
-            self.mark(k, Window::MessageWhileCompacting);
+            self.mark(k, vocab::MESSAGE_WHILE_COMPACTING);
         }
         if let Some(last) = self.last_wake_at {
             let since = (k.now() - last).0;
@@ -474,13 +429,35 @@ impl PiCore {
                 .iter()
                 .any(|&c| since.abs_diff(c) <= 1)
             {
-                self.mark(k, Window::AtConstantBoundary);
+                self.mark(k, crate::family::common::windows::AT_CONSTANT_BOUNDARY);
             }
         }
     }
+}
 
-    fn count_call(&mut self) {
-        crate::family::common::count_call(&mut self.calls);
+impl Core for PiCore {
+    type Ev = PiEv;
+    type Note = Note;
+
+    fn state_code(&self) -> u8 {
+        self.state() as u8
+    }
+
+    /// Nothing is running, preparing, compacting, settling or scheduled to continue: only the
+    /// wake logic (or a new prompt) can move a pending message now.
+    fn quiet(&self) -> bool {
+        !self.run_active
+            && self.agent_active.is_none()
+            && self.compacting == Compacting::None
+            && self.live_prompts == 0
+            && self.settling == 0
+            && self.deferred.is_empty()
+            && self.pending_continues == 0
+            && !self.replacing
+    }
+
+    fn idle_mut(&mut self) -> &mut bool {
+        &mut self.idle
     }
 }
 
@@ -488,7 +465,7 @@ impl PiCore {
 /// fire-and-forget and report failures only on the error channel (the trace).
 pub struct Pi<'a> {
     pub(super) core: &'a mut PiCore,
-    pub(super) k: &'a mut Kernel<PiEv>,
+    pub(super) k: &'a mut PiKernel,
 }
 
 impl Pi<'_> {
@@ -499,16 +476,16 @@ impl Pi<'_> {
 
     /// `pi.sendMessage(message, options)`.
     pub fn send_message(&mut self, msg: CustomMessage, opts: SendOptions) {
-        self.core.count_call();
+        self.core.calls.count();
         self.core.send_custom(self.k, msg, opts);
     }
 
     /// `pi.sendUserMessage(content, {deliverAs})`: `prompt()` with source "extension". An empty
     /// payload is the blank wake text `" "`; a non-empty one renders those messages as the text.
     pub fn send_user_message(&mut self, payload: Payload, deliver_as: Option<DeliverAs>) {
-        self.core.count_call();
+        self.core.calls.count();
         if self.core.live_prompts > 0 {
-            self.core.mark(self.k, Window::WakeWhilePreparing);
+            self.core.mark(self.k, vocab::WAKE_WHILE_PREPARING);
         }
         self.core.last_wake_at = Some(self.k.now());
         let id = self.core.new_prompt(false, payload.clone(), deliver_as);
@@ -542,7 +519,7 @@ impl Pi<'_> {
 
     /// `clearTimeout(id)`.
     pub fn clear_timeout(&mut self, id: TimerId) {
-        self.core.count_call();
+        self.core.calls.count();
         if let Some(live) = self.core.timers.get_mut(id.0 as usize)
             && *live
         {
@@ -564,7 +541,7 @@ impl Pi<'_> {
     }
 
     fn timer(&mut self, delay_ms: u64, micro: bool) -> TimerId {
-        self.core.count_call();
+        self.core.calls.count();
         let id = self.core.timers.len() as u32;
         self.core.timers.push(true);
         if micro {
@@ -584,10 +561,10 @@ impl Pi<'_> {
     }
 
     pub(crate) fn ctx_is_idle(&mut self, ctx: Ctx) -> Result<bool, StaleCtx> {
-        self.core.count_call();
+        self.core.calls.count();
         let result = self.peek_idle(ctx).ok();
         if result.is_none() {
-            self.core.mark(self.k, Window::StaleCtx);
+            self.core.mark(self.k, vocab::STALE_CTX);
         }
         self.core.note(self.k, Actor::Wake, Note::IsIdle { result });
         result.ok_or(StaleCtx)

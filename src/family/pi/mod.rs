@@ -17,6 +17,7 @@ pub mod config;
 pub mod core;
 pub mod note;
 pub mod sections;
+pub mod vocab;
 pub mod wakes;
 
 use api::{CompactOutcome, InputAction, InputEvent, Message, Pi, PiWake, TimerId};
@@ -24,8 +25,17 @@ use config::{PiConfig, PiFault};
 use core::{Compacting, Deferred, PStep, PiCore, RPhase};
 use note::{FaultNote, Hook, HostError, Note, Queue, RunNote, Step};
 
+use crate::adapter::SlotRef;
+use crate::check::{Invariant, Monitor};
+use crate::error::Result;
+use crate::family::common::Core;
+use crate::family::common::faults::FaultSpec;
 use crate::family::common::faults::TimedFaults;
-use crate::sim::record::{Actor, DropReason, Ev, MsgKind, Payload, Starter, Window};
+use crate::family::{Family, Host, Registry};
+use crate::input::Cx;
+use crate::sim::msg::{MsgKind, Payload};
+use crate::sim::record::{Actor, Ev, Starter, Window};
+use crate::sim::sink::Sink;
 use crate::sim::swarm::{self, Mix};
 use crate::sim::time::Ms;
 use crate::sim::{Kernel, World};
@@ -38,6 +48,9 @@ pub enum Gen {
     /// 0.58: idle between inner runs, `continue()` on a timer, listeners not awaited.
     V058,
 }
+
+/// The kernel a pi host runs on: its events, its narration into the checkers' monitor.
+pub type PiKernel = Kernel<PiEv, Monitor<Note>>;
 
 /// The pi host's scheduled events.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,10 +101,10 @@ impl PiHost {
     /// prompt the call started.
     fn call<R>(
         &mut self,
-        k: &mut Kernel<PiEv>,
+        k: &mut PiKernel,
         f: impl FnOnce(&mut dyn PiWake, &mut Pi<'_>) -> R,
     ) -> R {
-        self.core.calls = 0;
+        self.core.calls.reset();
         let mut pi = Pi {
             core: &mut self.core,
             k,
@@ -105,7 +118,7 @@ impl PiHost {
     /// (the madsim lane): `f` gets the same [`Pi`] handle the handlers get, with a fresh call
     /// budget, at the kernel's current time. Input handlers of prompts it starts run before this
     /// returns, as they do after a handler.
-    pub fn enter<R>(&mut self, k: &mut Kernel<PiEv>, f: impl FnOnce(&mut Pi<'_>) -> R) -> R {
+    pub fn enter<R>(&mut self, k: &mut PiKernel, f: impl FnOnce(&mut Pi<'_>) -> R) -> R {
         let r = self.call(k, |_, pi| f(pi));
         self.core.sync_idle(k);
         r
@@ -113,7 +126,7 @@ impl PiHost {
 
     /// Run the input handlers of prompts started since: pi calls them synchronously inside
     /// `prompt()`, before anything else can happen.
-    fn run_inputs(&mut self, k: &mut Kernel<PiEv>) {
+    fn run_inputs(&mut self, k: &mut PiKernel) {
         while !self.core.inputs_due.is_empty() {
             let id = self.core.inputs_due.remove(0);
             self.prompt_step(k, id);
@@ -121,7 +134,7 @@ impl PiHost {
     }
 
     /// Deliver an extension event to the wake logic.
-    fn hook(&mut self, k: &mut Kernel<PiEv>, hook: Hook) {
+    fn hook(&mut self, k: &mut PiKernel, hook: Hook) {
         self.core.note(k, Actor::Wake, Note::Handler(hook));
         let ctx = self.core.ctx();
         self.call(k, |w, pi| match hook {
@@ -139,7 +152,7 @@ impl PiHost {
         });
     }
 
-    fn plan(&mut self, k: &mut Kernel<PiEv>) {
+    fn plan(&mut self, k: &mut PiKernel) {
         self.core.faults.plan(k);
         let active = k.limits().active_ms;
         let mut p = self.core.cfg.producers.clone();
@@ -196,7 +209,7 @@ impl PiHost {
     }
 
     /// A prompt throws `error` (to its caller, or the extension error channel) and ends.
-    fn reject_prompt(&mut self, k: &mut Kernel<PiEv>, id: u32, error: HostError) {
+    fn reject_prompt(&mut self, k: &mut PiKernel, id: u32, error: HostError) {
         let prompt = Some(id);
         self.core
             .note(k, Actor::Host, Note::Error { prompt, error });
@@ -204,19 +217,19 @@ impl PiHost {
     }
 
     /// A prompt ended without starting a run.
-    fn fail_prompt(&mut self, k: &mut Kernel<PiEv>, id: u32) {
+    fn fail_prompt(&mut self, k: &mut PiKernel, id: u32) {
         if !self.core.prompts[id as usize - 1].from_user {
-            self.core.mark(k, Window::WakePromptFailed);
+            self.core.mark(k, vocab::WAKE_PROMPT_FAILED);
         }
         self.end_prompt(id);
     }
 
-    fn prompt_note(&self, k: &mut Kernel<PiEv>, prompt: u32, step: Step) {
+    fn prompt_note(&self, k: &mut PiKernel, prompt: u32, step: Step) {
         self.core.note(k, Actor::Host, Note::Step { prompt, step });
     }
 
     /// `prompt()` from step 3 on: one await per event.
-    fn prompt_step(&mut self, k: &mut Kernel<PiEv>, id: u32) {
+    fn prompt_step(&mut self, k: &mut PiKernel, id: u32) {
         let i = id as usize - 1;
         let (from_user, behavior) = (
             self.core.prompts[i].from_user,
@@ -250,7 +263,7 @@ impl PiHost {
             PStep::Streaming => {
                 // Step 5, the single isStreaming check, after the input handlers' await.
                 if self.core.run_active && self.core.agent_active.is_none() {
-                    self.core.mark(k, Window::PromptRacesSettle);
+                    self.core.mark(k, vocab::PROMPT_RACES_SETTLE);
                 }
                 if self.core.is_streaming() {
                     match behavior {
@@ -339,12 +352,12 @@ impl PiHost {
         }
     }
 
-    fn run_note(&self, k: &mut Kernel<PiEv>, run: u32, note: RunNote) {
+    fn run_note(&self, k: &mut PiKernel, run: u32, note: RunNote) {
         self.core.note(k, Actor::Host, Note::Run { run, note });
     }
 
     /// Take one queued message into the run (queues are one-at-a-time by default).
-    fn poll(&mut self, k: &mut Kernel<PiEv>, run: u32, queue: Queue) -> bool {
+    fn poll(&mut self, k: &mut PiKernel, run: u32, queue: Queue) -> bool {
         let item = match queue {
             Queue::Steering => self.core.steering.pop_front(),
             Queue::FollowUp => self.core.follow_up.pop_front(),
@@ -364,7 +377,7 @@ impl PiHost {
         true
     }
 
-    fn run_step(&mut self, k: &mut Kernel<PiEv>, id: u32) {
+    fn run_step(&mut self, k: &mut PiKernel, id: u32) {
         let i = id as usize - 1;
         let generation = self.core.generation;
         let timing = self.core.cfg.timing;
@@ -574,16 +587,16 @@ impl PiHost {
     }
 
     /// `_handlePostAgentRun` and the before-settle boundary.
-    fn post_run(&mut self, k: &mut Kernel<PiEv>, id: u32) {
+    fn post_run(&mut self, k: &mut PiKernel, id: u32) {
         let i = id as usize - 1;
         let generation = self.core.generation;
         let timing = self.core.cfg.timing;
         // 0.58 schedules continue() with setTimeout: an ordinary event, never a microtask.
-        let continue_after = |k: &mut Kernel<PiEv>, d: u64, ev: PiEv| match generation {
+        let continue_after = |k: &mut PiKernel, d: u64, ev: PiEv| match generation {
             Gen::V058 => k.schedule(d, ev),
             Gen::V099 => k.resume(d, ev),
         };
-        let on_timer = |core: &mut PiCore, k: &mut Kernel<PiEv>| {
+        let on_timer = |core: &mut PiCore, k: &mut PiKernel| {
             if generation == Gen::V058 {
                 core.pending_continues += 1;
                 core.note(
@@ -629,7 +642,7 @@ impl PiHost {
     }
 
     /// 0.99 ends every `_runAgentPrompt` in its `finally` with `_emitAgentSettled`; 0.58 just ends.
-    fn finish_or_settle(&mut self, k: &mut Kernel<PiEv>, id: u32) {
+    fn finish_or_settle(&mut self, k: &mut PiKernel, id: u32) {
         let i = id as usize - 1;
         match self.core.generation {
             Gen::V099 => {
@@ -644,11 +657,11 @@ impl PiHost {
     }
 
     /// Try a timed fault again later when the host is not in a state where it can happen.
-    fn retry_timed(&mut self, k: &mut Kernel<PiEv>, i: u32) {
+    fn retry_timed(&mut self, k: &mut PiKernel, i: u32) {
         self.timed.retry(k, i, PiEv::Timed(i));
     }
 
-    fn timed_fault(&mut self, k: &mut Kernel<PiEv>, i: u32) {
+    fn timed_fault(&mut self, k: &mut PiKernel, i: u32) {
         if k.quiescent() {
             return;
         }
@@ -715,7 +728,7 @@ impl PiHost {
         }
     }
 
-    fn fault_end(&mut self, k: &mut Kernel<PiEv>, f: PiFault) {
+    fn fault_end(&mut self, k: &mut PiKernel, f: PiFault) {
         self.core.compacting = Compacting::None;
         match f {
             PiFault::ManualCompaction => {
@@ -747,12 +760,12 @@ impl PiHost {
         }
     }
 
-    fn session_start(&mut self, k: &mut Kernel<PiEv>) {
+    fn session_start(&mut self, k: &mut PiKernel) {
         self.core.replacing = false;
         // What the old session still owed is the documented loss of replacement (P-7).
-        let owed = k.monitor.ledger().owed().to_vec();
+        let owed = k.sink.owed().to_vec();
         for msg in owed {
-            let reason = DropReason::SessionReplaced;
+            let reason = vocab::SESSION_REPLACED;
             self.core.emit(k, Actor::Host, Ev::Dropped { msg, reason });
         }
         let session = self.core.session;
@@ -764,6 +777,7 @@ impl PiHost {
 
 impl World for PiHost {
     type Ev = PiEv;
+    type Sink = Monitor<Note>;
 
     fn mix(&self) -> Mix {
         Mix {
@@ -772,7 +786,7 @@ impl World for PiHost {
         }
     }
 
-    fn start(&mut self, k: &mut Kernel<PiEv>) {
+    fn start(&mut self, k: &mut PiKernel) {
         k.choices.set_constants(&self.wake.constants_ms());
         self.plan(k);
         self.core.emit(k, Actor::Host, Ev::Idle { idle: true });
@@ -783,7 +797,7 @@ impl World for PiHost {
         self.core.sync_idle(k);
     }
 
-    fn step(&mut self, k: &mut Kernel<PiEv>, ev: PiEv) {
+    fn step(&mut self, k: &mut PiKernel, ev: PiEv) {
         match ev {
             PiEv::Produce(i) => {
                 let p = &self.producers[i as usize];
@@ -808,5 +822,90 @@ impl World for PiHost {
         }
         self.run_inputs(k);
         self.core.sync_idle(k);
+    }
+}
+
+/// The pi family: pi 0.99's `AgentSession` and the older 0.58 host, their wake logic written
+/// against [`PiWake`].
+pub struct PiFamily;
+
+impl Family for PiFamily {
+    const NAME: &'static str = "pi";
+    const HOSTS: &'static [(Host, Gen)] = &[
+        (
+            // pi 0.99 `AgentSession` (earendil-works/pi @014b48bf).
+            Host {
+                name: "pi",
+                version_label: "pi-0.99",
+                describe: "pi 0.99 AgentSession: prompt() steps 0-12, run flag spanning inner runs, agent_settled, deferral while settling",
+            },
+            Gen::V099,
+        ),
+        (
+            // pi 0.58 (badlogic/pi-mono v0.58.3), the older host of H-5.
+            Host {
+                name: "pi-0.58",
+                version_label: "pi-0.58",
+                describe: "pi 0.58: isIdle per inner run, continue() on a timer, agent_end listeners not awaited, no agent_settled",
+            },
+            Gen::V058,
+        ),
+    ];
+    const INVARIANTS: &'static [Invariant] = &[
+        Invariant::NoLoss,
+        Invariant::ExactlyOnce,
+        Invariant::Fifo,
+        Invariant::BoundedLatency,
+        Invariant::SingleStarter,
+        Invariant::FlagCoherence,
+        Invariant::Harness,
+    ];
+    const WINDOWS: &'static [Window] = vocab::WINDOWS;
+    const COMPACT_RUNS: bool = false;
+
+    type Variant = Gen;
+    type Fault = PiFault;
+    type Note = Note;
+    type Config = PiConfig;
+    type Producers = sections::RawProducers;
+    type Timing = sections::RawTiming;
+    type Wake = dyn PiWake;
+    type World = PiHost;
+
+    fn state_name(code: u8) -> &'static str {
+        note::state_name(code)
+    }
+
+    fn config(
+        cx: Cx<'_>,
+        producers: sections::RawProducers,
+        timing: sections::RawTiming,
+        faults: Vec<(PiFault, FaultSpec)>,
+    ) -> Result<PiConfig> {
+        sections::config(cx, producers, timing, faults)
+    }
+
+    fn scope(config: &mut PiConfig, messages_max: u64) {
+        config.producers.messages.cap(messages_max);
+    }
+
+    fn world(generation: Gen, config: &PiConfig, wake: Box<dyn PiWake>) -> PiHost {
+        PiHost::new(generation, config.clone(), wake)
+    }
+
+    fn external(slot: SlotRef, constants_ms: Vec<u64>) -> Box<dyn PiWake> {
+        Box::new(adapter::ExternalPi::new(slot, constants_ms))
+    }
+}
+
+impl Registry {
+    /// Add (or replace) a pi wake logic under `name`.
+    pub fn with_pi(
+        self,
+        name: &str,
+        summary: &str,
+        make: impl Fn() -> Box<dyn PiWake> + Send + Sync + 'static,
+    ) -> Registry {
+        self.with::<PiFamily>(name, summary, make)
     }
 }

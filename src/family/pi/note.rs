@@ -3,7 +3,9 @@
 use std::fmt::Write;
 
 use super::api::{DeliverAs, SendOptions};
-use crate::sim::record::{Encode, MsgId, Payload, TraceHasher};
+use crate::sim::hash::{Encode, TraceHasher};
+use crate::sim::msg::{MsgId, Payload};
+use crate::sim::record::{self, InStory, Role};
 
 /// Host states, as the timeline's last column shows them (`wake-systems.md` §2.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -437,6 +439,59 @@ impl Note {
                 | Note::Timer { .. }
         )
     }
+}
+
+impl record::Note for Note {
+    const TAG: u64 = 10;
+
+    fn render(&self) -> String {
+        Note::render(self)
+    }
+
+    fn role(&self) -> Role {
+        match self {
+            Note::Handler(_) => Role::Handler,
+            n if n.is_wake_call() => Role::Call,
+            _ => Role::Plain,
+        }
+    }
+
+    /// Handler entries are folded into the calls they make (a timer's stays); awaits and run
+    /// phases that change nothing a reader follows are dropped; a cleared timer is noise; the
+    /// first session's start is the obvious beginning.
+    fn in_story(&self) -> InStory {
+        match self {
+            Note::Handler(h) => InStory::Enters {
+                context: match h {
+                    Hook::Message(_) | Hook::Timer(_) => None,
+                    other => Some(hook_name(*other)),
+                },
+                keep: matches!(h, Hook::Timer(_)),
+            },
+            Note::Step { step, .. } => keep(!matches!(
+                step,
+                Step::AwaitInput | Step::AwaitAuth | Step::BeforeAgentStart | Step::AwaitImages
+            )),
+            Note::Run { note, .. } => keep(!matches!(
+                note,
+                RunNote::AgentStart { .. }
+                    | RunNote::ToolCalls
+                    | RunNote::TurnEnd
+                    | RunNote::AgentEnd { .. }
+                    | RunNote::Done
+                    | RunNote::DeferredActions { .. }
+            )),
+            Note::Timer {
+                op: TimerOp::Clear, ..
+            } => InStory::Drop,
+            Note::SessionStart { session } => keep(*session > 1),
+            _ => InStory::Keep,
+        }
+    }
+}
+
+fn keep(yes: bool) -> InStory {
+    if yes { InStory::Keep } else { InStory::Drop }
 }
 
 pub fn hook_name(h: Hook) -> &'static str {

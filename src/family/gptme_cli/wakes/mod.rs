@@ -19,24 +19,25 @@ pub use b1_no_recheck::b1_no_recheck;
 pub use b1_pre::b1_pre;
 
 use crate::family::Registry;
+use crate::family::gptme_cli::CliFamily;
 
 pub(crate) fn register(r: &mut Registry) {
-    r.add_gptme_cli(
+    r.add::<CliFamily>(
         "gptme.b0-exit-on-empty",
         "B0: before #3843: completions only at loop end; exits with a job still running",
         || Box::new(ExitOnEmpty),
     );
-    r.add_gptme_cli(
+    r.add::<CliFamily>(
         "gptme.b1-pre-control-any",
         "B1 before the fingerprint: a non-empty control.jsonl interrupts every wait",
         || Box::new(b1_pre()),
     );
-    r.add_gptme_cli(
+    r.add::<CliFamily>(
         "gptme.b1-idle-wait",
         "B1 (#3843): STEP_PRE drain, bounded idle wait, fingerprinted control, timeout reported once",
         || Box::new(BackgroundWait::fixed()),
     );
-    r.add_gptme_cli(
+    r.add::<CliFamily>(
         "gptme.b1-no-recheck",
         "B1 without the recheck under the notifier's lock (nor the 1 s cap): a completion between drain and wait is missed",
         || Box::new(b1_no_recheck()),

@@ -19,24 +19,25 @@ pub use w2::OneWakePerBurst;
 pub use w2_subagent::WithSubagentCompletions;
 
 use crate::family::Registry;
+use crate::family::gptme_server::ServerFamily;
 
 pub(crate) fn register(r: &mut Registry) {
-    r.add_gptme_server(
+    r.add::<ServerFamily>(
         "gptme.w0-drop-refused",
         "W0: one wake per event; a refused event is dropped (requeues batch[i+1:])",
         || Box::new(w0()),
     );
-    r.add_gptme_server(
+    r.add::<ServerFamily>(
         "gptme.w1-per-event-drain",
         "W1: one wake per event; the drain's own first wake makes it refuse the rest (seed 000)",
         || Box::new(PerEventDrain::w1()),
     );
-    r.add_gptme_server(
+    r.add::<ServerFamily>(
         "gptme.w2-one-wake-per-burst",
         "W2: the whole batch in one wake; a refused batch goes back in order (the fix)",
         || Box::new(OneWakePerBurst),
     );
-    r.add_gptme_server(
+    r.add::<ServerFamily>(
         "gptme.w2-subagent",
         "W2 plus subagent completions one per wake; a refused first completion goes behind the rest",
         || Box::new(WithSubagentCompletions),

@@ -7,7 +7,7 @@
 
 use super::outbox::{Sender, SenderHook};
 use crate::family::pi::api::{Ctx, CustomMessage, Message, Pi, SendOptions};
-use crate::sim::record::Payload;
+use crate::sim::msg::Payload;
 
 #[derive(Default)]
 pub struct Counter {

@@ -47,7 +47,7 @@ use crate::family::pi::api::{
     CompactOutcome, Ctx, CustomMessage, DeliverAs, InputAction, InputEvent, Message, Pi, PiWake,
     SendOptions, StaleCtx, TimerId,
 };
-use crate::sim::record::{MsgId, MsgKind, Payload};
+use crate::sim::msg::{MsgId, MsgKind, Payload};
 use crate::sim::time::Ms;
 
 pub const PARENT_WAKE_GRACE_MS: u64 = 30_000;

@@ -27,50 +27,51 @@ pub use raw::Raw;
 pub use reservation::Reservation;
 
 use crate::family::Registry;
+use crate::family::pi::PiFamily;
 use crate::family::pi::api::SendOptions;
 
 pub(crate) fn register(r: &mut Registry) {
-    r.add_pi(
+    r.add::<PiFamily>(
         "pi.raw-trigger-turn",
         "G0: sendMessage(steer|followUp, triggerTurn) as is; an idle host runs it directly without before_agent_start",
         || Box::new(Outbox::new(Raw)),
     );
-    r.add_pi(
+    r.add::<PiFamily>(
         "pi.raw-follow-up",
         "G0 before #867: completions sent as followUp too; drained only when the parent stops calling tools",
         || Box::new(Outbox::new(Raw).completions_as(SendOptions::follow_up())),
     );
-    r.add_pi(
+    r.add::<PiFamily>(
         "pi.counter",
         "G1: idle = agent_start/agent_end counter at 0; reads 0 between inner runs and strands nextTurn",
         || Box::new(Outbox::new(Counter::default())),
     );
-    r.add_pi(
+    r.add::<PiFamily>(
         "pi.is-idle",
         "G2: ctx.isIdle() then nextTurn + sendUserMessage(\" \"); no reservation, so two wakes race",
         || Box::new(Outbox::new(IsIdle::default())),
     );
-    r.add_pi(
+    r.add::<PiFamily>(
         "pi.reservation",
         "G3: G2 plus a 60 s wake reservation with lazy expiry; a failed wake prompt strands later messages",
         || Box::new(Outbox::new(Reservation::default())),
     );
-    r.add_pi(
+    r.add::<PiFamily>(
         "pi.gentle",
         "G4: upstream route/hold/coalesced wake with start window, hold re-check (T2) and input grace (T3)",
         || Box::new(Gentle::new(true, true)),
     );
-    r.add_pi(
+    r.add::<PiFamily>(
         "pi.gentle-fixed",
         "G4 with wakesim's fixes: re-owe a wake whose prompt never started; reopen the input window after a compaction",
         || Box::new(Gentle::fixed()),
     );
-    r.add_pi(
+    r.add::<PiFamily>(
         "pi.gentle-pre-t3",
         "G4 without T3: a user prompt parked in input races the wake prompt (P-9)",
         || Box::new(Gentle::new(true, false)),
     );
-    r.add_pi(
+    r.add::<PiFamily>(
         "pi.gentle-pre-t2",
         "G4 without T2 and T3: content held over /tree waits for an unrelated prompt (P-10)",
         || Box::new(Gentle::new(false, false)),

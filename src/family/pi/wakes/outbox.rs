@@ -66,7 +66,7 @@ impl<S: Sender> PiWake for Outbox<S> {
     }
 
     fn on_message(&mut self, pi: &mut Pi<'_>, msg: Message) {
-        if msg.kind == crate::sim::record::MsgKind::Orchestrator {
+        if msg.kind == crate::sim::msg::MsgKind::Orchestrator {
             self.sender.send(pi, msg, msg.default_options());
             return;
         }

@@ -10,7 +10,7 @@
 use super::is_idle::host_idle;
 use super::outbox::{Sender, SenderHook};
 use crate::family::pi::api::{Ctx, CustomMessage, Message, Pi, SendOptions};
-use crate::sim::record::Payload;
+use crate::sim::msg::Payload;
 use crate::sim::time::Ms;
 
 pub const WAKE_RESERVATION_MS: u64 = 60_000;

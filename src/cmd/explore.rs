@@ -1,0 +1,98 @@
+//! `wakesim explore FILE`: every run of a small scope; `--record` keeps the smallest failure as
+//! a regression file.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use super::args::Format;
+use crate::engine::Runner;
+use crate::engine::explore::{Explored, explore};
+use crate::engine::regression::{self, Keep};
+use crate::error::Result;
+use crate::family::Registry;
+use crate::report::explore::{Exploration, json, text};
+use crate::scenario::{Expect, Scenario, Scope};
+
+#[derive(clap::Args)]
+pub struct Args {
+    file: PathBuf,
+    /// Producer messages at most (default: the scenario's `[explore]`, else 2).
+    #[arg(long)]
+    messages: Option<u64>,
+    /// Choices per run away from their simplest value, at most (default: the scenario's
+    /// `[explore]`, else 3).
+    #[arg(long)]
+    deviations: Option<usize>,
+    /// Runs at most; beyond it the scope is reported as not exhausted (default 200,000).
+    #[arg(long)]
+    runs_max: Option<u64>,
+    /// Keep the smallest run showing the expected failure as a regression file.
+    #[arg(long)]
+    record: bool,
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+}
+
+pub fn main(registry: &Registry, args: Args) -> Result<i32> {
+    let scn = Scenario::load(&args.file, registry)?;
+    let scope = Scope {
+        messages_max: args.messages.unwrap_or(scn.explore.messages_max),
+        deviations_max: args.deviations.unwrap_or(scn.explore.deviations_max),
+        runs_max: args.runs_max.unwrap_or(scn.explore.runs_max),
+    };
+    let mut runner = Runner::new(registry);
+    runner.prepare(&scn)?;
+    let started = Instant::now();
+    let ex = explore(&mut runner, &scn, scope);
+    let secs = started.elapsed().as_secs_f64();
+    let met = match scn.expect {
+        Expect::Pass => ex.failing == 0 && ex.exhausted,
+        _ => ex.smallest_expected.is_some(),
+    };
+    if args.record {
+        record(&args, &ex)?;
+    }
+    let e = Exploration {
+        file: &args.file,
+        scn: &scn,
+        ex: &ex,
+        secs,
+        met,
+    };
+    super::print(&match args.format {
+        Format::Json => json(&e),
+        Format::Text => text(&e),
+    });
+    Ok(if met { 0 } else { 1 })
+}
+
+/// Keep the smallest run showing the expected failure (or the smallest failure) as
+/// `regressions/<scenario>-explored.toml`.
+fn record(args: &Args, ex: &Explored) -> Result<()> {
+    let Some(r) = ex.smallest_expected.as_ref().or(ex.smallest.as_ref()) else {
+        return Ok(());
+    };
+    let file = args.file.as_path();
+    let stem = file
+        .file_stem()
+        .map_or("scenario".into(), |s| s.to_string_lossy().into_owned());
+    let path = regression::default_dir(file).join(format!("{stem}-explored.toml"));
+    let comment = format!(
+        "wakesim regression: the smallest failure `wakesim explore {}` found in {} runs\n(at most {} message(s), {} deviation(s)); delays from the boundary set.",
+        file.display(),
+        ex.runs,
+        ex.scope.messages_max,
+        ex.scope.deviations_max
+    );
+    Keep {
+        scenario: file,
+        seed: 0,
+        run: r,
+        target: None,
+        comment,
+        explored: Some(ex.scope.messages_max),
+    }
+    .write(&path)?;
+    eprintln!("wrote {}", path.display());
+    Ok(())
+}

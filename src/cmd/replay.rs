@@ -1,0 +1,118 @@
+//! `wakesim replay FILE --seed N` (a scenario's seed) or `wakesim replay REGRESSION.toml` (its
+//! recorded choices): the timeline, as text, JSON Lines or Mermaid; `--record` keeps the run.
+
+use std::path::{Path, PathBuf};
+
+use clap::ValueEnum;
+
+use super::args::parse_seed;
+use crate::engine::regression::{self, Keep, Regression, Replayed, is_regression};
+use crate::engine::{RunResult, Runner, describe};
+use crate::error::{Error, Result};
+use crate::family::Registry;
+use crate::report;
+use crate::scenario::Scenario;
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Format {
+    Text,
+    Json,
+    Mermaid,
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    file: PathBuf,
+    /// The seed, decimal or 0x-hex (not for a regression file).
+    #[arg(long, value_parser = parse_seed)]
+    seed: Option<u64>,
+    /// Also keep the run as a regression file expecting its current verdict: pins a passing
+    /// run of a fixed wake logic, or a failing one without shrinking it.
+    #[arg(long)]
+    record: bool,
+    /// Where `--record` writes (default: `regressions/` beside the scenario's directory).
+    #[arg(long, requires = "record")]
+    out: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+}
+
+pub fn main(registry: &Registry, args: Args) -> Result<i32> {
+    let file = args.file.as_path();
+    let text = std::fs::read_to_string(file).map_err(|source| Error::Io {
+        path: file.to_path_buf(),
+        source,
+    })?;
+    let mut runner = Runner::new(registry);
+    let (scn, r, stale) = if is_regression(&text) {
+        let reg = Regression::parse(file, &text, registry)?;
+        runner.prepare(&reg.scenario)?;
+        if let Some(seed) = args.seed {
+            return Err(Error::Usage(format!(
+                "{} is a regression file: it replays its recorded choices, not --seed {seed}",
+                file.display()
+            )));
+        }
+        match reg.replay(&mut runner, true) {
+            Replayed::Stale { result, why } => (reg.scenario, result, Some(why)),
+            Replayed::Run { result, .. } => (reg.scenario, result, None),
+        }
+    } else {
+        let (scn, r) = replay_seed(&mut runner, &args, &text)?;
+        (scn, r, None)
+    };
+    super::print(&match args.format {
+        Format::Text => report::text::timeline(&scn, &r),
+        Format::Json => report::json::replay(&scn, &r),
+        Format::Mermaid => report::mermaid::diagram(&scn, &r),
+    });
+    if let Some(why) = stale {
+        eprintln!(
+            "error: {} is stale: {why}; the model no longer consumes its choices the same way, so this is not the recorded run. Re-shrink: wakesim shrink {} --seed {}",
+            file.display(),
+            scn.path.display(),
+            r.seed
+        );
+        return Ok(1);
+    }
+    if !r.outcome.is_pass() && !matches!(args.format, Format::Text) {
+        eprintln!("{}: {}", report::reproduce(&scn, &r), describe(&r.outcome));
+    }
+    Ok(if r.outcome.is_pass() { 0 } else { 1 })
+}
+
+/// A scenario's seed, kept as a regression with `--record`.
+fn replay_seed(runner: &mut Runner<'_>, args: &Args, text: &str) -> Result<(Scenario, RunResult)> {
+    let file = args.file.as_path();
+    let seed = args.seed.ok_or_else(|| {
+        Error::Usage(format!(
+            "{} is a scenario: give the seed to replay with --seed N",
+            file.display()
+        ))
+    })?;
+    let scn = Scenario::parse(file, text, runner.registry())?;
+    runner.prepare(&scn)?;
+    let r = runner.run_seed(&scn, seed, true);
+    if args.record {
+        let dir = (args.out.clone()).unwrap_or_else(|| regression::default_dir(file));
+        let path = regression::seed_path(file, &dir, seed);
+        record(file, seed, &r, &path)?;
+        eprintln!("wrote {}", path.display());
+    }
+    Ok((scn, r))
+}
+
+fn record(file: &Path, seed: u64, r: &RunResult, path: &Path) -> Result<()> {
+    Keep {
+        scenario: file,
+        seed,
+        run: r,
+        target: None,
+        comment: format!(
+            "wakesim regression: seed {seed} of {}, recorded by `wakesim replay --record`.",
+            file.display()
+        ),
+        explored: None,
+    }
+    .write(path)
+}

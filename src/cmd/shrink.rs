@@ -1,0 +1,106 @@
+//! `wakesim shrink FILE --seed N`: the smallest run that still breaks the same invariant,
+//! printed as a story and kept as a regression file.
+
+use std::path::PathBuf;
+
+use super::args::parse_seed;
+use crate::check::Invariant;
+use crate::engine::regression::{self, Keep};
+use crate::engine::shrink::shrink;
+use crate::engine::{RunResult, Runner, describe};
+use crate::error::{Error, Result};
+use crate::family::Registry;
+use crate::report;
+use crate::scenario::Scenario;
+
+#[derive(clap::Args)]
+pub struct Args {
+    file: PathBuf,
+    #[arg(long, value_parser = parse_seed)]
+    seed: u64,
+    /// The invariant to keep broken (default: the seed's first).
+    #[arg(long)]
+    invariant: Option<String>,
+    /// Where to write the regression (default: `regressions/` beside the scenario's directory).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Candidate runs to try at most.
+    #[arg(long, default_value_t = 20_000)]
+    runs_max: u64,
+}
+
+pub fn main(registry: &Registry, args: Args) -> Result<i32> {
+    let (file, seed) = (args.file.as_path(), args.seed);
+    let scn = Scenario::load(file, registry)?;
+    let invariant = match &args.invariant {
+        None => None,
+        Some(name) => Some(Invariant::from_name(name).ok_or_else(|| {
+            let names: Vec<_> = Invariant::ALL.iter().map(|i| i.name()).collect();
+            Error::Usage(format!(
+                "unknown invariant `{name}`, expected one of {}",
+                names.join(", ")
+            ))
+        })?),
+    };
+    let mut runner = Runner::new(registry);
+    runner.prepare(&scn)?;
+    let Some(sh) = shrink(&mut runner, &scn, seed, invariant, args.runs_max) else {
+        let r = runner.run_seed(&scn, seed, false);
+        let what = match invariant {
+            Some(i) if !r.outcome.is_pass() => {
+                format!("does not break {i} ({})", describe(&r.outcome))
+            }
+            _ => describe(&r.outcome),
+        };
+        return Err(Error::Usage(format!(
+            "seed {seed} of {} has nothing to shrink: it {what}",
+            file.display()
+        )));
+    };
+    let target = Some(sh.invariant);
+    let lines = |r: &RunResult| {
+        report::story(
+            scn.host,
+            &r.trace,
+            &r.messages,
+            r.outcome.violations(),
+            target,
+        )
+        .len()
+    };
+    let dir = (args.out.clone()).unwrap_or_else(|| regression::default_dir(file));
+    let path = regression::seed_path(file, &dir, seed);
+    let sizes = format!(
+        "{} -> {} choices, a story of {} -> {} lines",
+        sh.original.choices.len(),
+        sh.minimal.choices.len(),
+        lines(&sh.original),
+        lines(&sh.minimal),
+    );
+    let comment = format!(
+        "wakesim regression: seed {seed} of {}, shrunk while it breaks {}:\n{sizes} ({} runs tried).\nThe gate replays it exactly; `wakesim replay {}` prints its timeline.",
+        file.display(),
+        sh.invariant,
+        sh.runs,
+        path.display(),
+    );
+    Keep {
+        scenario: file,
+        seed,
+        run: &sh.minimal,
+        target,
+        comment,
+        explored: None,
+    }
+    .write(&path)?;
+    let mut minimal = sh.minimal;
+    minimal.replay = Some(format!("wakesim replay {}", path.display()));
+    super::print(&report::text::story(&scn, &minimal, target));
+    super::print(&format!(
+        "shrunk seed {seed} while it breaks {}: {sizes}, {} runs tried\nwrote {}\n",
+        sh.invariant,
+        sh.runs,
+        path.display()
+    ));
+    Ok(0)
+}

@@ -1,0 +1,175 @@
+//! Running seeds: one seed to a `RunResult`, a scenario's seed range to a `ScenarioReport`.
+//!
+//! A run is a pure function of (scenario, seed): the kernel, the host model and a fresh wake logic
+//! are built from the scenario and driven to the end by the scenario's family (`family::Runs`).
+//! The runner keeps one family runner (and so one kernel) per family it meets, and the adapter
+//! processes of external wake logics, across seeds.
+
+use std::ops::Range;
+
+use super::verdict::{ScenarioReport, indent};
+use crate::adapter::{Peer, Pool};
+use crate::family::{HostKind, Job, Registry, Runs, WakeSource};
+use crate::outcome::{Outcome, RunResult};
+use crate::scenario::Scenario;
+use crate::sim::choice::{Choice, Choices, Profile};
+
+/// Runs seeds of scenarios, reusing each host's kernel allocations between seeds.
+pub struct Runner<'r> {
+    registry: &'r Registry,
+    /// Each family's runner met so far, by family name (its kernel is reused across seeds).
+    runs: Vec<(&'static str, Box<dyn Runs>)>,
+    /// Adapter processes of external wake logics, kept alive across seeds.
+    adapters: Pool,
+}
+
+impl<'r> Runner<'r> {
+    pub fn new(registry: &'r Registry) -> Runner<'r> {
+        Runner {
+            registry,
+            runs: Vec::new(),
+            adapters: Pool::default(),
+        }
+    }
+
+    /// Start the adapter of an external wake logic and run its first reset, so a command or a
+    /// module that cannot start is reported as an error of the scenario (exit 2) before any seed
+    /// runs. Built-in wake logics need nothing.
+    pub fn prepare(&mut self, scn: &Scenario) -> crate::Result<()> {
+        let Some(spec) = &scn.adapter else {
+            return Ok(());
+        };
+        self.adapters.prepare(spec, peer(scn.host)).map_err(|f| {
+            let (file, line, column) = spec.origin.clone();
+            let mut message = format!("the adapter did not start: {f}");
+            if !f.stderr_tail.is_empty() {
+                message += &format!("; its stderr ends with:\n{}", indent(&f.stderr_tail));
+            }
+            crate::Error::Scenario {
+                file,
+                line,
+                column,
+                key: Some("wake".to_string()),
+                message,
+            }
+        })
+    }
+
+    pub fn registry(&self) -> &Registry {
+        self.registry
+    }
+
+    /// Run one seed of a scenario.
+    pub fn run_seed(&mut self, scn: &Scenario, seed: u64, tracing: bool) -> RunResult {
+        self.run_with(
+            scn,
+            seed,
+            Choices::random(seed, Profile::default()),
+            tracing,
+        )
+    }
+
+    /// Run a scenario from a recorded choice sequence (a shrunk or enumerated run); `seed` only
+    /// labels the result. Past the end of `choices` every draw is 0; `RunResult::stale` says
+    /// where the sequence stopped fitting the model, if it did.
+    pub fn run_choices(
+        &mut self,
+        scn: &Scenario,
+        seed: u64,
+        choices: Vec<Choice>,
+        tracing: bool,
+    ) -> RunResult {
+        self.run_profiled(scn, seed, choices, Profile::default(), tracing)
+    }
+
+    /// `run_choices` with a delay profile (explore runs draw delays from the boundary set only).
+    pub fn run_profiled(
+        &mut self,
+        scn: &Scenario,
+        seed: u64,
+        choices: Vec<Choice>,
+        profile: Profile,
+        tracing: bool,
+    ) -> RunResult {
+        self.run_with(scn, seed, Choices::replay(choices, profile), tracing)
+    }
+
+    fn run_with(
+        &mut self,
+        scn: &Scenario,
+        seed: u64,
+        choices: Choices,
+        tracing: bool,
+    ) -> RunResult {
+        // A wake logic in another language runs in its adapter process.
+        let wake = match &scn.adapter {
+            Some(spec) => WakeSource::Adapter(
+                self.adapters.slot(spec, peer(scn.host)),
+                spec.constants_ms.clone(),
+            ),
+            None => WakeSource::Registered(self.registry.get(&scn.wake).unwrap_or_else(|| {
+                panic!(
+                    "scenario {} names unknown wake {}",
+                    scn.path.display(),
+                    scn.wake
+                )
+            })),
+        };
+        let family = scn.host.family();
+        let runs = match self
+            .runs
+            .iter()
+            .position(|(name, _)| *name == family.name())
+        {
+            Some(i) => &mut self.runs[i].1,
+            None => {
+                self.runs.push((family.name(), family.runs()));
+                &mut self.runs.last_mut().expect("pushed").1
+            }
+        };
+        runs.run(Job {
+            host: scn.host,
+            config: &scn.config,
+            wake,
+            limits: scn.limits,
+            check: scn.check,
+            seed,
+            choices,
+            tracing,
+        })
+    }
+}
+
+/// The host an adapter process of `host` serves.
+fn peer(host: HostKind) -> Peer {
+    Peer {
+        family: host.family().name(),
+        version: host.version_label(),
+    }
+}
+
+impl Runner<'_> {
+    /// Run seeds `range` of a scenario and account them, without judging.
+    pub fn run_range(&mut self, scn: &Scenario, range: Range<u64>) -> ScenarioReport {
+        let mut report = ScenarioReport::new(range.clone());
+        for seed in range {
+            let r = self.run_seed(scn, seed, false);
+            report.add(&r, &scn.expect);
+            report.check_requests(&r, scn.requests);
+            if matches!(r.outcome, Outcome::AdapterFault(_)) {
+                // A broken adapter is one finding; restarting it for every remaining seed would
+                // only repeat it, slowly. The report covers the seeds that ran.
+                report.seeds.end = seed + 1;
+                break;
+            }
+        }
+        report
+    }
+
+    /// Run seeds `range` of a scenario and judge its expectation.
+    pub fn run_scenario(&mut self, scn: &Scenario, range: Range<u64>) -> ScenarioReport {
+        let mut report = self.run_range(scn, range);
+        report.judge(&scn.expect, &scn.must_reach);
+        report
+    }
+}

@@ -1,0 +1,247 @@
+//! Judging: what a seed's outcome means for a scenario's expectation, and a scenario's report
+//! over a seed range (accounted seed by seed, merged across ranges, judged with its required
+//! race windows).
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use crate::check::Invariant;
+use crate::outcome::{Outcome, RunResult};
+use crate::scenario::Expect;
+use crate::sim::record::Window;
+
+/// One seed's outcome, as a report keeps it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SeedNote {
+    pub seed: u64,
+    /// The outcome's label: the first invariant broken, "panic" or "step-budget".
+    pub outcome: String,
+    /// A sentence about it.
+    pub detail: String,
+}
+
+/// The verdict of a scenario over a range of seeds. Reports of adjacent ranges merge into the
+/// report of their union (threads, shards), whatever the order they finished in.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ScenarioReport {
+    pub seeds: Range<u64>,
+    pub events: u64,
+    pub failures: u64,
+    /// Seeds that broke each invariant (or panicked, ran out of steps).
+    pub counts: BTreeMap<String, u64>,
+    /// Seeds that reached each race window.
+    pub windows: BTreeMap<String, u64>,
+    pub first_failure: Option<SeedNote>,
+    /// The first seed that showed what a failing expectation asks for.
+    pub first_expected: Option<u64>,
+    /// The first seed whose outcome the expectation does not allow; `detail` says why.
+    pub unexpected: Option<SeedNote>,
+    pub met: bool,
+    /// Why the expectation is not met, in a sentence.
+    pub why: Option<String>,
+}
+
+impl ScenarioReport {
+    pub fn new(seeds: Range<u64>) -> ScenarioReport {
+        ScenarioReport {
+            seeds,
+            events: 0,
+            failures: 0,
+            counts: BTreeMap::new(),
+            windows: BTreeMap::new(),
+            first_failure: None,
+            first_expected: None,
+            unexpected: None,
+            met: false,
+            why: None,
+        }
+    }
+
+    pub fn seed_count(&self) -> u64 {
+        self.seeds.end - self.seeds.start
+    }
+
+    /// Account one seed's run; seeds must come in increasing order.
+    pub fn add(&mut self, r: &RunResult, expect: &Expect) {
+        self.events += r.events;
+        for (w, _) in &r.marks {
+            *self.windows.entry(w.name.to_string()).or_default() += 1;
+        }
+        let outcome = &r.outcome;
+        if outcome.is_pass() {
+            return;
+        }
+        self.failures += 1;
+        match outcome {
+            Outcome::Fail(vs) => {
+                for v in vs {
+                    *self
+                        .counts
+                        .entry(v.invariant.name().to_string())
+                        .or_default() += 1;
+                }
+            }
+            other => *self.counts.entry(other.label()).or_default() += 1,
+        }
+        if self.first_failure.is_none() {
+            self.first_failure = Some(SeedNote {
+                seed: r.seed,
+                outcome: outcome.label(),
+                detail: describe(outcome),
+            });
+        }
+        let (expected, allowed) = allowed(expect, outcome);
+        if expected && self.first_expected.is_none() {
+            self.first_expected = Some(r.seed);
+        }
+        if !allowed && self.unexpected.is_none() {
+            self.unexpected = Some(SeedNote {
+                seed: r.seed,
+                outcome: outcome.label(),
+                detail: unexpected_why(r.seed, outcome, expect),
+            });
+        }
+    }
+
+    /// A scripted scenario fixes the number of model requests every seed makes
+    /// (`[expect] requests`): another count is an outcome the expectation does not allow.
+    pub fn check_requests(&mut self, r: &RunResult, requests: Option<u32>) {
+        let Some(n) = requests else { return };
+        if r.requests != n && self.unexpected.is_none() {
+            self.unexpected = Some(SeedNote {
+                seed: r.seed,
+                outcome: "requests".to_string(),
+                detail: format!(
+                    "seed {} made {} model requests; the scenario expects exactly {n}",
+                    r.seed, r.requests
+                ),
+            });
+        }
+    }
+
+    /// Fold in the report of the adjacent range that follows this one.
+    pub fn merge(&mut self, later: ScenarioReport) {
+        debug_assert_eq!(
+            self.seeds.end, later.seeds.start,
+            "merge adjacent ranges in order"
+        );
+        self.seeds = self.seeds.start..later.seeds.end;
+        self.events += later.events;
+        self.failures += later.failures;
+        for (k, v) in later.counts {
+            *self.counts.entry(k).or_default() += v;
+        }
+        for (k, v) in later.windows {
+            *self.windows.entry(k).or_default() += v;
+        }
+        self.first_failure = self.first_failure.take().or(later.first_failure);
+        self.first_expected = self.first_expected.or(later.first_expected);
+        self.unexpected = self.unexpected.take().or(later.unexpected);
+    }
+
+    /// Decide whether the expectation and the required race windows are met.
+    pub fn judge(&mut self, expect: &Expect, must_reach: &[Window]) {
+        let unreached: Vec<&str> = must_reach
+            .iter()
+            .map(|w| w.name)
+            .filter(|w| !self.windows.contains_key(*w))
+            .collect();
+        let shown = match expect {
+            Expect::Pass => true,
+            _ => self.first_expected.is_some(),
+        };
+        self.met = self.unexpected.is_none() && shown && unreached.is_empty();
+        self.why = if self.met {
+            None
+        } else if let Some(u) = &self.unexpected {
+            Some(u.detail.clone())
+        } else if !shown {
+            Some(format!(
+                "no seed in {}..{} showed {expect}",
+                self.seeds.start, self.seeds.end
+            ))
+        } else {
+            Some(format!(
+                "no seed in {}..{} reached the race window{} {} (coverage.must_reach)",
+                self.seeds.start,
+                self.seeds.end,
+                if unreached.len() == 1 { "" } else { "s" },
+                unreached.join(", ")
+            ))
+        };
+    }
+}
+
+/// Why an outcome the expectation does not allow breaks it, in a sentence.
+fn unexpected_why(seed: u64, outcome: &Outcome, expect: &Expect) -> String {
+    if let (Expect::Fail { invariant, also }, Outcome::Fail(vs)) = (expect, outcome)
+        && let Some(v) = vs
+            .iter()
+            .find(|v| v.invariant != *invariant && !also.contains(&v.invariant))
+    {
+        return format!(
+            "seed {seed} also broke {}, which the scenario does not allow, at {} ms: {}",
+            v.invariant, v.t.0, v.detail
+        );
+    }
+    format!("seed {seed} {}", describe(outcome))
+}
+
+/// A sentence about a failing outcome.
+pub fn describe(o: &Outcome) -> String {
+    match o {
+        Outcome::Pass => "passed".to_string(),
+        Outcome::Fail(v) => format!(
+            "broke {} at {} ms: {}",
+            v[0].invariant, v[0].t.0, v[0].detail
+        ),
+        Outcome::Panic(m) => format!("panicked: {m}"),
+        Outcome::StepBudget { steps } => format!("ran out of its step budget after {steps} events"),
+        Outcome::AdapterFault(f) => {
+            let mut s = format!("ended with an {f}");
+            if !f.stderr_tail.is_empty() {
+                s += &format!("; its stderr ends with:\n{}", indent(&f.stderr_tail));
+            }
+            s
+        }
+    }
+}
+
+/// Indent every line of `text` by four spaces.
+pub fn indent(text: &str) -> String {
+    text.lines()
+        .map(|l| format!("    {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Does `outcome` show what `expect` asks for, and is it allowed at all?
+pub(crate) fn allowed(expect: &Expect, outcome: &Outcome) -> (bool, bool) {
+    match (expect, outcome) {
+        (_, Outcome::Pass) => (false, true),
+        (Expect::Fail { invariant, also }, Outcome::Fail(vs)) => {
+            let expected = vs.iter().any(|v| v.invariant == *invariant);
+            let ok = vs
+                .iter()
+                .all(|v| v.invariant == *invariant || also.contains(&v.invariant));
+            (expected, ok)
+        }
+        (Expect::Panic, Outcome::Panic(_)) => (true, true),
+        (Expect::StepBudget, Outcome::StepBudget { .. }) => (true, true),
+        (Expect::AdapterFault, Outcome::AdapterFault(_)) => (true, true),
+        _ => (false, false),
+    }
+}
+
+/// Does a single outcome show the scenario's expected failure (for snapshot seeds)?
+pub fn shows_expected(expect: &Expect, outcome: &Outcome) -> bool {
+    match expect {
+        Expect::Pass => outcome.is_pass(),
+        _ => allowed(expect, outcome) == (true, true),
+    }
+}
+
+/// The invariants of an outcome, for JSON.
+pub fn invariants_of(outcome: &Outcome) -> Vec<Invariant> {
+    outcome.violations().iter().map(|v| v.invariant).collect()
+}

@@ -1,0 +1,404 @@
+//! The gptme server's narration: the records of a server timeline and how they read.
+//! Observations (appends, model requests, wakes) are rendered by `report`.
+
+use crate::family::common::bracketed as payload;
+use crate::family::common::conv::ConvId;
+use crate::sim::hash::{Encode, TraceHasher};
+use crate::sim::msg::{MsgId, Payload};
+use crate::sim::record::{self, InStory, Refusal, Role};
+
+/// Server states, as the timeline's last column shows them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum ServerState {
+    Idle = 0,
+    /// A session is generating.
+    Generating = 1,
+    /// A tool call awaits confirmation or executes.
+    Tools = 2,
+    /// A slash command owns the conversation.
+    Command = 3,
+}
+
+pub fn state_name(code: u8) -> &'static str {
+    match code {
+        0 => "IDLE",
+        1 => "GENERATING",
+        2 => "TOOLS",
+        3 => "COMMAND",
+        _ => "?",
+    }
+}
+
+/// Who set a session's `generating` flag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StepOrigin {
+    /// `request_watch_wake` #n reserved the step.
+    Wake(u32),
+    /// The user sent a message.
+    User,
+    /// The step thread continues after tool calls.
+    AfterTools,
+}
+
+/// What `request_watch_wake` did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WakeResult {
+    Accepted { session: u8, dispatched: bool },
+    Refused(Refusal),
+}
+
+/// Why the server called `retry_deferred_watch_wakes`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RetryCause {
+    /// A step of session `n` completed.
+    StepCompletion(u8),
+    FinishCommand,
+    SubagentCompletion,
+}
+
+/// How a server step's reply ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reply {
+    Done,
+    ToolNeedsConfirmation,
+    ToolCalls,
+}
+
+/// One gptme-server narration record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Note {
+    ServerStart {
+        sessions: u8,
+        watch_tool: bool,
+    },
+    /// The watch thread calls `_deliver` (a handler call into the wake logic).
+    Deliver {
+        cid: ConvId,
+        msg: MsgId,
+    },
+    Retry {
+        cid: ConvId,
+        cause: RetryCause,
+    },
+    RequestWake {
+        cid: ConvId,
+        wake: u32,
+        payload: Payload,
+        result: WakeResult,
+    },
+    /// A take call removed these from its queue.
+    Take {
+        call: &'static str,
+        payload: Payload,
+    },
+    Requeue {
+        msg: MsgId,
+    },
+    Defer {
+        msg: MsgId,
+    },
+    PutCompletion {
+        msg: MsgId,
+    },
+    StepStart {
+        session: u8,
+        origin: StepOrigin,
+    },
+    /// A STEP_PRE hook appended what it yielded.
+    StepPre {
+        hook: &'static str,
+        payload: Payload,
+    },
+    Reply {
+        session: u8,
+        reply: Reply,
+    },
+    Confirmed {
+        session: u8,
+    },
+    Storm {
+        watch: u8,
+        cancelled: bool,
+    },
+    UserMessage {
+        session: u8,
+    },
+    Command {
+        finished: bool,
+    },
+}
+
+/// Why a wake was refused, in words.
+pub fn refusal_text(r: &Refusal) -> String {
+    match r {
+        Refusal::Wake(n) => format!("busy: generating, set by wake #{n}"),
+        Refusal::Other(reason) => reason.text.to_string(),
+    }
+}
+
+impl Note {
+    pub fn render(&self) -> String {
+        match self {
+            Note::ServerStart {
+                sessions,
+                watch_tool,
+            } => format!(
+                "conversation A: {} session{}; watch tool {}",
+                sessions,
+                if *sessions == 1 { "" } else { "s" },
+                if *watch_tool {
+                    "loaded (STEP_PRE drains deferred events)"
+                } else {
+                    "not loaded"
+                }
+            ),
+            Note::Deliver { cid, msg } => format!("_deliver({msg}) for conversation {cid}"),
+            Note::Retry { cid, cause } => {
+                let why = match cause {
+                    RetryCause::StepCompletion(s) => format!("S{s}'s step completed"),
+                    RetryCause::FinishCommand => "finish_command".to_string(),
+                    RetryCause::SubagentCompletion => {
+                        "a subagent completion was queued".to_string()
+                    }
+                };
+                format!("retry_deferred_watch_wakes({cid}): {why}")
+            }
+            Note::RequestWake {
+                cid,
+                wake,
+                payload: p,
+                result,
+            } => {
+                let call = format!("request_watch_wake({cid}, {}) = wake #{wake}", payload(p));
+                match result {
+                    WakeResult::Accepted {
+                        session,
+                        dispatched: true,
+                    } => format!(
+                        "{call} → True: persisted; S{session} generating; step thread starts"
+                    ),
+                    WakeResult::Accepted {
+                        session,
+                        dispatched: false,
+                    } => format!(
+                        "{call} → True: persisted, but S{session}'s step thread failed to start (generating undone)"
+                    ),
+                    WakeResult::Refused(r) => format!("{call} → False ({})", refusal_text(r)),
+                }
+            }
+            Note::Take { call, payload: p } => {
+                format!("{call} → {} (removed from the queue)", payload(p))
+            }
+            Note::Requeue { msg } => format!("requeue_watch_event({msg}): back at the head"),
+            Note::Defer { msg } => format!("{msg} deferred: appended to _pending_deliveries"),
+            Note::PutCompletion { msg } => {
+                format!("_completion_queue.put({msg}): at the tail")
+            }
+            Note::StepStart { session, origin } => {
+                let by = match origin {
+                    StepOrigin::Wake(n) => format!("woken by wake #{n}"),
+                    StepOrigin::User => "the user's message".to_string(),
+                    StepOrigin::AfterTools => "after tool calls".to_string(),
+                };
+                format!("S{session} step starts ({by})")
+            }
+            Note::StepPre { hook, payload: p } => {
+                format!("STEP_PRE {hook} appends {}", payload(p))
+            }
+            Note::Reply { session, reply } => match reply {
+                Reply::Done => {
+                    format!("S{session} reply: no tool call; step completes, generating off")
+                }
+                Reply::ToolNeedsConfirmation => format!(
+                    "S{session} reply: a tool call awaits confirmation; step ends, generating off, pending_tools on"
+                ),
+                Reply::ToolCalls => format!("S{session} reply: tool calls execute"),
+            },
+            Note::Confirmed { session } => {
+                format!("confirms S{session}'s tool call: it executes, then a step runs")
+            }
+            Note::Storm { watch, cancelled } => {
+                let w = watch + 1;
+                if *cancelled {
+                    format!("w{w}: storm guard auto-cancels the watch (>200 events in 5 min)")
+                } else {
+                    format!("w{w}: storm guard coalesces (20+ events in 20 s): marker recorded")
+                }
+            }
+            Note::UserMessage { session } => format!("sends a message on S{session}"),
+            Note::Command { finished: false } => {
+                "runs a slash command: it owns the conversation".to_string()
+            }
+            Note::Command { finished: true } => "finish_command".to_string(),
+        }
+    }
+}
+
+impl record::Note for Note {
+    const TAG: u64 = 19;
+
+    fn render(&self) -> String {
+        Note::render(self)
+    }
+
+    fn role(&self) -> Role {
+        match self {
+            Note::Deliver { .. } | Note::Retry { .. } => Role::Handler,
+            Note::RequestWake { .. }
+            | Note::Take { .. }
+            | Note::Requeue { .. }
+            | Note::Defer { .. }
+            | Note::PutCompletion { .. } => Role::Call,
+            _ => Role::Plain,
+        }
+    }
+
+    fn in_story(&self) -> InStory {
+        InStory::Keep
+    }
+}
+
+// ---- the trace-hash encoding (see `sim::hash`): explicit tags, never the variant order. The
+// tags continue those of the narration gptme's two hosts shared before version 1 was written out.
+
+impl Encode for StepOrigin {
+    fn encode(&self, h: &mut TraceHasher) {
+        match *self {
+            StepOrigin::Wake(n) => {
+                h.tag(0);
+                h.u32(n);
+            }
+            StepOrigin::User => h.tag(1),
+            StepOrigin::AfterTools => h.tag(2),
+        }
+    }
+}
+
+impl Encode for WakeResult {
+    fn encode(&self, h: &mut TraceHasher) {
+        match self {
+            WakeResult::Accepted {
+                session,
+                dispatched,
+            } => {
+                h.tag(0);
+                h.u8(*session);
+                h.bool(*dispatched);
+            }
+            WakeResult::Refused(r) => {
+                h.tag(1);
+                r.encode(h);
+            }
+        }
+    }
+}
+
+impl Encode for RetryCause {
+    fn encode(&self, h: &mut TraceHasher) {
+        match *self {
+            RetryCause::StepCompletion(s) => {
+                h.tag(0);
+                h.u8(s);
+            }
+            RetryCause::FinishCommand => h.tag(1),
+            RetryCause::SubagentCompletion => h.tag(2),
+        }
+    }
+}
+
+impl Encode for Reply {
+    fn encode(&self, h: &mut TraceHasher) {
+        h.tag(match self {
+            Reply::Done => 0,
+            Reply::ToolNeedsConfirmation => 1,
+            Reply::ToolCalls => 2,
+        });
+    }
+}
+
+impl Encode for Note {
+    fn encode(&self, h: &mut TraceHasher) {
+        match self {
+            Note::ServerStart {
+                sessions,
+                watch_tool,
+            } => {
+                h.tag(0);
+                h.u8(*sessions);
+                h.bool(*watch_tool);
+            }
+            Note::Deliver { cid, msg } => {
+                h.tag(1);
+                cid.encode(h);
+                msg.encode(h);
+            }
+            Note::Retry { cid, cause } => {
+                h.tag(2);
+                cid.encode(h);
+                cause.encode(h);
+            }
+            Note::RequestWake {
+                cid,
+                wake,
+                payload,
+                result,
+            } => {
+                h.tag(3);
+                cid.encode(h);
+                h.u32(*wake);
+                payload.encode(h);
+                result.encode(h);
+            }
+            Note::Take { call, payload } => {
+                h.tag(4);
+                h.str(call);
+                payload.encode(h);
+            }
+            Note::Requeue { msg } => {
+                h.tag(5);
+                msg.encode(h);
+            }
+            Note::Defer { msg } => {
+                h.tag(6);
+                msg.encode(h);
+            }
+            Note::PutCompletion { msg } => {
+                h.tag(7);
+                msg.encode(h);
+            }
+            Note::StepStart { session, origin } => {
+                h.tag(8);
+                h.u8(*session);
+                origin.encode(h);
+            }
+            Note::StepPre { hook, payload } => {
+                h.tag(9);
+                h.str(hook);
+                payload.encode(h);
+            }
+            Note::Reply { session, reply } => {
+                h.tag(10);
+                h.u8(*session);
+                reply.encode(h);
+            }
+            Note::Confirmed { session } => {
+                h.tag(11);
+                h.u8(*session);
+            }
+            Note::Storm { watch, cancelled } => {
+                h.tag(12);
+                h.u8(*watch);
+                h.bool(*cancelled);
+            }
+            Note::UserMessage { session } => {
+                h.tag(13);
+                h.u8(*session);
+            }
+            Note::Command { finished } => {
+                h.tag(14);
+                h.bool(*finished);
+            }
+        }
+    }
+}

@@ -1,0 +1,50 @@
+//! The gptme server's own vocabulary in the records: its race windows, documented drops and
+//! refusal reasons. Codes are the trace-hash encoding (`sim::hash`, version 1).
+
+use crate::family::common::windows::AT_CONSTANT_BOUNDARY;
+use crate::sim::record::{Reason, Window};
+
+/// A retry drains two or more deferred events at once (G-1's burst).
+pub const BURST_DRAINED: Window = Window::new(
+    9,
+    "burst-drained",
+    "a retry drains two or more deferred watch events at once",
+);
+/// A retry or delivery finds the conversation genuinely busy (G-2, G-4).
+pub const WAKE_WHILE_BUSY: Window = Window::new(
+    10,
+    "wake-while-busy",
+    "a wake finds the conversation busy with outside work",
+);
+/// A watch storm guard coalesces or cancels.
+pub const STORM_GUARD: Window = Window::new(
+    11,
+    "storm-guard",
+    "a watch storm guard coalesces or cancels an event",
+);
+
+/// Every window a server run may mark, by code.
+pub const WINDOWS: &[Window] = &[
+    AT_CONSTANT_BOUNDARY,
+    BURST_DRAINED,
+    WAKE_WHILE_BUSY,
+    STORM_GUARD,
+];
+
+/// The watch storm guard coalesced the event into a marker.
+pub const STORM_COALESCED: Reason = Reason::new(1, "storm guard coalesced it (documented)");
+/// The watch storm guard auto-cancelled the watch.
+pub const STORM_CANCELLED: Reason = Reason::new(2, "storm guard cancelled the watch (documented)");
+
+/// Refused: a run the user or the host started is on.
+pub const BUSY_RUN: Reason = Reason::new(
+    1,
+    "busy: generating (a step the user or a tool call started)",
+);
+/// Refused: a tool call awaits confirmation or executes.
+pub const BUSY_TOOLS: Reason =
+    Reason::new(2, "busy: a tool call is pending confirmation or executing");
+/// Refused: a slash command owns the conversation.
+pub const BUSY_COMMAND: Reason = Reason::new(3, "busy: a slash command owns the conversation");
+/// Refused: persisting the message failed; nothing was written.
+pub const PERSIST_FAILED: Reason = Reason::new(4, "persisting the message failed (OSError)");

@@ -1,0 +1,236 @@
+//! Reading a scenario file: the host first (it decides which family's sections the file may
+//! use), then the scenario's own keys, then the family's sections, every value checked.
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::adapter::WakeValue;
+use super::expect::RawExpect;
+use super::{Scenario, Scope, Wakes};
+use crate::check::CheckParams;
+use crate::error::{Error, Result};
+use crate::family::HostKind;
+use crate::input::{Cx, located};
+use crate::limits::{
+    DURATION_MS_MAX, EXPLORE_DEVIATIONS_MAX, EXPLORE_MESSAGES_MAX, Limits, SEEDS_MAX, STEPS_MAX,
+};
+use crate::sim::record::Window;
+
+/// Parse and validate a scenario file.
+pub(super) fn parse(cx: Cx<'_>, wakes: Wakes<'_>) -> Result<Scenario> {
+    // The host decides which family's sections the rest of the file may use.
+    let head: Head = toml::from_str(cx.text).map_err(|e| cx.toml(e))?;
+    let host = HostKind::from_name(head.host.get_ref()).ok_or_else(|| {
+        let names: Vec<_> = HostKind::all().map(|h| h.name()).collect();
+        cx.err(
+            head.host.span(),
+            format!(
+                "unknown host `{}`, expected one of {}",
+                head.host.get_ref(),
+                names.join(", ")
+            ),
+        )
+    })?;
+    let raw: RawScenario = toml::from_str(cx.text).map_err(|e| cx.toml(e))?;
+    raw.validate(cx, host, wakes)
+}
+
+/// The first pass: only the host (every other key is read by the second pass).
+#[derive(Deserialize)]
+struct Head {
+    host: Spanned<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScenario {
+    name: String,
+    #[serde(default)]
+    description: String,
+    // Read by the first pass; kept so the key is known.
+    #[allow(dead_code)]
+    host: Spanned<String>,
+    wake: Spanned<WakeValue>,
+    seeds: Spanned<u64>,
+    snapshot_seed: Spanned<u64>,
+    #[serde(default)]
+    duration_ms: Option<Spanned<u64>>,
+    #[serde(default)]
+    quiesce_ms_max: Option<u64>,
+    #[serde(default)]
+    steps_max: Option<Spanned<u64>>,
+    // The family's sections, read by its own `AnyFamily::config`; kept so the keys are known.
+    #[allow(dead_code)]
+    #[serde(default)]
+    producers: Option<toml::Value>,
+    #[allow(dead_code)]
+    #[serde(default)]
+    faults: Option<toml::Value>,
+    #[allow(dead_code)]
+    #[serde(default)]
+    timing: Option<toml::Value>,
+    #[serde(default)]
+    check: RawCheck,
+    #[serde(default)]
+    coverage: RawCoverage,
+    #[serde(default)]
+    explore: RawExplore,
+    expect: Spanned<RawExpect>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawExplore {
+    messages: Option<u64>,
+    deviations: Option<Spanned<usize>>,
+    runs_max: Option<u64>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawCoverage {
+    #[serde(default)]
+    must_reach: Vec<Spanned<String>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawCheck {
+    latency_ms_max: Option<Spanned<u64>>,
+    latency_requests_max: Option<Spanned<u32>>,
+}
+
+impl RawScenario {
+    fn validate(self, cx: Cx<'_>, host: HostKind, wakes: Wakes<'_>) -> Result<Scenario> {
+        let err = |span: std::ops::Range<usize>, msg: String| cx.err(span, msg);
+
+        let (wake, adapter) = match self.wake.get_ref() {
+            WakeValue::Name(wake) => {
+                wakes
+                    .check(wake, host)
+                    .map_err(|m| err(self.wake.span(), m))?;
+                (wake.clone(), None)
+            }
+            WakeValue::External(x) => {
+                let origin = match located(cx.path, cx.text, self.wake.span(), String::new()) {
+                    Error::Scenario {
+                        file, line, column, ..
+                    } => (file, line, column),
+                    _ => unreachable!("located gives a scenario error"),
+                };
+                let spec = x.validate(cx.path, origin, &err)?;
+                let label = x.name.clone().unwrap_or_else(|| spec.command.join(" "));
+                (label, Some(spec))
+            }
+        };
+        let seeds = *self.seeds.get_ref();
+        if seeds == 0 || seeds > SEEDS_MAX {
+            return Err(err(
+                self.seeds.span(),
+                format!("{seeds} is out of range 1..={SEEDS_MAX}"),
+            ));
+        }
+        let snapshot_seed = *self.snapshot_seed.get_ref();
+
+        let mut limits = Limits::default();
+        if let Some(d) = &self.duration_ms {
+            let v = *d.get_ref();
+            if v == 0 || v > DURATION_MS_MAX {
+                return Err(err(
+                    d.span(),
+                    format!("{v} is out of range 1..={DURATION_MS_MAX}"),
+                ));
+            }
+            limits.active_ms = v;
+        }
+        if let Some(q) = self.quiesce_ms_max {
+            limits.quiesce_ms_max = q.min(DURATION_MS_MAX);
+        }
+        if let Some(s) = &self.steps_max {
+            let v = *s.get_ref();
+            if v == 0 || v > STEPS_MAX {
+                return Err(err(
+                    s.span(),
+                    format!("{v} is out of range 1..={STEPS_MAX}"),
+                ));
+            }
+            limits.steps_max = v;
+        }
+
+        let config = host.family().config(cx)?;
+
+        let mut check = CheckParams::default();
+        if let Some(v) = &self.check.latency_ms_max {
+            check.latency_ms_max = *v.get_ref();
+        }
+        if let Some(v) = &self.check.latency_requests_max {
+            check.latency_requests_max = *v.get_ref();
+        }
+
+        let e = self.expect.get_ref();
+        let expect = e.to_expect(&err, host)?;
+        let requests = e.requests.as_ref().map(|r| *r.get_ref());
+
+        let must_reach = self
+            .coverage
+            .must_reach
+            .iter()
+            .map(|w| {
+                let windows = host.family().windows();
+                windows
+                    .iter()
+                    .find(|x| x.name == w.get_ref())
+                    .copied()
+                    .ok_or_else(|| {
+                        let names: Vec<_> = windows.iter().map(|w| w.name).collect();
+                        err(
+                            w.span(),
+                            format!(
+                                "unknown race window `{}`, expected one of {}",
+                                w.get_ref(),
+                                names.join(", ")
+                            ),
+                        )
+                    })
+            })
+            .collect::<Result<Vec<Window>>>()?;
+
+        let mut explore = Scope::default();
+        if let Some(m) = self.explore.messages {
+            explore.messages_max = m.clamp(1, EXPLORE_MESSAGES_MAX);
+        }
+        if let Some(d) = &self.explore.deviations {
+            if *d.get_ref() > EXPLORE_DEVIATIONS_MAX {
+                return Err(err(
+                    d.span(),
+                    format!(
+                        "{} is out of range 0..={EXPLORE_DEVIATIONS_MAX}",
+                        d.get_ref()
+                    ),
+                ));
+            }
+            explore.deviations_max = *d.get_ref();
+        }
+        if let Some(r) = self.explore.runs_max {
+            explore.runs_max = r.max(1);
+        }
+
+        Ok(Scenario {
+            adapter,
+            explore,
+            path: cx.path.to_path_buf(),
+            name: self.name,
+            description: self.description,
+            host,
+            wake,
+            seeds,
+            snapshot_seed,
+            limits,
+            config,
+            check,
+            expect,
+            requests,
+            must_reach,
+        })
+    }
+}
