@@ -15,18 +15,26 @@ use crate::sim::sink::Sink;
 use crate::sim::swarm;
 use crate::sim::time::Ms;
 
-/// A host's fault enum. `LIST` holds every variant in declaration order; `index` is the
-/// position in it.
+/// A family's fault enum. `LIST` holds every variant in declaration order; `index` is the
+/// position in it. The timed faults are also a type of their own (`Timed`): the host's
+/// dispatcher matches it without a default, so a new timed fault does not compile until the
+/// host handles it, and `timed` (an exhaustive match) says which faults they are.
 pub trait FaultKind: Copy + Eq + std::fmt::Debug + 'static {
     const LIST: &'static [Self];
+    /// The family's timed faults: they happen at drawn instants, as occurrences the host plays.
+    type Timed: Copy + std::fmt::Debug + 'static;
     /// The name scenario files use (`snake_case`).
     fn name(self) -> &'static str;
     fn describe(self) -> &'static str;
-    /// Timed faults happen at drawn instants; the others fire at each opportunity with `rate`.
-    fn is_timed(self) -> bool;
+    /// The timed fault this is, or `None` for one that fires at each opportunity with `rate`.
+    fn timed(self) -> Option<Self::Timed>;
     /// Default rate per opportunity and default maximum count per run.
     fn defaults(self) -> (Ratio, u32);
     fn index(self) -> usize;
+
+    fn is_timed(self) -> bool {
+        self.timed().is_some()
+    }
 
     fn from_name(name: &str) -> Option<Self> {
         Self::LIST.iter().copied().find(|f| f.name() == name)
@@ -131,18 +139,18 @@ impl<F: FaultKind> Faults<F> {
 
 /// One planned occurrence of a timed fault.
 #[derive(Clone, Copy, Debug)]
-struct Occurrence<F> {
-    fault: F,
+struct Occurrence<T> {
+    fault: T,
     attempts: u32,
 }
 
 /// The occurrences of timed faults in one seed. Each is an event `ev(i)` of the host.
 #[derive(Clone, Debug)]
-pub struct TimedFaults<F> {
-    list: Vec<Occurrence<F>>,
+pub struct TimedFaults<F: FaultKind> {
+    list: Vec<Occurrence<F::Timed>>,
 }
 
-impl<F> Default for TimedFaults<F> {
+impl<F: FaultKind> Default for TimedFaults<F> {
     fn default() -> Self {
         TimedFaults { list: Vec::new() }
     }
@@ -158,7 +166,8 @@ impl<F: FaultKind> TimedFaults<F> {
         ev: impl Fn(u32) -> E,
     ) {
         let active = k.limits().active_ms;
-        for &f in F::LIST.iter().filter(|f| f.is_timed()) {
+        for &f in F::LIST {
+            let Some(timed) = f.timed() else { continue };
             let st = faults.state(f);
             if !st.on || st.spec.max == 0 {
                 continue;
@@ -168,14 +177,14 @@ impl<F: FaultKind> TimedFaults<F> {
                 let at = k.instant(1, active.saturating_sub(1).max(1), "fault time");
                 k.schedule_at(Ms(at), ev(self.list.len() as u32));
                 self.list.push(Occurrence {
-                    fault: f,
+                    fault: timed,
                     attempts: 0,
                 });
             }
         }
     }
 
-    pub fn fault(&self, i: u32) -> F {
+    pub fn fault(&self, i: u32) -> F::Timed {
         self.list[i as usize].fault
     }
 

@@ -20,18 +20,22 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use serde_json::Value;
+use serde::Serialize;
 
-use crate::adapter::{AdapterFault, Slot, SlotRef, Step, fault, handler_threw, intern, json_str};
-use crate::family::common::conv::ConvId;
-use crate::family::gptme_cli::api::{
-    Claimed, Cli, CliWake, ControlFile, Flow, Item, JobRef, PromptRecord, Resume,
+use super::api::{Claimed, Cli, CliWake, ControlFile, Flow, Item, JobRef, PromptRecord, Resume};
+use crate::adapter::protocol::{Answer, Event, FromAdapter, HookSpec, ItemSpec};
+use crate::adapter::{
+    AdapterFault, Calls, Slot, SlotRef, Step, carries, fault, handler_threw, intern,
 };
+use crate::family::common::conv::ConvId;
 use crate::limits::DURATION_MS_MAX;
 use crate::sim::msg::{MsgId, conv_name};
 
-const CALLS: &str = "claim_completions, jobs, mark_wait_expired, take_prompts, control_file, \
-                     subagent_pending";
+const CALLS: Calls = Calls {
+    family: "the gptme CLI",
+    list: "claim_completions, jobs, mark_wait_expired, take_prompts, control_file, \
+           subagent_pending",
+};
 
 /// The hooks the module registered: the STEP_PRE hook's name as timelines show it, the
 /// LOOP_CONTINUE hook's name and priority.
@@ -44,9 +48,85 @@ struct Hooks {
 /// How a handler of the adapter ended.
 enum End {
     Done { items: Vec<Item>, stop: bool },
-    Threw(Value),
+    Threw(Option<serde_json::Value>),
     Unlock,
     Wait(u64),
+}
+
+/// A gptme-cli event.
+#[derive(Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+enum CliEvent {
+    StepPre {
+        now: u64,
+        conversation_id: String,
+        interactive: bool,
+        prompt_queue: usize,
+    },
+    LoopContinue {
+        now: u64,
+        conversation_id: String,
+        interactive: bool,
+        prompt_queue: usize,
+        idle_max_ms: u64,
+    },
+    Resume {
+        now: u64,
+        why: &'static str,
+    },
+}
+
+/// A job as the protocol shows it.
+#[derive(Serialize)]
+struct JobJson {
+    job: u32,
+    id: u32,
+    conversation_id: String,
+}
+
+impl JobJson {
+    fn of(j: &JobRef) -> JobJson {
+        JobJson {
+            job: j.index,
+            id: j.id(),
+            conversation_id: conv_name(j.conversation().0).to_string(),
+        }
+    }
+}
+
+/// A claimed completion: the job and its output.
+#[derive(Serialize)]
+struct ClaimedJson {
+    #[serde(flatten)]
+    job: JobJson,
+    command: String,
+    returncode: i32,
+    stdout: String,
+    stderr: &'static str,
+}
+
+/// A registered job's state.
+#[derive(Serialize)]
+struct JobViewJson {
+    #[serde(flatten)]
+    job: JobJson,
+    running: bool,
+    notified: bool,
+    wait_expired: bool,
+}
+
+/// A record taken from the prompt-queue file.
+#[derive(Serialize)]
+struct PromptJson {
+    content: String,
+    steer: bool,
+}
+
+/// `control.jsonl` as read.
+#[derive(Serialize)]
+struct ControlJson {
+    size: u32,
+    contents: String,
 }
 
 /// A gptme-CLI wake logic behind the adapter protocol. One instance per run; the process is
@@ -68,14 +148,13 @@ pub struct ExternalCli {
     expired: Vec<JobRef>,
 }
 
-fn conv_id(v: &Value, key: &str) -> Result<ConvId, String> {
-    match v.get(key).and_then(Value::as_str) {
+/// The conversation a `conversation_id` names: `"A"` is this session's.
+fn conv_id(v: Option<&str>) -> Result<ConvId, String> {
+    match v {
         Some(s) if s.len() == 1 && s.as_bytes()[0].is_ascii_uppercase() => {
             Ok(ConvId(s.as_bytes()[0] - b'A'))
         }
-        _ => Err(format!(
-            "`{key}` must name a conversation (\"A\" is this session's)"
-        )),
+        _ => Err("`conversation_id` must name a conversation (\"A\" is this session's)".into()),
     }
 }
 
@@ -98,15 +177,6 @@ fn control_contents(c: &ControlFile) -> String {
     text
 }
 
-fn job_fields(j: &JobRef) -> String {
-    format!(
-        r#""job":{},"id":{},"conversation_id":"{}""#,
-        j.index,
-        j.id(),
-        conv_name(j.conversation().0)
-    )
-}
-
 impl ExternalCli {
     pub fn new(slot: SlotRef, constants_ms: Vec<u64>) -> ExternalCli {
         ExternalCli {
@@ -127,27 +197,27 @@ impl ExternalCli {
             return h;
         }
         let mut slot = self.slot.borrow_mut();
-        let (events, ready) = slot.reset().unwrap_or_else(|f| fault(f));
-        let hooks = read_hooks(&events, &ready)
-            .unwrap_or_else(|w| fault(slot.bad(&ready, &w, "resetting for a new run")));
+        let ready = slot.reset().unwrap_or_else(|f| fault(f));
+        let hooks = read_hooks(&ready.events, ready.hooks.as_ref())
+            .unwrap_or_else(|w| fault(slot.bad(&w, "resetting for a new run")));
         *self.hooks.borrow_mut() = Some(hooks);
         hooks
     }
 
     /// Write the event and execute the adapter's calls on `cli` until the handler ends.
-    fn handle(&mut self, cli: &mut Cli<'_>, event: &'static str, line: &str) -> End {
-        let suspendable = event != "step_pre";
+    fn handle(&mut self, cli: &mut Cli<'_>, event: CliEvent, name: &'static str) -> End {
+        let suspendable = name != "step_pre";
         let slot = Rc::clone(&self.slot);
         let mut slot = slot.borrow_mut();
-        let doing = format!("handling `{event}` at {} ms", cli.now().0);
-        let end = slot.exchange(line, &doing, "the gptme CLI", CALLS, |s, ty, v| {
-            self.call(cli, s, ty, v, &doing, suspendable)
+        let doing = format!("handling `{name}` at {} ms", cli.now().0);
+        let end = slot.exchange(&Event { event }, &doing, CALLS, |s, msg| {
+            self.call(cli, s, msg, &doing, suspendable)
         });
         drop(slot);
         match end {
-            Ok(End::Threw(v)) => {
-                handler_threw(event, &v);
-                unreachable!("a handler that threw ends the run")
+            Ok(End::Threw(error)) => {
+                handler_threw(name, &error);
+                End::Threw(None)
             }
             Ok(end) => end,
             Err(f) => fault(f),
@@ -155,12 +225,13 @@ impl ExternalCli {
     }
 
     /// A hook's end as the host's [`Flow`].
-    fn flow(&mut self, cli: &mut Cli<'_>, event: &'static str, line: &str) -> Flow {
-        match self.handle(cli, event, line) {
+    fn flow(&mut self, cli: &mut Cli<'_>, event: CliEvent, name: &'static str) -> Flow {
+        match self.handle(cli, event, name) {
             End::Done { items, stop } => Flow::Return { items, stop },
             End::Unlock => Flow::Unlock,
             End::Wait(timeout_ms) => Flow::Wait { timeout_ms },
-            End::Threw(_) => unreachable!("handled"),
+            // `done` without an error never ends as `Threw`; with one, `handle` panicked.
+            End::Threw(_) => Flow::nothing(),
         }
     }
 
@@ -169,151 +240,139 @@ impl ExternalCli {
         &mut self,
         cli: &mut Cli<'_>,
         slot: &mut Slot,
-        ty: &str,
-        v: &Value,
+        msg: FromAdapter,
         doing: &str,
         suspendable: bool,
     ) -> Result<Step<End>, AdapterFault> {
-        let bad = |slot: &mut Slot, what: String| slot.bad(v, &what, doing);
-        let answer = |slot: &mut Slot, value: &str| {
-            slot.write(&format!(r#"{{"type":"result","value":{value}}}"#), doing)
+        let end = match msg {
+            FromAdapter::Done { error: Some(e), .. } => End::Threw(Some(e)),
+            FromAdapter::Done { items, stop, .. } => {
+                let items = self.items(items).map_err(|w| slot.bad(&w, doing))?;
+                End::Done {
+                    items,
+                    stop: stop.unwrap_or(false),
+                }
+            }
+            FromAdapter::Unlock {} | FromAdapter::Wait { .. } if !suspendable => {
+                let what = format!(
+                    "`{}` ends only a LOOP_CONTINUE hook (a STEP_PRE hook cannot block)",
+                    msg.name()
+                );
+                return Err(slot.bad(&what, doing));
+            }
+            FromAdapter::Unlock {} => End::Unlock,
+            FromAdapter::Wait { timeout_ms } if timeout_ms <= DURATION_MS_MAX => {
+                End::Wait(timeout_ms)
+            }
+            FromAdapter::Wait { .. } => {
+                let what = format!("`timeout_ms` must be an integer in 0..={DURATION_MS_MAX}");
+                return Err(slot.bad(&what, doing));
+            }
+            other => return self.query(cli, slot, other, doing),
         };
-        match ty {
-            "done" => {
-                if v.get("error").is_some() {
-                    return Ok(Step::End(End::Threw(v.clone())));
-                }
-                let stop = match v.get("stop") {
-                    None | Some(Value::Null) => false,
-                    Some(Value::Bool(b)) => *b,
-                    Some(_) => return Err(bad(slot, "`stop` must be a boolean".into())),
-                };
-                let items = self.items(v).map_err(|w| bad(slot, w))?;
-                Ok(Step::End(End::Done { items, stop }))
+        Ok(Step::End(end))
+    }
+
+    /// A call of the CLI's, answered where it is a query.
+    fn query(
+        &mut self,
+        cli: &mut Cli<'_>,
+        slot: &mut Slot,
+        msg: FromAdapter,
+        doing: &str,
+    ) -> Result<Step<End>, AdapterFault> {
+        match msg {
+            FromAdapter::ClaimCompletions { conversation_id } => {
+                let cid = conv_id(conversation_id.as_deref()).map_err(|w| slot.bad(&w, doing))?;
+                let value: Vec<ClaimedJson> = (cli.claim_completions(cid).iter())
+                    .map(|c| self.claimed(c))
+                    .collect();
+                slot.send(&Answer { value }, doing)?;
             }
-            "unlock" | "wait" if !suspendable => Err(bad(
-                slot,
-                format!("`{ty}` ends only a LOOP_CONTINUE hook (a STEP_PRE hook cannot block)"),
-            )),
-            "unlock" => Ok(Step::End(End::Unlock)),
-            "wait" => match v.get("timeout_ms").and_then(Value::as_u64) {
-                Some(ms) if ms <= DURATION_MS_MAX => Ok(Step::End(End::Wait(ms))),
-                _ => Err(bad(
-                    slot,
-                    format!("`timeout_ms` must be an integer in 0..={DURATION_MS_MAX}"),
-                )),
-            },
-            "claim_completions" => {
-                let cid = conv_id(v, "conversation_id").map_err(|w| bad(slot, w))?;
-                let claimed = cli.claim_completions(cid);
-                let mut list = Vec::with_capacity(claimed.len());
-                for c in &claimed {
-                    self.claimed.insert(c.msg, *c);
-                    self.jobs.insert(c.job.index, c.job);
-                    let stdout = format!("output of {} [wakesim {}]\n", c.job.name, c.msg);
-                    list.push(format!(
-                        r#"{{{},"command":{},"returncode":0,"stdout":{},"stderr":""}}"#,
-                        job_fields(&c.job),
-                        json_str(&format!("sleep-and-print {}", c.job.id())),
-                        json_str(&stdout)
-                    ));
-                }
-                answer(slot, &format!("[{}]", list.join(",")))?;
-                Ok(Step::Next)
+            FromAdapter::Jobs {} => {
+                let value: Vec<JobViewJson> = (cli.jobs().iter())
+                    .map(|j| {
+                        self.jobs.insert(j.job.index, j.job);
+                        JobViewJson {
+                            job: JobJson::of(&j.job),
+                            running: j.running,
+                            notified: j.notified,
+                            wait_expired: j.wait_expired,
+                        }
+                    })
+                    .collect();
+                slot.send(&Answer { value }, doing)?;
             }
-            "jobs" => {
-                let jobs = cli.jobs();
-                let mut list = Vec::with_capacity(jobs.len());
-                for j in &jobs {
-                    self.jobs.insert(j.job.index, j.job);
-                    list.push(format!(
-                        r#"{{{},"running":{},"notified":{},"wait_expired":{}}}"#,
-                        job_fields(&j.job),
-                        j.running,
-                        j.notified,
-                        j.wait_expired
-                    ));
-                }
-                answer(slot, &format!("[{}]", list.join(",")))?;
-                Ok(Step::Next)
-            }
-            "mark_wait_expired" => {
-                let job = v
-                    .get("job")
-                    .and_then(Value::as_u64)
+            FromAdapter::MarkWaitExpired { job } => {
+                let job = job
                     .and_then(|i| u32::try_from(i).ok())
                     .and_then(|i| self.jobs.get(&i).copied())
                     .ok_or_else(|| {
-                        bad(
-                            slot,
-                            "`job` must be the handle of a job the simulator handed out in this \
-                             run"
-                            .into(),
+                        slot.bad(
+                            "`job` must be the handle of a job the simulator handed out in this run",
+                            doing,
                         )
                     })?;
                 cli.mark_wait_expired(job);
                 if !self.expired.contains(&job) {
                     self.expired.push(job);
                 }
-                Ok(Step::Next)
             }
-            "take_prompts" => {
-                let Some(max) = v.get("max").and_then(Value::as_u64) else {
-                    return Err(bad(slot, "`max` must be a non-negative integer".into()));
-                };
+            FromAdapter::TakePrompts { max } => {
                 let taken = cli.take_prompts(usize::try_from(max).unwrap_or(usize::MAX));
-                let mut list = Vec::with_capacity(taken.len());
-                for r in &taken {
-                    self.prompts.insert(r.msg, *r);
-                    let content = if r.steer {
-                        format!("steer prompt [wakesim {}]", r.msg)
-                    } else {
-                        format!("prompt [wakesim {}]", r.msg)
-                    };
-                    list.push(format!(
-                        r#"{{"content":{},"steer":{}}}"#,
-                        json_str(&content),
-                        r.steer
-                    ));
-                }
-                answer(slot, &format!("[{}]", list.join(",")))?;
-                Ok(Step::Next)
+                let value: Vec<PromptJson> = taken.iter().map(|r| self.taken(r)).collect();
+                slot.send(&Answer { value }, doing)?;
             }
-            "control_file" => {
+            FromAdapter::ControlFile {} => {
                 let control = cli.control_file();
                 self.control = control.or(self.control);
-                match control {
-                    None => answer(slot, "null")?,
-                    Some(c) => answer(
-                        slot,
-                        &format!(
-                            r#"{{"size":{},"contents":{}}}"#,
-                            c.size(),
-                            json_str(&control_contents(&c))
-                        ),
-                    )?,
-                }
-                Ok(Step::Next)
+                let value = control.map(|c| ControlJson {
+                    size: c.size(),
+                    contents: control_contents(&c),
+                });
+                slot.send(&Answer { value }, doing)?;
             }
-            "subagent_pending" => {
-                let pending = cli.subagent_pending();
-                answer(slot, if pending { "true" } else { "false" })?;
-                Ok(Step::Next)
+            FromAdapter::SubagentPending {} => {
+                let value = cli.subagent_pending();
+                slot.send(&Answer { value }, doing)?;
             }
-            _ => Ok(Step::NotMine),
+            _ => return Ok(Step::NotMine),
+        }
+        Ok(Step::Next)
+    }
+
+    /// A claimed completion, remembered for the items that may name it.
+    fn claimed(&mut self, c: &Claimed) -> ClaimedJson {
+        self.claimed.insert(c.msg, *c);
+        self.jobs.insert(c.job.index, c.job);
+        ClaimedJson {
+            job: JobJson::of(&c.job),
+            command: format!("sleep-and-print {}", c.job.id()),
+            returncode: 0,
+            stdout: format!("output of {} [wakesim {}]\n", c.job.name, c.msg),
+            stderr: "",
+        }
+    }
+
+    /// A taken prompt record, remembered for the items that may name it.
+    fn taken(&mut self, r: &PromptRecord) -> PromptJson {
+        self.prompts.insert(r.msg, *r);
+        let content = if r.steer {
+            format!("steer prompt [wakesim {}]", r.msg)
+        } else {
+            format!("prompt [wakesim {}]", r.msg)
+        };
+        PromptJson {
+            content,
+            steer: r.steer,
         }
     }
 
     /// `done.items`: what the hook yields, as the host's items.
-    fn items(&mut self, v: &Value) -> Result<Vec<Item>, String> {
-        let list = match v.get("items") {
-            None | Some(Value::Null) => return Ok(Vec::new()),
-            Some(Value::Array(a)) => a,
-            Some(_) => return Err("`items` must be a list".into()),
-        };
+    fn items(&mut self, list: Option<Vec<ItemSpec>>) -> Result<Vec<Item>, String> {
         let mut items = Vec::new();
-        for it in list {
-            match (it.get("notice").and_then(Value::as_str), it.get("carries")) {
+        for it in list.unwrap_or_default() {
+            match (it.notice.as_deref(), it.carries) {
                 (Some("input"), _) => {
                     let control = self
                         .control
@@ -328,24 +387,7 @@ impl ExternalCli {
                         "unknown notice `{other}` (notices: input, timeout)"
                     ));
                 }
-                (None, Some(_)) => {
-                    let ids = crate::adapter::carries(it)?;
-                    if ids.is_empty() {
-                        return Err("an item that carries nothing and is no notice".into());
-                    }
-                    for id in ids {
-                        if let Some(c) = self.claimed.get(&id) {
-                            items.push(Item::Completion(*c));
-                        } else if let Some(r) = self.prompts.get(&id) {
-                            items.push(Item::Prompt(*r));
-                        } else {
-                            return Err(format!(
-                                "an item carries {id}, which is neither a completion the hook \
-                                 claimed nor a prompt it took in this run"
-                            ));
-                        }
-                    }
-                }
+                (None, Some(ids)) => self.carried(&carries(&Some(ids)), &mut items)?,
                 (None, None) => {
                     return Err(
                         "an item must have `carries` (producer messages) or a `notice`".into(),
@@ -354,6 +396,26 @@ impl ExternalCli {
             }
         }
         Ok(items)
+    }
+
+    /// The items an item carrying `ids` stands for: completions claimed and prompts taken.
+    fn carried(&self, ids: &[MsgId], items: &mut Vec<Item>) -> Result<(), String> {
+        if ids.is_empty() {
+            return Err("an item that carries nothing and is no notice".into());
+        }
+        for id in ids {
+            if let Some(c) = self.claimed.get(id) {
+                items.push(Item::Completion(*c));
+            } else if let Some(r) = self.prompts.get(id) {
+                items.push(Item::Prompt(*r));
+            } else {
+                return Err(format!(
+                    "an item carries {id}, which is neither a completion the hook claimed nor a \
+                     prompt it took in this run"
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// A new hook invocation starts: nothing read or marked in it yet.
@@ -365,14 +427,16 @@ impl ExternalCli {
 
 /// The hooks `ready` names: `events` (a subset of `step_pre`, `loop_continue`) and, for each,
 /// `hooks.<event> = {"name": .., "priority": ..}`.
-fn read_hooks(events: &[String], ready: &Value) -> Result<Hooks, String> {
+fn read_hooks(
+    events: &[String],
+    specs: Option<&BTreeMap<String, HookSpec>>,
+) -> Result<Hooks, String> {
     let mut hooks = Hooks::default();
     for e in events {
-        let spec = ready.get("hooks").and_then(|h| h.get(e.as_str()));
-        let name = spec.and_then(|s| s.get("name")).and_then(Value::as_str);
+        let spec = specs.and_then(|h| h.get(e));
+        let name = spec.and_then(|s| s.name.as_deref());
         let priority = spec
-            .and_then(|s| s.get("priority"))
-            .and_then(Value::as_i64)
+            .and_then(|s| s.priority)
             .and_then(|p| i32::try_from(p).ok());
         let (Some(name), Some(priority)) = (name, priority) else {
             return Err(format!(
@@ -423,16 +487,16 @@ impl CliWake for ExternalCli {
             return Vec::new();
         }
         self.begin();
-        let line = format!(
-            r#"{{"type":"event","event":"step_pre","now":{},"conversation_id":"{}","interactive":{},"prompt_queue":{}}}"#,
-            cli.now().0,
-            conv_name(cli.conversation().0),
-            cli.interactive(),
-            cli.prompt_queue_len()
-        );
-        match self.handle(cli, "step_pre", &line) {
+        let event = CliEvent::StepPre {
+            now: cli.now().0,
+            conversation_id: conv_name(cli.conversation().0).to_string(),
+            interactive: cli.interactive(),
+            prompt_queue: cli.prompt_queue_len(),
+        };
+        match self.handle(cli, event, "step_pre") {
             End::Done { items, .. } => items,
-            _ => unreachable!("a STEP_PRE hook ends with done"),
+            // A STEP_PRE hook that blocks is a protocol fault (`call`); one that threw panicked.
+            End::Unlock | End::Wait(_) | End::Threw(_) => Vec::new(),
         }
     }
 
@@ -441,15 +505,14 @@ impl CliWake for ExternalCli {
             return Flow::nothing();
         }
         self.begin();
-        let line = format!(
-            r#"{{"type":"event","event":"loop_continue","now":{},"conversation_id":"{}","interactive":{},"prompt_queue":{},"idle_max_ms":{}}}"#,
-            cli.now().0,
-            conv_name(cli.conversation().0),
-            cli.interactive(),
-            cli.prompt_queue_len(),
-            cli.idle_max_ms()
-        );
-        self.flow(cli, "loop_continue", &line)
+        let event = CliEvent::LoopContinue {
+            now: cli.now().0,
+            conversation_id: conv_name(cli.conversation().0).to_string(),
+            interactive: cli.interactive(),
+            prompt_queue: cli.prompt_queue_len(),
+            idle_max_ms: cli.idle_max_ms(),
+        };
+        self.flow(cli, event, "loop_continue")
     }
 
     fn resume(&mut self, cli: &mut Cli<'_>, why: Resume) -> Flow {
@@ -458,11 +521,11 @@ impl CliWake for ExternalCli {
             Resume::Notified => "notified",
             Resume::TimedOut => "timed_out",
         };
-        let line = format!(
-            r#"{{"type":"event","event":"resume","now":{},"why":"{why}"}}"#,
-            cli.now().0
-        );
-        self.flow(cli, "resume", &line)
+        let event = CliEvent::Resume {
+            now: cli.now().0,
+            why,
+        };
+        self.flow(cli, event, "resume")
     }
 }
 

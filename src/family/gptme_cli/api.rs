@@ -17,7 +17,7 @@
 use super::note::JobName;
 use crate::sim::msg::MsgId;
 
-pub use super::core::Cli;
+pub use super::handle::Cli;
 pub use crate::family::common::conv::ConvId;
 
 /// A background job, as the registry knows it.

@@ -2,7 +2,7 @@
 //!
 //! The host calls `retry_deferred_watch_wakes` (at step completion, in `finish_command`, after a
 //! subagent completion) and `deliver` (the watch tool's `_deliver`, when a watch fires); each
-//! becomes an `event` line when the adapter listens to it. The adapter answers with the
+//! becomes an `event` message when the adapter listens to it. The adapter answers with the
 //! functions gptme's code calls, executed here on [`Server`] in the order they arrive:
 //! `request_watch_wake` (answered with the bool), `take_queued_watch_events` and
 //! `take_queued_completions` (answered with what they removed), `requeue_watch_event`,
@@ -16,23 +16,44 @@
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use serde_json::Value;
+use serde::Serialize;
 
-use crate::adapter::{
-    AdapterFault, FaultKind, Slot, SlotRef, Step, carries, fault, handler_threw, json_str,
-};
-use crate::family::common::conv::ConvId;
-use crate::family::gptme_server::api::{
+use super::api::{
     Server, ServerWake, SubagentCompletion, SystemMessage, WatchEvent, default_deliver,
 };
+use crate::adapter::protocol::{Answer, Event, FromAdapter};
+use crate::adapter::{
+    AdapterFault, Calls, FaultKind, Slot, SlotRef, Step, carries, fault, handler_threw,
+};
+use crate::family::common::conv::ConvId;
 use crate::sim::msg::{MsgId, Payload, conv_name};
 
 const DELIVER: u8 = 1;
 const RETRY: u8 = 2;
 /// The events an adapter may ask for in `ready`.
 const EVENTS: [(&str, u8); 2] = [("deliver", DELIVER), ("retry_deferred_watch_wakes", RETRY)];
-const CALLS: &str = "request_watch_wake, take_queued_watch_events, requeue_watch_event, \
-                     queue_watch_event, take_queued_completions, put_completion";
+const CALLS: Calls = Calls {
+    family: "the gptme server",
+    list: "request_watch_wake, take_queued_watch_events, requeue_watch_event, \
+           queue_watch_event, take_queued_completions, put_completion",
+};
+
+/// A gptme-server event.
+#[derive(Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+enum ServerEvent {
+    Deliver {
+        now: u64,
+        conversation_id: String,
+        logdir: String,
+        watch: String,
+        text: String,
+    },
+    RetryDeferredWatchWakes {
+        now: u64,
+        conversation_id: String,
+    },
+}
 
 /// A gptme-server wake logic behind the adapter protocol. One instance per run; the process is
 /// shared.
@@ -63,16 +84,34 @@ fn conv(cid: ConvId) -> String {
 
 /// The conversation a `logdir` or `conversation_id` field names. The server model runs one
 /// conversation, A; `null` (every logdir) is allowed only where `allow_all`.
-fn logdir(v: &Value, key: &str, allow_all: bool) -> Result<Option<ConvId>, String> {
-    match v.get(key) {
-        Some(Value::String(s)) if s == "A" => Ok(Some(ConvId(0))),
-        Some(Value::Null) | None if allow_all => Ok(None),
+fn logdir(v: Option<&str>, key: &str, allow_all: bool) -> Result<Option<ConvId>, String> {
+    match v {
+        Some("A") => Ok(Some(ConvId(0))),
+        None if allow_all => Ok(None),
         Some(other) => Err(format!(
-            "`{key}` must be \"A\" (the server model runs one conversation, A){}, not {other}",
+            "`{key}` must be \"A\" (the server model runs one conversation, A){}, not {other:?}",
             if allow_all { " or null" } else { "" }
         )),
         None => Err(format!("`{key}` is missing")),
     }
+}
+
+/// The one item a requeue or put names by its marker: one the adapter was handed this run.
+fn named<T: Copy>(
+    ids: &Option<Vec<u32>>,
+    handed: &BTreeMap<MsgId, T>,
+    what: &str,
+) -> Result<T, String> {
+    let ids = carries(ids);
+    let [id] = ids[..] else {
+        return Err(format!(
+            "`carries` must name exactly one message (the marker of {what}), not {}",
+            ids.len()
+        ));
+    };
+    handed.get(&id).copied().ok_or_else(|| {
+        format!("`carries` names {id}, which is not {what} the simulator handed out in this run")
+    })
 }
 
 impl ExternalServer {
@@ -93,19 +132,15 @@ impl ExternalServer {
             return;
         }
         self.started = true;
-        let names = self
-            .slot
-            .borrow_mut()
-            .reset()
-            .unwrap_or_else(|f| fault(f))
-            .0;
+        let mut slot = self.slot.borrow_mut();
+        let ready = slot.reset().unwrap_or_else(|f| fault(f));
         let mut bits = 0;
-        for n in &names {
+        for n in &ready.events {
             match EVENTS.iter().find(|(e, _)| e == n) {
                 Some((_, b)) => bits |= b,
                 None => {
                     let known: Vec<&str> = EVENTS.iter().map(|(e, _)| *e).collect();
-                    fault(self.slot.borrow_mut().fail(
+                    fault(slot.fail(
                         FaultKind::Protocol,
                         format!(
                             "`ready` names an event the gptme server does not have: `{n}` \
@@ -120,16 +155,16 @@ impl ExternalServer {
     }
 
     /// Write the event and execute the adapter's calls on `srv` until `done`.
-    fn handle(&mut self, srv: &mut Server<'_>, event: &'static str, line: &str) {
+    fn handle(&mut self, srv: &mut Server<'_>, event: ServerEvent, name: &'static str) {
         let slot = Rc::clone(&self.slot);
         let mut slot = slot.borrow_mut();
-        let doing = format!("handling `{event}` at {} ms", srv.now().0);
-        let done = slot.exchange(line, &doing, "the gptme server", CALLS, |s, ty, v| {
-            self.call(srv, s, ty, v, &doing)
+        let doing = format!("handling `{name}` at {} ms", srv.now().0);
+        let done = slot.exchange(&Event { event }, &doing, CALLS, |s, msg| {
+            self.call(srv, s, msg, &doing)
         });
         drop(slot);
         match done {
-            Ok(v) => handler_threw(event, &v),
+            Ok(error) => handler_threw(name, &error),
             Err(f) => fault(f),
         }
     }
@@ -139,96 +174,79 @@ impl ExternalServer {
         &mut self,
         srv: &mut Server<'_>,
         slot: &mut Slot,
-        ty: &str,
-        v: &Value,
+        msg: FromAdapter,
         doing: &str,
-    ) -> Result<Step<Value>, AdapterFault> {
-        let bad = |slot: &mut Slot, what: String| slot.bad(v, &what, doing);
-        match ty {
-            "done" => Ok(Step::End(v.clone())),
-            "request_watch_wake" => {
-                let cid = logdir(v, "conversation_id", false).map_err(|w| bad(slot, w))?;
-                let ids = carries(v).map_err(|w| bad(slot, w))?;
+    ) -> Result<Step<Option<serde_json::Value>>, AdapterFault> {
+        match msg {
+            FromAdapter::Done { error, .. } => return Ok(Step::End(error)),
+            FromAdapter::RequestWatchWake {
+                conversation_id,
+                carries: ids,
+            } => {
+                let cid = logdir(conversation_id.as_deref(), "conversation_id", false)
+                    .map_err(|w| slot.bad(&w, doing))?;
                 let msg = SystemMessage {
-                    payload: Payload::from_slice(&ids),
+                    payload: Payload::from_slice(&carries(&ids)),
                 };
-                let woke = srv.request_watch_wake(cid.expect("one conversation"), msg);
-                let answer = if woke {
-                    r#"{"type":"result","value":true}"#
-                } else {
-                    r#"{"type":"result","value":false}"#
-                };
-                slot.write(answer, doing)?;
-                Ok(Step::Next)
+                let value = srv.request_watch_wake(cid.expect("one conversation"), msg);
+                slot.send(&Answer { value }, doing)?;
             }
-            "take_queued_watch_events" => {
-                let which = logdir(v, "logdir", true).map_err(|w| bad(slot, w))?;
+            FromAdapter::TakeQueuedWatchEvents { logdir: l } => {
+                let which =
+                    logdir(l.as_deref(), "logdir", true).map_err(|w| slot.bad(&w, doing))?;
                 let taken = srv.take_queued_watch_events(which);
-                let mut answer = String::from(r#"{"type":"result","value":["#);
-                for (i, e) in taken.iter().enumerate() {
-                    if i > 0 {
-                        answer.push(',');
-                    }
-                    answer += &format!("[\"{}\",{}]", watch_id(e), json_str(&watch_text(e)));
+                let mut value = Vec::with_capacity(taken.len());
+                for e in &taken {
+                    value.push((watch_id(e), watch_text(e)));
                     self.watch.insert(e.msg, *e);
                 }
-                answer.push_str("]}");
-                slot.write(&answer, doing)?;
-                Ok(Step::Next)
+                slot.send(&Answer { value }, doing)?;
             }
-            "requeue_watch_event" | "queue_watch_event" => {
-                logdir(v, "logdir", false).map_err(|w| bad(slot, w))?;
-                let e = named(v, &self.watch, "a watch event").map_err(|w| bad(slot, w))?;
-                if ty == "requeue_watch_event" {
-                    srv.requeue_watch_event(e);
-                } else {
-                    srv.queue_watch_event(e);
-                }
-                Ok(Step::Next)
+            FromAdapter::RequeueWatchEvent { logdir: l, carries } => {
+                let e = self.handed_event(slot, l, &carries, doing)?;
+                srv.requeue_watch_event(e);
             }
-            "take_queued_completions" => {
-                let which = logdir(v, "logdir", false).map_err(|w| bad(slot, w))?;
+            FromAdapter::QueueWatchEvent { logdir: l, carries } => {
+                let e = self.handed_event(slot, l, &carries, doing)?;
+                srv.queue_watch_event(e);
+            }
+            FromAdapter::TakeQueuedCompletions { logdir: l } => {
+                let which =
+                    logdir(l.as_deref(), "logdir", false).map_err(|w| slot.bad(&w, doing))?;
                 let taken = srv.take_queued_completions(which.expect("one conversation"));
-                let mut answer = String::from(r#"{"type":"result","value":["#);
-                for (i, c) in taken.iter().enumerate() {
-                    if i > 0 {
-                        answer.push(',');
-                    }
+                let mut value = Vec::with_capacity(taken.len());
+                for c in &taken {
                     let agent = (b'a' + c.agent % 26) as char;
                     let summary = format!("completion from subagent {agent} [wakesim {}]", c.msg);
-                    answer += &format!(
-                        "[\"{agent}\",\"completed\",{},\"main\"]",
-                        json_str(&summary)
-                    );
+                    value.push((agent.to_string(), "completed", summary, "main"));
                     self.completions.insert(c.msg, *c);
                 }
-                answer.push_str("]}");
-                slot.write(&answer, doing)?;
-                Ok(Step::Next)
+                slot.send(&Answer { value }, doing)?;
             }
-            "put_completion" => {
-                let c = named(v, &self.completions, "a subagent completion")
-                    .map_err(|w| bad(slot, w))?;
+            FromAdapter::PutCompletion { carries } => {
+                let c = named(&carries, &self.completions, "a subagent completion")
+                    .map_err(|w| slot.bad(&w, doing))?;
                 srv.put_completion(c);
-                Ok(Step::Next)
             }
-            _ => Ok(Step::NotMine),
+            _ => return Ok(Step::NotMine),
         }
+        Ok(Step::Next)
     }
 }
 
-/// The one item a requeue or put names by its marker: one the adapter was handed this run.
-fn named<T: Copy>(v: &Value, handed: &BTreeMap<MsgId, T>, what: &str) -> Result<T, String> {
-    let ids = carries(v)?;
-    let [id] = ids[..] else {
-        return Err(format!(
-            "`carries` must name exactly one message (the marker of {what}), not {}",
-            ids.len()
-        ));
-    };
-    handed.get(&id).copied().ok_or_else(|| {
-        format!("`carries` names {id}, which is not {what} the simulator handed out in this run")
-    })
+impl ExternalServer {
+    /// The watch event a requeue or a deferral puts back: of conversation A, named by its
+    /// marker, handed out in this run.
+    fn handed_event(
+        &self,
+        slot: &mut Slot,
+        l: Option<String>,
+        ids: &Option<Vec<u32>>,
+        doing: &str,
+    ) -> Result<WatchEvent, AdapterFault> {
+        logdir(l.as_deref(), "logdir", false).map_err(|w| slot.bad(&w, doing))?;
+        named(ids, &self.watch, "a watch event").map_err(|w| slot.bad(&w, doing))
+    }
 }
 
 impl ServerWake for ExternalServer {
@@ -242,14 +260,14 @@ impl ServerWake for ExternalServer {
             return default_deliver(srv, cid, event);
         }
         self.watch.insert(event.msg, event);
-        let line = format!(
-            r#"{{"type":"event","event":"deliver","now":{},"conversation_id":"{c}","logdir":"{c}","watch":"{}","text":{}}}"#,
-            srv.now().0,
-            watch_id(&event),
-            json_str(&watch_text(&event)),
-            c = conv(cid),
-        );
-        self.handle(srv, "deliver", &line);
+        let line = ServerEvent::Deliver {
+            now: srv.now().0,
+            conversation_id: conv(cid),
+            logdir: conv(cid),
+            watch: watch_id(&event),
+            text: watch_text(&event),
+        };
+        self.handle(srv, line, "deliver");
     }
 
     fn retry_deferred_watch_wakes(&mut self, srv: &mut Server<'_>, cid: ConvId) {
@@ -257,11 +275,10 @@ impl ServerWake for ExternalServer {
         if self.events & RETRY == 0 {
             return;
         }
-        let line = format!(
-            r#"{{"type":"event","event":"retry_deferred_watch_wakes","now":{},"conversation_id":"{}"}}"#,
-            srv.now().0,
-            conv(cid)
-        );
-        self.handle(srv, "retry_deferred_watch_wakes", &line);
+        let line = ServerEvent::RetryDeferredWatchWakes {
+            now: srv.now().0,
+            conversation_id: conv(cid),
+        };
+        self.handle(srv, line, "retry_deferred_watch_wakes");
     }
 }

@@ -34,7 +34,7 @@
 
 use crate::sim::msg::{MsgId, Payload};
 
-pub use super::core::Server;
+pub use super::handle::Server;
 pub use crate::family::common::conv::ConvId;
 
 /// One fired watch event, as `_pending_deliveries` holds it: `(logdir, watch_id, text)`.

@@ -1,22 +1,23 @@
 //! [`ExternalPi`]: a pi wake logic that lives in an adapter process.
 //!
-//! Each handler the host calls becomes one `event` line; the adapter answers with host calls,
+//! Each handler the host calls becomes one `event` message; the adapter answers with host calls,
 //! executed here on [`Pi`] in the order they arrive, and ends with `done`. Queries (`is_idle`) are
-//! answered at once with a `result` line. Timers carry ids the adapter chooses; they are mapped to
-//! the host's timer ids, so the trace of a run through an adapter is the trace the same calls
-//! from a built-in logic would give.
+//! answered at once with a `result` message. Timers carry ids the adapter chooses; they are
+//! mapped to the host's timer ids, so the trace of a run through an adapter is the trace the same
+//! calls from a built-in logic would give.
 
 use std::collections::BTreeMap;
-use std::fmt::Write;
+use std::rc::Rc;
 
-use serde_json::Value;
+use serde::Serialize;
 
-use crate::adapter::{
-    AdapterFault, FaultKind, SlotRef, carries, fault, intern, json_str, truncate,
-};
-use crate::family::pi::api::{
+use super::api::{
     CompactOutcome, Ctx, CustomMessage, DeliverAs, InputAction, InputEvent, Message, Pi, PiWake,
     SendOptions, TimerId,
+};
+use crate::adapter::protocol::{Answer, Event, FromAdapter, Known, Refused};
+use crate::adapter::{
+    AdapterFault, Calls, FaultKind, Slot, SlotRef, Step, carries, fault, handler_threw, intern,
 };
 use crate::sim::msg::{MsgInfo, Payload};
 
@@ -35,8 +36,59 @@ const EVENTS: [&str; 11] = [
     "timer",
 ];
 
+const CALLS: Calls = Calls {
+    family: "pi",
+    list: "send_message, send_user_message, is_idle, set_timeout, clear_timeout, queue_microtask",
+};
+
 fn event_bit(name: &str) -> Option<u16> {
     EVENTS.iter().position(|e| *e == name).map(|i| 1 << i)
+}
+
+/// A pi event: the fields every event has, and its payload.
+#[derive(Serialize)]
+struct PiEvent<'a> {
+    event: &'static str,
+    now: u64,
+    /// The ctx id handed to this handler: the session number.
+    ctx: u32,
+    /// What `isIdle()` on that ctx answers now (`null` when it is stale): until the handler's
+    /// first send, the adapter may answer the query itself (`known`), saving a round trip.
+    idle: Option<bool>,
+    #[serde(flatten)]
+    payload: Extra<'a>,
+}
+
+/// An event's own fields.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Extra<'a> {
+    None {},
+    Message { message: MessageJson<'a> },
+    Outcome { outcome: &'static str },
+    Input { input: InputJson },
+    Timer { timer: u64 },
+}
+
+#[derive(Serialize)]
+struct MessageJson<'a> {
+    id: u32,
+    name: String,
+    kind: &'static str,
+    source: &'a str,
+    text: String,
+}
+
+#[derive(Serialize)]
+struct InputJson {
+    source: &'static str,
+    streaming_behavior: Option<&'static str>,
+}
+
+/// How the adapter ended a handler.
+struct Done {
+    error: Option<serde_json::Value>,
+    action: Option<String>,
 }
 
 /// A pi wake logic behind the adapter protocol. One instance per run; the process is shared.
@@ -68,14 +120,14 @@ impl ExternalPi {
     }
 
     /// Take the events of `ready`.
-    fn listen_to(&mut self, names: &[String]) -> Result<(), AdapterFault> {
+    fn listen_to(&mut self, slot: &mut Slot, names: &[String]) -> Result<(), AdapterFault> {
         let mut bits =
             event_bit("session_start").expect("known") | event_bit("timer").expect("known");
         for n in names {
             match event_bit(n) {
                 Some(b) => bits |= b,
                 None => {
-                    return Err(self.slot.borrow_mut().fail(
+                    return Err(slot.fail(
                         FaultKind::Protocol,
                         format!(
                             "`ready` names an event pi does not have: `{n}` (pi events: {})",
@@ -93,269 +145,233 @@ impl ExternalPi {
         event_bit(event).is_some_and(|b| self.events & b != 0)
     }
 
-    /// The event line's common fields. `idle` is what `isIdle()` on this ctx answers now
-    /// (`null` when it is stale): until the handler's first send, the adapter may answer the
-    /// query itself (`known`), saving a round trip.
-    fn header(event: &str, pi: &Pi<'_>, ctx: u32) -> String {
-        let idle = match pi.peek_idle(Ctx { session: ctx }) {
-            Ok(true) => "true",
-            Ok(false) => "false",
-            Err(_) => "null",
-        };
-        format!(
-            r#"{{"type":"event","event":"{event}","now":{},"ctx":{ctx},"idle":{idle}"#,
-            pi.now().0
-        )
-    }
-
     /// Deliver `event` if the adapter listens to it; returns the input action of `done`.
     fn deliver(
         &mut self,
         pi: &mut Pi<'_>,
         event: &'static str,
         ctx: Option<Ctx>,
-        extra: &str,
+        payload: Extra<'_>,
     ) -> InputAction {
         if let Some(c) = ctx {
             self.session = self.session.max(c.session());
         }
-        // The first event of a run starts it with `reset`. session_start, always delivered and
-        // always first, is written right behind it, and `ready` is read before its answers: one
-        // round trip less per seed.
-        let mut ready_first = false;
-        if !self.started {
-            self.started = true;
-            let begun = self.slot.borrow_mut().begin_reset();
-            begun.unwrap_or_else(|f| fault(f));
-            if event == "session_start" {
-                ready_first = true;
-            } else {
-                let ready = self.slot.borrow_mut().read_ready();
-                let (names, _) = ready.unwrap_or_else(|f| fault(f));
-                self.listen_to(&names).unwrap_or_else(|f| fault(f));
-            }
-        }
-        if !ready_first && !self.listens(event) {
-            return InputAction::Continue;
-        }
-        let mut line = Self::header(event, pi, self.session);
-        line.push_str(extra);
-        line.push('}');
-        match self.exchange(pi, event, &line, ready_first) {
-            Ok(action) => action,
+        let result = self.start_and_deliver(pi, event, payload);
+        match result {
+            Ok(done) => self.done(event, done),
             Err(f) => fault(f),
         }
     }
 
-    /// Write the event, then execute the adapter's calls until `done`.
-    fn exchange(
+    /// Start the run at its first event, then deliver `event` (if the adapter listens to it).
+    /// session_start, always delivered and always first, is written right behind the `reset`,
+    /// and `ready` is read before its answers: one round trip less per seed.
+    fn start_and_deliver(
         &mut self,
         pi: &mut Pi<'_>,
         event: &'static str,
-        line: &str,
-        ready_first: bool,
-    ) -> Result<InputAction, AdapterFault> {
-        let slot = std::rc::Rc::clone(&self.slot);
+        payload: Extra<'_>,
+    ) -> Result<Option<Done>, AdapterFault> {
+        let slot = Rc::clone(&self.slot);
         let mut slot = slot.borrow_mut();
-        let doing = format!("handling `{event}` at {} ms", pi.now().0);
-        slot.in_handler = true;
-        slot.write(line, &doing)?;
-        if ready_first {
-            let (names, _) = slot.read_ready()?;
-            drop(slot);
-            self.listen_to(&names)?;
-            slot = self.slot.borrow_mut();
-        }
-        loop {
-            let (ty, v) = slot.read(&doing)?;
-            let bad = |slot: &mut crate::adapter::Slot, what: String| {
-                slot.fail(
-                    FaultKind::Protocol,
-                    format!(
-                        "{what} while {doing}: {}",
-                        crate::adapter::quote(v.to_string().as_bytes())
-                    ),
-                )
-            };
-            match ty.as_str() {
-                "done" => {
-                    slot.in_handler = false;
-                    if let Some(err) = v.get("error") {
-                        let text = err.as_str().map_or_else(|| err.to_string(), str::to_string);
-                        std::panic::panic_any(format!(
-                            "the `{event}` handler threw: {}",
-                            truncate(&text)
-                        ));
-                    }
-                    return match v.get("action").map(|a| a.as_str()) {
-                        None => Ok(InputAction::Continue),
-                        Some(Some("continue")) if event == "input" => Ok(InputAction::Continue),
-                        Some(Some("handled")) if event == "input" => Ok(InputAction::Handled),
-                        Some(_) if event == "input" => Err(bad(
-                            &mut slot,
-                            "`action` must be \"continue\" or \"handled\"".into(),
-                        )),
-                        Some(_) => Err(bad(
-                            &mut slot,
-                            "`action` answers only an `input` event".into(),
-                        )),
-                    };
-                }
-                "send_message" => {
-                    let carries = carries(&v).map_err(|w| bad(&mut slot, w))?;
-                    let deliver_as = deliver_as(&v).map_err(|w| bad(&mut slot, w))?;
-                    let trigger_turn = match v.get("trigger_turn") {
-                        None | Some(Value::Null) => false,
-                        Some(Value::Bool(b)) => *b,
-                        Some(_) => {
-                            return Err(bad(&mut slot, "`trigger_turn` must be a boolean".into()));
-                        }
-                    };
-                    let custom_type = match v.get("custom_type") {
-                        None | Some(Value::Null) => "custom",
-                        Some(Value::String(s)) => intern(s, "custom"),
-                        Some(_) => {
-                            return Err(bad(&mut slot, "`custom_type` must be a string".into()));
-                        }
-                    };
-                    let msg = if carries.is_empty() {
-                        CustomMessage::marker(custom_type)
-                    } else {
-                        // Content is shown by what it carries, as the built-in logics send it.
-                        CustomMessage::batch(&carries)
-                    };
-                    pi.send_message(
-                        msg,
-                        SendOptions {
-                            deliver_as,
-                            trigger_turn,
-                        },
-                    );
-                }
-                "send_user_message" => {
-                    let carries = carries(&v).map_err(|w| bad(&mut slot, w))?;
-                    let deliver_as = deliver_as(&v).map_err(|w| bad(&mut slot, w))?;
-                    pi.send_user_message(Payload::from_slice(&carries), deliver_as);
-                }
-                "is_idle" => {
-                    let ctx = match v.get("ctx").and_then(Value::as_u64) {
-                        Some(c) if c >= 1 && c <= u64::from(self.session) => c as u32,
-                        _ => {
-                            let s = self.session;
-                            return Err(bad(
-                                &mut slot,
-                                format!("`ctx` must name a ctx handed out (1..={s})"),
-                            ));
-                        }
-                    };
-                    let result = (Ctx { session: ctx }).is_idle(pi);
-                    match v.get("known") {
-                        // The adapter answered from the event's `idle`: check it, answer nothing.
-                        Some(known) => {
-                            let agrees = match (known, result) {
-                                (Value::Bool(b), Ok(r)) => *b == r,
-                                (Value::String(s), Err(_)) => s == "stale_ctx",
-                                _ => false,
-                            };
-                            if !agrees {
-                                let host = match result {
-                                    Ok(r) => r.to_string(),
-                                    Err(_) => "stale_ctx".to_string(),
-                                };
-                                return Err(bad(
-                                    &mut slot,
-                                    format!(
-                                        "`known` says {known} but ctx.isIdle() is {host} (the \
-                                         event's `idle` holds only until the handler's first send)"
-                                    ),
-                                ));
-                            }
-                        }
-                        None => {
-                            let answer = match result {
-                                Ok(true) => r#"{"type":"result","value":true}"#,
-                                Ok(false) => r#"{"type":"result","value":false}"#,
-                                Err(_) => r#"{"type":"result","error":"stale_ctx"}"#,
-                            };
-                            slot.write(answer, &doing)?;
-                        }
-                    }
-                }
-                "set_timeout" | "queue_microtask" => {
-                    let Some(id) = v.get("timer").and_then(Value::as_u64) else {
-                        return Err(bad(
-                            &mut slot,
-                            "`timer` must be a non-negative integer".into(),
-                        ));
-                    };
-                    if self.timers.contains_key(&id) {
-                        return Err(bad(
-                            &mut slot,
-                            format!("timer id {id} was already used in this run"),
-                        ));
-                    }
-                    let host = if ty == "set_timeout" {
-                        let Some(ms) = v.get("ms").and_then(Value::as_u64) else {
-                            return Err(bad(
-                                &mut slot,
-                                "`ms` must be a non-negative integer".into(),
-                            ));
-                        };
-                        pi.set_timeout(ms)
-                    } else {
-                        pi.queue_microtask()
-                    };
-                    self.timers.insert(id, host);
-                    let i = host.0 as usize;
-                    if self.timer_ids.len() <= i {
-                        self.timer_ids.resize(i + 1, None);
-                    }
-                    self.timer_ids[i] = Some(id);
-                }
-                "clear_timeout" => {
-                    let Some(id) = v.get("timer").and_then(Value::as_u64) else {
-                        return Err(bad(
-                            &mut slot,
-                            "`timer` must be a non-negative integer".into(),
-                        ));
-                    };
-                    // Clearing an id never set is a no-op, as in JavaScript.
-                    if let Some(&host) = self.timers.get(&id) {
-                        pi.clear_timeout(host);
-                    }
-                }
-                "error" => return Err(slot.reported(&v, &doing)),
-                "hello" | "ready" | "result" | "event" | "reset" => {
-                    return Err(slot.unexpected(&ty, &v, &doing));
-                }
-                other => {
-                    let f = slot.fail(
-                        FaultKind::UnknownCall,
-                        format!(
-                            "the adapter called `{other}`, which pi does not have, while {doing} \
-                             (pi: send_message, send_user_message, is_idle, set_timeout, \
-                             clear_timeout, queue_microtask)"
-                        ),
-                    );
-                    return Err(f);
-                }
+        let mut ready_first = false;
+        if !self.started {
+            self.started = true;
+            slot.begin_reset()?;
+            if event == "session_start" {
+                ready_first = true;
+            } else {
+                let ready = slot.read_ready()?;
+                self.listen_to(&mut slot, &ready.events)?;
             }
         }
+        if !ready_first && !self.listens(event) {
+            return Ok(None);
+        }
+        let idle = pi
+            .peek_idle(Ctx {
+                session: self.session,
+            })
+            .ok();
+        let line = Event {
+            event: PiEvent {
+                event,
+                now: pi.now().0,
+                ctx: self.session,
+                idle,
+                payload,
+            },
+        };
+        let doing = format!("handling `{event}` at {} ms", pi.now().0);
+        slot.begin(&line, &doing)?;
+        if ready_first {
+            let ready = slot.read_ready()?;
+            self.listen_to(&mut slot, &ready.events)?;
+        }
+        slot.run(&doing, CALLS, |slot, msg| self.call(pi, slot, msg, &doing))
+            .map(Some)
+    }
+
+    /// The handler's end: its error is the wake logic's panic; its action answers `input`.
+    fn done(&mut self, event: &'static str, done: Option<Done>) -> InputAction {
+        let Some(done) = done else {
+            return InputAction::Continue;
+        };
+        handler_threw(event, &done.error);
+        let action = match done.action.as_deref() {
+            None => return InputAction::Continue,
+            Some(_) if event != "input" => Err("`action` answers only an `input` event"),
+            Some("continue") => Ok(InputAction::Continue),
+            Some("handled") => Ok(InputAction::Handled),
+            Some(_) => Err("`action` must be \"continue\" or \"handled\""),
+        };
+        action.unwrap_or_else(|what| {
+            let doing = format!("handling `{event}`");
+            fault(self.slot.borrow_mut().bad(what, &doing))
+        })
+    }
+
+    /// One message of the adapter inside a handler.
+    fn call(
+        &mut self,
+        pi: &mut Pi<'_>,
+        slot: &mut Slot,
+        msg: FromAdapter,
+        doing: &str,
+    ) -> Result<Step<Done>, AdapterFault> {
+        match msg {
+            FromAdapter::Done { error, action, .. } => {
+                return Ok(Step::End(Done { error, action }));
+            }
+            FromAdapter::SendMessage {
+                custom_type,
+                carries: ids,
+                deliver_as: d,
+                trigger_turn,
+            } => {
+                let deliver_as = deliver_as(d.as_deref()).map_err(|w| slot.bad(&w, doing))?;
+                let custom_type = custom_type.map_or("custom", |s| intern(&s, "custom"));
+                let ids = carries(&ids);
+                let msg = if ids.is_empty() {
+                    CustomMessage::marker(custom_type)
+                } else {
+                    // Content is shown by what it carries, as the built-in logics send it.
+                    CustomMessage::batch(&ids)
+                };
+                let trigger_turn = trigger_turn.unwrap_or(false);
+                pi.send_message(
+                    msg,
+                    SendOptions {
+                        deliver_as,
+                        trigger_turn,
+                    },
+                );
+            }
+            FromAdapter::SendUserMessage {
+                carries: ids,
+                deliver_as: d,
+            } => {
+                let deliver_as = deliver_as(d.as_deref()).map_err(|w| slot.bad(&w, doing))?;
+                pi.send_user_message(Payload::from_slice(&carries(&ids)), deliver_as);
+            }
+            FromAdapter::IsIdle { ctx, known } => self.is_idle(pi, slot, ctx, known, doing)?,
+            FromAdapter::SetTimeout { timer, ms } => {
+                self.new_timer(slot, timer, doing)?;
+                let host = pi.set_timeout(ms);
+                self.map_timer(timer, host);
+            }
+            FromAdapter::QueueMicrotask { timer } => {
+                self.new_timer(slot, timer, doing)?;
+                let host = pi.queue_microtask();
+                self.map_timer(timer, host);
+            }
+            FromAdapter::ClearTimeout { timer } => {
+                // Clearing an id never set is a no-op, as in JavaScript.
+                if let Some(&host) = self.timers.get(&timer) {
+                    pi.clear_timeout(host);
+                }
+            }
+            _ => return Ok(Step::NotMine),
+        }
+        Ok(Step::Next)
+    }
+
+    /// `ctx.isIdle()`: answered, or checked against the adapter's own answer (`known`).
+    fn is_idle(
+        &mut self,
+        pi: &mut Pi<'_>,
+        slot: &mut Slot,
+        ctx: Option<u64>,
+        known: Option<Known>,
+        doing: &str,
+    ) -> Result<(), AdapterFault> {
+        let session = self.session;
+        let ctx = match ctx {
+            Some(c) if c >= 1 && c <= u64::from(session) => c as u32,
+            _ => {
+                let what = format!("`ctx` must name a ctx handed out (1..={session})");
+                return Err(slot.bad(&what, doing));
+            }
+        };
+        let result = (Ctx { session: ctx }).is_idle(pi);
+        let Some(known) = known else {
+            return match result {
+                Ok(value) => slot.send(&Answer { value }, doing),
+                Err(_) => slot.send(&Refused { error: "stale_ctx" }, doing),
+            };
+        };
+        // The adapter answered from the event's `idle`: check it, answer nothing.
+        let agrees = match (known, result) {
+            (Known::Idle(b), Ok(r)) => b == r,
+            (Known::Stale(_), Err(_)) => true,
+            _ => false,
+        };
+        if agrees {
+            return Ok(());
+        }
+        let said = match known {
+            Known::Idle(b) => b.to_string(),
+            Known::Stale(_) => "\"stale_ctx\"".to_string(),
+        };
+        let host = match result {
+            Ok(r) => r.to_string(),
+            Err(_) => "stale_ctx".to_string(),
+        };
+        let what = format!(
+            "`known` says {said} but ctx.isIdle() is {host} (the event's `idle` holds only until \
+             the handler's first send)"
+        );
+        Err(slot.bad(&what, doing))
+    }
+
+    /// A timer id the adapter chose must be new in the run.
+    fn new_timer(&self, slot: &mut Slot, id: u64, doing: &str) -> Result<(), AdapterFault> {
+        if self.timers.contains_key(&id) {
+            let what = format!("timer id {id} was already used in this run");
+            return Err(slot.bad(&what, doing));
+        }
+        Ok(())
+    }
+
+    fn map_timer(&mut self, id: u64, host: TimerId) {
+        self.timers.insert(id, host);
+        let i = host.0 as usize;
+        if self.timer_ids.len() <= i {
+            self.timer_ids.resize(i + 1, None);
+        }
+        self.timer_ids[i] = Some(id);
     }
 }
 
-fn deliver_as(v: &Value) -> Result<Option<DeliverAs>, String> {
-    match v.get("deliver_as") {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => match s.as_str() {
-            "steer" => Ok(Some(DeliverAs::Steer)),
-            "followUp" => Ok(Some(DeliverAs::FollowUp)),
-            "nextTurn" => Ok(Some(DeliverAs::NextTurn)),
-            _ => Err(format!(
-                "`deliver_as` must be \"steer\", \"followUp\", \"nextTurn\" or null, not {s:?}"
-            )),
-        },
-        Some(_) => Err("`deliver_as` must be a string or null".to_string()),
+fn deliver_as(v: Option<&str>) -> Result<Option<DeliverAs>, String> {
+    match v {
+        None => Ok(None),
+        Some("steer") => Ok(Some(DeliverAs::Steer)),
+        Some("followUp") => Ok(Some(DeliverAs::FollowUp)),
+        Some("nextTurn") => Ok(Some(DeliverAs::NextTurn)),
+        Some(s) => Err(format!(
+            "`deliver_as` must be \"steer\", \"followUp\", \"nextTurn\" or null, not {s:?}"
+        )),
     }
 }
 
@@ -377,74 +393,68 @@ impl PiWake for ExternalPi {
         };
         let source = info.source_name();
         let kind = msg.kind.name();
-        let text = format!("{kind} from {source} [wakesim {}]", msg.id);
-        let mut extra = String::with_capacity(160);
-        let _ = write!(
-            extra,
-            r#","message":{{"id":{},"name":"{}","kind":"{kind}","source":{},"text":{}}}"#,
-            msg.id.0,
-            msg.id,
-            json_str(&source),
-            json_str(&text)
-        );
-        self.deliver(pi, "message", None, &extra);
+        let message = MessageJson {
+            id: msg.id.0,
+            name: msg.id.to_string(),
+            kind,
+            source: &source,
+            text: format!("{kind} from {source} [wakesim {}]", msg.id),
+        };
+        self.deliver(pi, "message", None, Extra::Message { message });
     }
 
     fn on_session_start(&mut self, pi: &mut Pi<'_>, ctx: Ctx) {
-        self.deliver(pi, "session_start", Some(ctx), "");
+        self.deliver(pi, "session_start", Some(ctx), Extra::None {});
     }
 
     fn on_agent_start(&mut self, pi: &mut Pi<'_>, ctx: Ctx) {
-        self.deliver(pi, "agent_start", Some(ctx), "");
+        self.deliver(pi, "agent_start", Some(ctx), Extra::None {});
     }
 
     fn on_turn_end(&mut self, pi: &mut Pi<'_>, ctx: Ctx) {
-        self.deliver(pi, "turn_end", Some(ctx), "");
+        self.deliver(pi, "turn_end", Some(ctx), Extra::None {});
     }
 
     fn on_agent_end(&mut self, pi: &mut Pi<'_>, ctx: Ctx) {
-        self.deliver(pi, "agent_end", Some(ctx), "");
+        self.deliver(pi, "agent_end", Some(ctx), Extra::None {});
     }
 
     fn on_agent_settled(&mut self, pi: &mut Pi<'_>, ctx: Ctx) {
-        self.deliver(pi, "agent_settled", Some(ctx), "");
+        self.deliver(pi, "agent_settled", Some(ctx), Extra::None {});
     }
 
     fn on_session_compact(&mut self, pi: &mut Pi<'_>, ctx: Ctx, outcome: CompactOutcome) {
-        let extra = match outcome {
-            CompactOutcome::Done => r#","outcome":"done""#,
-            CompactOutcome::Failed => r#","outcome":"failed""#,
+        let outcome = match outcome {
+            CompactOutcome::Done => "done",
+            CompactOutcome::Failed => "failed",
         };
-        self.deliver(pi, "session_compact", Some(ctx), extra);
+        self.deliver(pi, "session_compact", Some(ctx), Extra::Outcome { outcome });
     }
 
     fn on_session_tree(&mut self, pi: &mut Pi<'_>, ctx: Ctx) {
-        self.deliver(pi, "session_tree", Some(ctx), "");
+        self.deliver(pi, "session_tree", Some(ctx), Extra::None {});
     }
 
     fn on_input(&mut self, pi: &mut Pi<'_>, ctx: Ctx, input: InputEvent) -> InputAction {
-        let source = if input.from_user {
-            "interactive"
-        } else {
-            "extension"
+        let input = InputJson {
+            source: if input.from_user {
+                "interactive"
+            } else {
+                "extension"
+            },
+            streaming_behavior: input.streaming_behavior.map(DeliverAs::name),
         };
-        let behavior = match input.streaming_behavior {
-            None => "null".to_string(),
-            Some(d) => format!("\"{}\"", d.name()),
-        };
-        let extra = format!(r#","input":{{"source":"{source}","streaming_behavior":{behavior}}}"#);
-        self.deliver(pi, "input", Some(ctx), &extra)
+        self.deliver(pi, "input", Some(ctx), Extra::Input { input })
     }
 
     fn on_before_agent_start(&mut self, pi: &mut Pi<'_>, ctx: Ctx) {
-        self.deliver(pi, "before_agent_start", Some(ctx), "");
+        self.deliver(pi, "before_agent_start", Some(ctx), Extra::None {});
     }
 
     fn on_timer(&mut self, pi: &mut Pi<'_>, timer: TimerId) {
         let Some(Some(id)) = self.timer_ids.get(timer.0 as usize).copied() else {
             return;
         };
-        let extra = format!(r#","timer":{id}"#);
-        self.deliver(pi, "timer", None, &extra);
+        self.deliver(pi, "timer", None, Extra::Timer { timer: id });
     }
 }

@@ -28,7 +28,7 @@
 
 use crate::sim::msg::{MsgId, MsgKind, Payload};
 
-pub use super::core::Pi;
+pub use super::handle::Pi;
 
 /// An extension context. It names the session it was handed out for; once that session is
 /// replaced, `is_idle` fails with [`StaleCtx`], as pi's stale ctx throws.

@@ -4,9 +4,9 @@
 
 use std::collections::VecDeque;
 
-use super::api::{Ctx, CustomMessage, DeliverAs, SendOptions, StaleCtx, TimerId};
+use super::api::{Ctx, CustomMessage, DeliverAs, SendOptions};
 use super::config::{PiConfig, PiFault};
-use super::note::{HostError, Note, Route, State, Step, TimerOp};
+use super::note::{HostError, Note, Route, State, Step};
 use super::{Gen, PiEv, PiKernel, vocab};
 use crate::family::common::faults::Faults;
 use crate::family::common::{Calls, Core};
@@ -458,125 +458,5 @@ impl Core for PiCore {
 
     fn idle_mut(&mut self) -> &mut bool {
         &mut self.idle
-    }
-}
-
-/// The `pi` handle a wake logic calls. Every call acts on the host at once; sends are
-/// fire-and-forget and report failures only on the error channel (the trace).
-pub struct Pi<'a> {
-    pub(super) core: &'a mut PiCore,
-    pub(super) k: &'a mut PiKernel,
-}
-
-impl Pi<'_> {
-    /// `Date.now()` on virtual time.
-    pub fn now(&self) -> Ms {
-        self.k.now()
-    }
-
-    /// `pi.sendMessage(message, options)`.
-    pub fn send_message(&mut self, msg: CustomMessage, opts: SendOptions) {
-        self.core.calls.count();
-        self.core.send_custom(self.k, msg, opts);
-    }
-
-    /// `pi.sendUserMessage(content, {deliverAs})`: `prompt()` with source "extension". An empty
-    /// payload is the blank wake text `" "`; a non-empty one renders those messages as the text.
-    pub fn send_user_message(&mut self, payload: Payload, deliver_as: Option<DeliverAs>) {
-        self.core.calls.count();
-        if self.core.live_prompts > 0 {
-            self.core.mark(self.k, vocab::WAKE_WHILE_PREPARING);
-        }
-        self.core.last_wake_at = Some(self.k.now());
-        let id = self.core.new_prompt(false, payload.clone(), deliver_as);
-        self.core.note(
-            self.k,
-            Actor::Wake,
-            Note::SendUserMessage {
-                prompt: id,
-                payload,
-                deliver_as,
-            },
-        );
-        if deliver_as == Some(DeliverAs::NextTurn) {
-            self.core.note(
-                self.k,
-                Actor::Host,
-                Note::Error {
-                    prompt: Some(id),
-                    error: HostError::InvalidDeliverAs,
-                },
-            );
-            return;
-        }
-        self.core.prompt_begin(self.k, id);
-    }
-
-    /// `setTimeout(fn, delay_ms)`: `PiWake::on_timer` gets the id when it fires.
-    pub fn set_timeout(&mut self, delay_ms: u64) -> TimerId {
-        self.timer(delay_ms, false)
-    }
-
-    /// `clearTimeout(id)`.
-    pub fn clear_timeout(&mut self, id: TimerId) {
-        self.core.calls.count();
-        if let Some(live) = self.core.timers.get_mut(id.0 as usize)
-            && *live
-        {
-            *live = false;
-            self.core.note(
-                self.k,
-                Actor::Wake,
-                Note::Timer {
-                    id: id.0,
-                    op: TimerOp::Clear,
-                },
-            );
-        }
-    }
-
-    /// `queueMicrotask(fn)`: runs before any other event of this instant (see `kernel::queue`).
-    pub fn queue_microtask(&mut self) -> TimerId {
-        self.timer(0, true)
-    }
-
-    fn timer(&mut self, delay_ms: u64, micro: bool) -> TimerId {
-        self.core.calls.count();
-        let id = self.core.timers.len() as u32;
-        self.core.timers.push(true);
-        if micro {
-            self.k.schedule_micro(PiEv::Timer(id));
-        } else {
-            self.k.schedule(delay_ms, PiEv::Timer(id));
-        }
-        self.core.note(
-            self.k,
-            Actor::Wake,
-            Note::Timer {
-                id,
-                op: TimerOp::Set { delay_ms },
-            },
-        );
-        TimerId(id)
-    }
-
-    pub(crate) fn ctx_is_idle(&mut self, ctx: Ctx) -> Result<bool, StaleCtx> {
-        self.core.calls.count();
-        let result = self.peek_idle(ctx).ok();
-        if result.is_none() {
-            self.core.mark(self.k, vocab::STALE_CTX);
-        }
-        self.core.note(self.k, Actor::Wake, Note::IsIdle { result });
-        result.ok_or(StaleCtx)
-    }
-
-    /// What `ctx.isIdle()` would answer now, without calling it (nothing is recorded). The
-    /// external adapter sends it with each event so an adapter can answer `isIdle()` itself.
-    pub(crate) fn peek_idle(&self, ctx: Ctx) -> Result<bool, StaleCtx> {
-        if ctx.session != self.core.session {
-            Err(StaleCtx)
-        } else {
-            Ok(self.core.is_idle())
-        }
     }
 }

@@ -1,0 +1,123 @@
+//! [`Cli`], the handle a gptme-CLI wake logic calls: the completion claim, the job registry, the
+//! prompt-queue and control files. Every call acts on the host at once and counts against the
+//! call budget.
+
+use super::api::{Claimed, ControlFile, JobRef, JobView, PromptRecord};
+use super::core::CliCore;
+use super::note::Note;
+use super::{CliKernel, vocab};
+use crate::family::common::Core;
+use crate::family::common::conv::ConvId;
+use crate::sim::msg::{MsgId, Payload};
+use crate::sim::record::Actor;
+use crate::sim::time::Ms;
+
+/// The handle a CLI wake logic calls. Every call acts on the host at once.
+pub struct Cli<'a> {
+    pub(super) core: &'a mut CliCore,
+    pub(super) k: &'a mut CliKernel,
+}
+
+impl Cli<'_> {
+    /// `monotonic()` on virtual time.
+    pub fn now(&self) -> Ms {
+        self.k.now()
+    }
+
+    /// The conversation this session runs (its logdir).
+    pub fn conversation(&self) -> ConvId {
+        ConvId(0)
+    }
+
+    /// `gptme -n`: never interactive.
+    pub fn interactive(&self) -> bool {
+        false
+    }
+
+    /// `len(prompt_queue)`: messages the loop will process next.
+    pub fn prompt_queue_len(&self) -> usize {
+        self.core.queue.len()
+    }
+
+    /// `GPTME_WATCH_IDLE_MAX` in ms (the environment's value; 1800 s when unset).
+    pub fn idle_max_ms(&self) -> u64 {
+        self.core.cfg.timing.idle_max_ms
+    }
+
+    /// `background_job_completion_hook`'s claim for conversation `cid`: every queued completion
+    /// of a still-registered job of `cid`, removed from the queue (each is delivered once).
+    pub fn claim_completions(&mut self, cid: ConvId) -> Vec<Claimed> {
+        self.core.calls.count();
+        let claimed = self.core.claim(cid);
+        if !claimed.is_empty() {
+            let ids: Vec<MsgId> = claimed.iter().map(|c| c.msg).collect();
+            self.core.note(
+                self.k,
+                Actor::Wake,
+                Note::Claim {
+                    cid,
+                    payload: Payload::from_slice(&ids),
+                },
+            );
+        }
+        claimed
+    }
+
+    /// `_background_jobs`: every registered job of every conversation.
+    pub fn jobs(&mut self) -> Vec<JobView> {
+        self.core.calls.count();
+        let c = &*self.core;
+        c.jobs
+            .iter()
+            .enumerate()
+            .filter(|(_, j)| j.registered)
+            .map(|(i, j)| JobView {
+                job: c.job_ref(i as u32),
+                running: j.running,
+                notified: j.notified,
+                wait_expired: j.wait_expired,
+            })
+            .collect()
+    }
+
+    /// `job._wait_expired = True`.
+    pub fn mark_wait_expired(&mut self, job: JobRef) {
+        self.core.calls.count();
+        self.core.jobs[job.index as usize].wait_expired = true;
+        self.core.mark(self.k, vocab::WAIT_TIMEOUT);
+        self.core
+            .note(self.k, Actor::Wake, Note::MarkExpired { job: job.name });
+    }
+
+    /// Take up to `max` records from `prompt-queue.jsonl`: regular records first, then steer
+    /// records. Malformed lines and anything over the cap stay on disk, in order.
+    pub fn take_prompts(&mut self, max: usize) -> Vec<PromptRecord> {
+        self.core.calls.count();
+        let taken = self.core.take_file(max, true, true);
+        if !taken.is_empty() {
+            let ids: Vec<MsgId> = taken.iter().map(|r| r.msg).collect();
+            let left = self.core.records_on_disk();
+            self.core.note(
+                self.k,
+                Actor::Wake,
+                Note::TakePrompts {
+                    payload: Payload::from_slice(&ids),
+                    left,
+                },
+            );
+        }
+        taken
+    }
+
+    /// `control.jsonl` of the logdir, when it is non-empty.
+    pub fn control_file(&mut self) -> Option<ControlFile> {
+        self.core.calls.count();
+        self.core.control
+    }
+
+    /// The subagent completion or progress queues of this session are non-empty.
+    pub fn subagent_pending(&mut self) -> bool {
+        self.core.calls.count();
+        !self.core.subagents.is_empty()
+    }
+}

@@ -1,0 +1,191 @@
+//! `prompt()` from step 3 on (`wake-systems.md` §2.3): one await per event, each step a method.
+//! Steps 0-2 are synchronous and live in `core.rs` (`prompt_begin`).
+
+use super::api::{self, InputAction, InputEvent};
+use super::core::{Compacting, PStep};
+use super::faults::PiFault;
+use super::host::PiHost;
+use super::note::{Hook, HostError, Note, Step};
+use super::{PiEv, PiKernel, vocab};
+use crate::family::common::Core;
+use crate::sim::msg::Payload;
+use crate::sim::record::{Actor, Starter};
+
+impl PiHost {
+    pub(super) fn end_prompt(&mut self, id: u32) {
+        self.core.prompts[id as usize - 1].step = PStep::Done;
+        self.core.live_prompts -= 1;
+    }
+
+    /// A prompt throws `error` (to its caller, or the extension error channel) and ends.
+    fn reject_prompt(&mut self, k: &mut PiKernel, id: u32, error: HostError) {
+        let prompt = Some(id);
+        self.core
+            .note(k, Actor::Host, Note::Error { prompt, error });
+        self.fail_prompt(k, id);
+    }
+
+    /// A prompt ended without starting a run.
+    pub(super) fn fail_prompt(&mut self, k: &mut PiKernel, id: u32) {
+        if !self.core.prompts[id as usize - 1].from_user {
+            self.core.mark(k, vocab::WAKE_PROMPT_FAILED);
+        }
+        self.end_prompt(id);
+    }
+
+    fn prompt_note(&self, k: &mut PiKernel, prompt: u32, step: Step) {
+        self.core.note(k, Actor::Host, Note::Step { prompt, step });
+    }
+
+    /// `prompt()` from step 3 on: one await per event.
+    pub(super) fn prompt_step(&mut self, k: &mut PiKernel, id: u32) {
+        match self.core.prompts[id as usize - 1].step {
+            PStep::Input => self.input_handlers(k, id),
+            PStep::Streaming => self.streaming_check(k, id),
+            PStep::Auth => self.after_auth(k, id),
+            PStep::Compaction => self.after_prep_compaction(k, id),
+            PStep::BeforeStart => self.before_agent_start(k, id),
+            PStep::Images => self.after_images(k, id),
+            PStep::Start => self.start(k, id),
+            PStep::Done => {}
+        }
+    }
+
+    /// Step 3: the input handlers (the wake logic's among them) may claim the prompt.
+    fn input_handlers(&mut self, k: &mut PiKernel, id: u32) {
+        let i = id as usize - 1;
+        let (from_user, behavior) = (
+            self.core.prompts[i].from_user,
+            self.core.prompts[i].behavior,
+        );
+        let input = InputEvent {
+            from_user,
+            streaming_behavior: if self.core.is_streaming() {
+                behavior
+            } else {
+                None
+            },
+        };
+        self.core.note(k, Actor::Wake, Note::Handler(Hook::Input));
+        let ctx = self.core.ctx();
+        let action = self.call(k, |w, pi| w.on_input(pi, ctx, input));
+        if action == InputAction::Handled {
+            self.prompt_note(k, id, Step::InputHandledByWake);
+            self.fail_prompt(k, id);
+        } else if self.core.fires(k, PiFault::InputSwallowsPrompt) {
+            self.prompt_note(k, id, Step::InputSwallowed);
+            self.fail_prompt(k, id);
+        } else {
+            self.core.prompts[i].step = PStep::Streaming;
+            let d = self.core.step_delay(k);
+            k.resume(d, PiEv::Prompt(id));
+        }
+    }
+
+    /// Step 5, the single isStreaming check, after the input handlers' await.
+    fn streaming_check(&mut self, k: &mut PiKernel, id: u32) {
+        let i = id as usize - 1;
+        let behavior = self.core.prompts[i].behavior;
+        // Step 5, the single isStreaming check, after the input handlers' await.
+        if self.core.run_active && self.core.agent_active.is_none() {
+            self.core.mark(k, vocab::PROMPT_RACES_SETTLE);
+        }
+        if self.core.is_streaming() {
+            match behavior {
+                Some(d) => {
+                    let payload = self.core.prompts[i].payload.clone();
+                    match d {
+                        api::DeliverAs::FollowUp => self.core.follow_up.push_back(payload),
+                        _ => self.core.steering.push_back(payload),
+                    }
+                    self.prompt_note(k, id, Step::QueuedWhileStreaming(d));
+                }
+                None => {
+                    self.reject_prompt(k, id, HostError::AlreadyProcessing);
+                    return;
+                }
+            }
+            self.end_prompt(id);
+            return;
+        }
+        self.core.flush_pending_custom(k);
+        self.core.prompts[i].auth_fails = self.core.fires(k, PiFault::AuthError);
+        self.prompt_note(k, id, Step::AwaitAuth);
+        self.core.prompts[i].step = PStep::Auth;
+        let d = self.core.step_delay(k);
+        k.resume(d, PiEv::Prompt(id));
+    }
+
+    /// Step 8's auth check, then step 9's compaction check.
+    fn after_auth(&mut self, k: &mut PiKernel, id: u32) {
+        let i = id as usize - 1;
+        if self.core.prompts[i].auth_fails {
+            self.reject_prompt(k, id, HostError::AuthFailed);
+        } else if self.core.compacting == Compacting::None
+            && self.core.fires(k, PiFault::PrePromptCompaction)
+        {
+            self.core.compacting = Compacting::Prompt;
+            self.prompt_note(k, id, Step::PrePromptCompaction);
+            self.core.prompts[i].step = PStep::Compaction;
+            let c = self.core.cfg.timing.compaction_ms;
+            let d = k.delay(c.min, c.max, "compaction");
+            k.resume(d, PiEv::Prompt(id));
+        } else {
+            self.core.prompts[i].step = PStep::BeforeStart;
+            let d = self.core.step_delay(k);
+            k.resume(d, PiEv::Prompt(id));
+        }
+    }
+
+    /// Step 9's compaction (PREP-COMPACT) is done.
+    fn after_prep_compaction(&mut self, k: &mut PiKernel, id: u32) {
+        let i = id as usize - 1;
+        self.core.compacting = Compacting::None;
+        self.prompt_note(k, id, Step::CompactionDone);
+        self.hook(k, Hook::SessionCompact);
+        self.core.prompts[i].step = PStep::BeforeStart;
+        let d = self.core.step_delay(k);
+        k.resume(d, PiEv::Prompt(id));
+    }
+
+    /// Step 10: `before_agent_start` handlers add the harness.
+    fn before_agent_start(&mut self, k: &mut PiKernel, id: u32) {
+        let i = id as usize - 1;
+        self.prompt_note(k, id, Step::BeforeAgentStart);
+        self.hook(k, Hook::BeforeAgentStart);
+        self.core.prompts[i].step = PStep::Images;
+        let d = self.core.handler_delay(k);
+        k.resume(d, PiEv::Prompt(id));
+    }
+
+    /// Step 11: image normalisation.
+    fn after_images(&mut self, k: &mut PiKernel, id: u32) {
+        let i = id as usize - 1;
+        self.core.prompts[i].step = PStep::Start;
+        let d = self.core.step_delay(k);
+        k.resume(d, PiEv::Prompt(id));
+    }
+
+    /// Step 12, one synchronous segment: take nextTurn, set the options, start the run.
+    fn start(&mut self, k: &mut PiKernel, id: u32) {
+        let i = id as usize - 1;
+        // Step 12, one synchronous segment: take nextTurn, set the options, start the run.
+        let taken = std::mem::take(&mut self.core.next_turn);
+        let ids: Vec<_> = taken.iter().flat_map(|p| p.ids().iter().copied()).collect();
+        self.core.note(
+            k,
+            Actor::Host,
+            Note::TookNextTurn {
+                prompt: id,
+                payload: Payload::from_slice(&ids),
+                items: taken.len() as u32,
+            },
+        );
+        let mut items = Vec::with_capacity(taken.len() + 1);
+        items.push(self.core.prompts[i].payload.clone());
+        items.extend(taken);
+        self.end_prompt(id);
+        self.core.run_options = true;
+        self.core.start_run(k, Starter::Prompt(id), items, true);
+    }
+}

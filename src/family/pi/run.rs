@@ -1,0 +1,359 @@
+//! An agent run's phases (`wake-systems.md` §2.4): agent_start, requests, tools, turn_end,
+//! agent_end, retries, compaction, continue, settle and the deferred actions after it; 0.99 and
+//! 0.58 where they differ. Starting a run is synchronous and lives in `core.rs` (`start_run`).
+
+use super::core::{Compacting, Deferred, PiCore, RPhase};
+use super::faults::PiFault;
+use super::host::PiHost;
+use super::note::{Hook, HostError, Note, Queue, RunNote};
+use super::{Gen, PiEv, PiKernel};
+use crate::family::common::Core;
+use crate::sim::msg::Payload;
+use crate::sim::record::{Actor, Ev, Starter};
+
+impl PiHost {
+    fn run_note(&self, k: &mut PiKernel, run: u32, note: RunNote) {
+        self.core.note(k, Actor::Host, Note::Run { run, note });
+    }
+
+    /// Take one queued message into the run (queues are one-at-a-time by default).
+    fn poll(&mut self, k: &mut PiKernel, run: u32, queue: Queue) -> bool {
+        let item = match queue {
+            Queue::Steering => self.core.steering.pop_front(),
+            Queue::FollowUp => self.core.follow_up.pop_front(),
+            Queue::PendingCustom => None,
+        };
+        let Some(payload) = item else { return false };
+        self.core.append_all(k, std::slice::from_ref(&payload));
+        self.core.note(
+            k,
+            Actor::Host,
+            Note::Polled {
+                run,
+                queue,
+                payload,
+            },
+        );
+        true
+    }
+
+    /// A run's next phase.
+    pub(super) fn run_step(&mut self, k: &mut PiKernel, id: u32) {
+        match self.core.runs[id as usize - 1].phase {
+            RPhase::AgentStart => self.agent_start(k, id),
+            RPhase::Request => self.model_request(k, id),
+            RPhase::Tools => self.tool_calls(k, id),
+            RPhase::TurnEnd => self.turn_end(k, id),
+            RPhase::AgentEnd => self.agent_end(k, id),
+            RPhase::PostRun => self.post_run(k, id),
+            RPhase::CompactionDone => self.compaction_done(k, id),
+            RPhase::Continue => self.agent_continue(k, id),
+            RPhase::Settle => self.settle(k, id),
+            RPhase::SettledDone => self.settled_done(k, id),
+            RPhase::Done => {}
+        }
+    }
+
+    /// An inner run begins: `agent_start`, then one steering (or follow-up) message.
+    fn agent_start(&mut self, k: &mut PiKernel, id: u32) {
+        let i = id as usize - 1;
+        let inner = self.core.runs[i].inner;
+        self.run_note(k, id, RunNote::AgentStart { inner });
+        self.hook(k, Hook::AgentStart);
+        if !self.poll(k, id, Queue::Steering) && inner > 1 {
+            self.poll(k, id, Queue::FollowUp);
+        }
+        self.core.runs[i].phase = RPhase::Request;
+        let d = self.core.handler_delay(k);
+        k.resume(d, PiEv::Run(id));
+    }
+
+    /// A model request carries every message appended so far.
+    fn model_request(&mut self, k: &mut PiKernel, id: u32) {
+        let i = id as usize - 1;
+        let generation = self.core.generation;
+        let timing = self.core.cfg.timing;
+        self.core.requests += 1;
+        let harness = match generation {
+            Gen::V099 => self.core.run_options,
+            Gen::V058 => self.core.runs[i].harness,
+        };
+        let req = self.core.requests;
+        self.core.emit(k, Actor::Host, Ev::Request { req, harness });
+        let run = &mut self.core.runs[i];
+        run.phase = if run.tools_left > 0 {
+            RPhase::Tools
+        } else {
+            RPhase::TurnEnd
+        };
+        let d = k.delay(timing.model_ms.min, timing.model_ms.max, "model");
+        k.resume(d, PiEv::Run(id));
+    }
+
+    /// The reply's tool calls execute.
+    fn tool_calls(&mut self, k: &mut PiKernel, id: u32) {
+        let i = id as usize - 1;
+        let timing = self.core.cfg.timing;
+        let run = &mut self.core.runs[i];
+        run.tools_left -= 1;
+        run.had_tools = true;
+        run.phase = RPhase::TurnEnd;
+        self.run_note(k, id, RunNote::ToolCalls);
+        let d = k.delay(timing.tool_ms.min, timing.tool_ms.max, "tools");
+        k.resume(d, PiEv::Run(id));
+    }
+
+    /// `turn_end`: pending custom messages flush; a queued message or tool results make another turn.
+    fn turn_end(&mut self, k: &mut PiKernel, id: u32) {
+        let i = id as usize - 1;
+        self.run_note(k, id, RunNote::TurnEnd);
+        self.hook(k, Hook::TurnEnd);
+        if !self.core.pending_custom.is_empty() {
+            let ids: Vec<_> = self
+                .core
+                .pending_custom
+                .iter()
+                .flat_map(|p| p.ids().to_vec())
+                .collect();
+            self.core.flush_pending_custom(k);
+            let payload = Payload::from_slice(&ids);
+            self.core.note(
+                k,
+                Actor::Host,
+                Note::Polled {
+                    run: id,
+                    queue: Queue::PendingCustom,
+                    payload,
+                },
+            );
+        }
+        let had_tools = std::mem::take(&mut self.core.runs[i].had_tools);
+        let steered = self.poll(k, id, Queue::Steering);
+        let more = had_tools || steered || self.poll(k, id, Queue::FollowUp);
+        self.core.runs[i].phase = if more {
+            RPhase::Request
+        } else {
+            RPhase::AgentEnd
+        };
+        let d = self.core.handler_delay(k);
+        k.resume(d, PiEv::Run(id));
+    }
+
+    /// `agent_end` of an inner run.
+    fn agent_end(&mut self, k: &mut PiKernel, id: u32) {
+        let i = id as usize - 1;
+        let generation = self.core.generation;
+        let inner = self.core.runs[i].inner;
+        match generation {
+            Gen::V099 => {
+                // Handlers are awaited before the agent finishes its run.
+                self.run_note(k, id, RunNote::AgentEnd { inner });
+                self.hook(k, Hook::AgentEnd);
+                self.core.agent_active = None;
+                self.core.emit(k, Actor::Host, Ev::AgentRun { on: false });
+            }
+            Gen::V058 => {
+                // The agent's finally clears isStreaming before un-awaited listeners run.
+                self.core.agent_active = None;
+                self.core.run_active = false;
+                self.core.emit(k, Actor::Host, Ev::AgentRun { on: false });
+                self.core.emit(k, Actor::Host, Ev::RunFlag { on: false });
+                self.run_note(k, id, RunNote::AgentEnd { inner });
+                self.hook(k, Hook::AgentEnd);
+            }
+        }
+        self.core.runs[i].phase = RPhase::PostRun;
+        let d = self.core.handler_delay(k);
+        k.resume(d, PiEv::Run(id));
+    }
+
+    /// Compaction between inner runs is done; the run continues.
+    fn compaction_done(&mut self, k: &mut PiKernel, id: u32) {
+        let i = id as usize - 1;
+        let generation = self.core.generation;
+        self.core.compacting = Compacting::None;
+        self.run_note(k, id, RunNote::CompactionDone);
+        self.hook(k, Hook::SessionCompact);
+        self.core.runs[i].phase = RPhase::Continue;
+        let d = match generation {
+            Gen::V099 => self.core.step_delay(k),
+            Gen::V058 => {
+                self.core.pending_continues += 1;
+                self.run_note(k, id, RunNote::ContinueScheduled);
+                100
+            }
+        };
+        k.resume(d, PiEv::Run(id));
+    }
+
+    /// `agent.continue()`: another inner run, or rejected when the agent is busy.
+    fn agent_continue(&mut self, k: &mut PiKernel, id: u32) {
+        let i = id as usize - 1;
+        let generation = self.core.generation;
+        let timing = self.core.cfg.timing;
+        if generation == Gen::V058 {
+            self.core.pending_continues -= 1;
+        }
+        self.run_note(k, id, RunNote::Continue);
+        if self.core.agent_active.is_some() {
+            let who = Starter::Continue(id);
+            self.core.emit(
+                k,
+                Actor::Host,
+                Ev::Starter {
+                    who,
+                    accepted: false,
+                },
+            );
+            let error = HostError::ContinueBusy;
+            self.core.note(
+                k,
+                Actor::Host,
+                Note::Error {
+                    prompt: None,
+                    error,
+                },
+            );
+            self.finish_or_settle(k, id);
+            return;
+        }
+        self.core.agent_active = Some(id);
+        let who = Starter::Continue(id);
+        self.core.emit(
+            k,
+            Actor::Host,
+            Ev::Starter {
+                who,
+                accepted: true,
+            },
+        );
+        self.core.emit(k, Actor::Host, Ev::AgentRun { on: true });
+        if generation == Gen::V058 {
+            self.core.run_active = true;
+            self.core.emit(k, Actor::Host, Ev::RunFlag { on: true });
+        }
+        let tools = timing.tool_turns;
+        let tools_left = tools.min + k.choose(tools.max - tools.min + 1, "tool turns");
+        let run = &mut self.core.runs[i];
+        run.inner += 1;
+        run.tools_left = tools_left;
+        run.phase = RPhase::AgentStart;
+        let d = self.core.handler_delay(k);
+        k.resume(d, PiEv::Run(id));
+    }
+
+    /// 0.99's `finally`: the run flag clears and `agent_settled` handlers run.
+    fn settle(&mut self, k: &mut PiKernel, id: u32) {
+        let i = id as usize - 1;
+        self.core.flush_pending_custom(k);
+        self.core.run_options = false;
+        let spurious = self.core.agent_active.is_some();
+        self.core.run_active = false;
+        self.core.emit(k, Actor::Host, Ev::RunFlag { on: false });
+        self.core.settling += 1;
+        self.run_note(k, id, RunNote::Settle { spurious });
+        self.core.emit(k, Actor::Host, Ev::Settled);
+        self.hook(k, Hook::AgentSettled);
+        self.core.runs[i].phase = RPhase::SettledDone;
+        let d = self.core.handler_delay(k);
+        k.resume(d, PiEv::Run(id));
+    }
+
+    /// The settled handlers returned: deferred prompts and direct runs start.
+    fn settled_done(&mut self, k: &mut PiKernel, id: u32) {
+        let i = id as usize - 1;
+        self.core.settling -= 1;
+        self.core.runs[i].phase = RPhase::Done;
+        let deferred = std::mem::take(&mut self.core.deferred);
+        if !deferred.is_empty() {
+            let count = deferred.len() as u32;
+            self.run_note(k, id, RunNote::DeferredActions { count });
+        }
+        for d in deferred {
+            match d {
+                Deferred::Prompt(p) => {
+                    self.core
+                        .note(k, Actor::Host, Note::DeferredRuns { prompt: Some(p) });
+                    self.core.prompt_begin(k, p);
+                }
+                Deferred::Direct(payload) => {
+                    self.core
+                        .note(k, Actor::Host, Note::DeferredRuns { prompt: None });
+                    let run = self.core.runs.len() as u32 + 1;
+                    self.core
+                        .start_run(k, Starter::Direct(run), vec![payload], false);
+                }
+            }
+        }
+    }
+
+    /// `_handlePostAgentRun` and the before-settle boundary.
+    fn post_run(&mut self, k: &mut PiKernel, id: u32) {
+        let i = id as usize - 1;
+        let generation = self.core.generation;
+        let timing = self.core.cfg.timing;
+        // 0.58 schedules continue() with setTimeout: an ordinary event, never a microtask.
+        let continue_after = |k: &mut PiKernel, d: u64, ev: PiEv| match generation {
+            Gen::V058 => k.schedule(d, ev),
+            Gen::V099 => k.resume(d, ev),
+        };
+        let on_timer = |core: &mut PiCore, k: &mut PiKernel| {
+            if generation == Gen::V058 {
+                core.pending_continues += 1;
+                core.note(
+                    k,
+                    Actor::Host,
+                    Note::Run {
+                        run: id,
+                        note: RunNote::ContinueScheduled,
+                    },
+                );
+            }
+        };
+        if self.core.fires(k, PiFault::Retries) {
+            self.run_note(k, id, RunNote::Retry);
+            on_timer(&mut self.core, k);
+            self.core.runs[i].phase = RPhase::Continue;
+            let d = k.delay(timing.retry_ms.min, timing.retry_ms.max, "retry backoff");
+            continue_after(k, d, PiEv::Run(id));
+        } else if self.core.compacting == Compacting::None
+            && self.core.fires(k, PiFault::CompactionContinue)
+        {
+            self.core.compacting = Compacting::Run;
+            self.run_note(k, id, RunNote::CompactionStart);
+            self.core.runs[i].phase = RPhase::CompactionDone;
+            let d = k.delay(
+                timing.compaction_ms.min,
+                timing.compaction_ms.max,
+                "compaction",
+            );
+            continue_after(k, d, PiEv::Run(id));
+        } else if !self.core.steering.is_empty() || !self.core.follow_up.is_empty() {
+            on_timer(&mut self.core, k);
+            self.core.runs[i].phase = RPhase::Continue;
+            let d = self.core.step_delay(k);
+            continue_after(k, d, PiEv::Run(id));
+        } else if generation == Gen::V099 && self.core.fires(k, PiFault::ExtraContinues) {
+            self.core.runs[i].phase = RPhase::Continue;
+            let d = self.core.handler_delay(k);
+            continue_after(k, d, PiEv::Run(id));
+        } else {
+            self.finish_or_settle(k, id);
+        }
+    }
+
+    /// 0.99 ends every `_runAgentPrompt` in its `finally` with `_emitAgentSettled`; 0.58 just ends.
+    pub(super) fn finish_or_settle(&mut self, k: &mut PiKernel, id: u32) {
+        let i = id as usize - 1;
+        match self.core.generation {
+            Gen::V099 => {
+                self.core.runs[i].phase = RPhase::Settle;
+                k.resume(0, PiEv::Run(id));
+            }
+            Gen::V058 => {
+                self.core.runs[i].phase = RPhase::Done;
+                self.run_note(k, id, RunNote::Done);
+            }
+        }
+    }
+}
