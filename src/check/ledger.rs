@@ -51,23 +51,42 @@ impl Ledger {
         &self.append_order
     }
 
+    /// A message's life; observations only ever name messages a producer made.
+    fn known(&mut self, msg: MsgId) -> &mut MsgLedger {
+        let i = msg.0 as usize;
+        assert!(i < self.msgs.len(), "{msg} observed before it was produced");
+        &mut self.msgs[i]
+    }
+
     pub(super) fn apply<N>(&mut self, t: Ms, ev: &Ev<N>, messages: &[MsgInfo]) {
         match *ev {
             Ev::Produced { msg } => {
-                debug_assert!((msg.0 as usize) < messages.len());
+                assert!(
+                    (msg.0 as usize) < messages.len(),
+                    "{msg} produced but not registered"
+                );
                 if self.msgs.len() <= msg.0 as usize {
                     self.msgs.resize(msg.0 as usize + 1, MsgLedger::default());
                 }
+                // The owed list stays in production order: what FIFO and NO-LOSS report first.
+                assert!(
+                    self.owed.last().is_none_or(|last| *last < msg),
+                    "{msg} produced out of order"
+                );
                 self.owed.push(msg);
             }
             Ev::Appended { msg } => {
-                let m = &mut self.msgs[msg.0 as usize];
+                let m = self.known(msg);
                 m.appended_times += 1;
-                if m.appended_at.is_none() {
+                let first = m.appended_at.is_none();
+                if first {
                     m.appended_at = Some(t);
+                }
+                let delivered = m.delivered_at.is_some();
+                if first {
                     self.append_order.push(msg);
                 }
-                if m.delivered_at.is_none() && !self.unrequested.contains(&msg) {
+                if !delivered && !self.unrequested.contains(&msg) {
                     self.unrequested.push(msg);
                 }
             }
@@ -83,14 +102,14 @@ impl Ledger {
                     .retain(|id| msgs[id.0 as usize].delivered_at.is_none());
             }
             Ev::OwnerClaimed { msg } => {
-                let m = &mut self.msgs[msg.0 as usize];
+                let m = self.known(msg);
                 if m.delivered_at.is_none() {
                     m.delivered_at = Some(t);
                 }
                 self.owed.retain(|id| *id != msg);
             }
             Ev::Dropped { msg, reason } => {
-                let m = &mut self.msgs[msg.0 as usize];
+                let m = self.known(msg);
                 if m.delivered_at.is_none() && m.dropped.is_none() {
                     m.dropped = Some(reason);
                     self.owed.retain(|id| *id != msg);

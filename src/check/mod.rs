@@ -117,6 +117,23 @@ impl Invariant {
         Invariant::ALL.into_iter().find(|i| i.name() == name)
     }
 
+    /// A liveness invariant breaks at the end of a run (or when a bound is crossed), not at an
+    /// instant: a story of its violation is the whole run, and shrinking measures all of it.
+    pub fn is_liveness(self) -> bool {
+        match self {
+            Invariant::NoLoss | Invariant::BoundedLatency => true,
+            Invariant::ExactlyOnce
+            | Invariant::Fifo
+            | Invariant::SingleStarter
+            | Invariant::FlagCoherence
+            | Invariant::Harness
+            | Invariant::NoSelfRefusal
+            | Invariant::AliveWhileOwed
+            | Invariant::NoSpin
+            | Invariant::Isolation => false,
+        }
+    }
+
     fn bit(self) -> u32 {
         1 << (self as u32)
     }
@@ -251,6 +268,8 @@ pub struct Monitor<N> {
     marks: [Option<(Window, u32)>; WINDOW_CODES_MAX],
     /// For each invariant broken: how many records the run had made when it broke.
     records_at_violation: Vec<(Invariant, u64)>,
+    /// The time of the last record: a run's records never go back in time.
+    last_t: Ms,
 }
 
 impl<N: Note> Monitor<N> {
@@ -270,6 +289,7 @@ impl<N: Note> Monitor<N> {
             requests: 0,
             marks: [None; WINDOW_CODES_MAX],
             records_at_violation: Vec::new(),
+            last_t: Ms::ZERO,
         }
     }
 
@@ -283,6 +303,12 @@ impl<N: Note> Monitor<N> {
 
     /// Count a race window reached.
     fn mark(&mut self, w: Window) {
+        assert!(
+            usize::from(w.code) < WINDOW_CODES_MAX,
+            "window {} has code {} (at most {WINDOW_CODES_MAX})",
+            w.name,
+            w.code
+        );
         let slot = &mut self.marks[usize::from(w.code)];
         match slot {
             Some((_, n)) => *n += 1,
@@ -348,6 +374,12 @@ impl<N: Note> Sink for Monitor<N> {
 
     /// Record one event: hash it, let the checkers judge it, keep it if tracing.
     fn emit(&mut self, t: Ms, actor: Actor, state: u8, ev: Ev<N>) {
+        assert!(
+            t >= self.last_t,
+            "a record at {t} after one at {}",
+            self.last_t
+        );
+        self.last_t = t;
         let record = Record {
             t,
             actor,

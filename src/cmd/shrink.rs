@@ -32,30 +32,11 @@ pub struct Args {
 pub fn main(registry: &Registry, args: Args) -> Result<i32> {
     let (file, seed) = (args.file.as_path(), args.seed);
     let scn = Scenario::load(file, registry)?;
-    let invariant = match &args.invariant {
-        None => None,
-        Some(name) => Some(Invariant::from_name(name).ok_or_else(|| {
-            let names: Vec<_> = Invariant::ALL.iter().map(|i| i.name()).collect();
-            Error::Usage(format!(
-                "unknown invariant `{name}`, expected one of {}",
-                names.join(", ")
-            ))
-        })?),
-    };
+    let invariant = args.invariant.as_deref().map(invariant).transpose()?;
     let mut runner = Runner::new(registry);
     runner.prepare(&scn)?;
     let Some(sh) = shrink(&mut runner, &scn, seed, invariant, args.runs_max) else {
-        let r = runner.run_seed(&scn, seed, false);
-        let what = match invariant {
-            Some(i) if !r.outcome.is_pass() => {
-                format!("does not break {i} ({})", describe(&r.outcome))
-            }
-            _ => describe(&r.outcome),
-        };
-        return Err(Error::Usage(format!(
-            "seed {seed} of {} has nothing to shrink: it {what}",
-            file.display()
-        )));
+        return Err(nothing_to_shrink(&mut runner, &scn, seed, invariant));
     };
     let target = Some(sh.invariant);
     let lines = |r: &RunResult| {
@@ -103,4 +84,35 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
         path.display()
     ));
     Ok(0)
+}
+
+/// `--invariant NAME`.
+fn invariant(name: &str) -> Result<Invariant> {
+    Invariant::from_name(name).ok_or_else(|| {
+        let names: Vec<_> = Invariant::ALL.iter().map(|i| i.name()).collect();
+        Error::Usage(format!(
+            "unknown invariant `{name}`, expected one of {}",
+            names.join(", ")
+        ))
+    })
+}
+
+/// Why a seed has nothing to shrink: it passes, or does not break the invariant asked for.
+fn nothing_to_shrink(
+    runner: &mut Runner<'_>,
+    scn: &Scenario,
+    seed: u64,
+    invariant: Option<Invariant>,
+) -> Error {
+    let r = runner.run_seed(scn, seed, false);
+    let what = match invariant {
+        Some(i) if !r.outcome.is_pass() => {
+            format!("does not break {i} ({})", describe(&r.outcome))
+        }
+        _ => describe(&r.outcome),
+    };
+    Error::Usage(format!(
+        "seed {seed} of {} has nothing to shrink: it {what}",
+        scn.path.display()
+    ))
 }

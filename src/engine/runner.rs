@@ -9,6 +9,7 @@ use std::ops::Range;
 
 use super::verdict::{ScenarioReport, indent};
 use crate::adapter::{Peer, Pool};
+use crate::error::{Error, Result};
 use crate::family::{HostKind, Job, Registry, Runs, WakeSource};
 use crate::outcome::{Outcome, RunResult};
 use crate::scenario::Scenario;
@@ -35,7 +36,7 @@ impl<'r> Runner<'r> {
     /// Start the adapter of an external wake logic and run its first reset, so a command or a
     /// module that cannot start is reported as an error of the scenario (exit 2) before any seed
     /// runs. Built-in wake logics need nothing.
-    pub fn prepare(&mut self, scn: &Scenario) -> crate::Result<()> {
+    pub fn prepare(&mut self, scn: &Scenario) -> Result<()> {
         let Some(spec) = &scn.adapter else {
             return Ok(());
         };
@@ -45,7 +46,7 @@ impl<'r> Runner<'r> {
             if !f.stderr_tail.is_empty() {
                 message += &format!("; its stderr ends with:\n{}", indent(&f.stderr_tail));
             }
-            crate::Error::Scenario {
+            Error::Scenario {
                 file,
                 line,
                 column,

@@ -33,14 +33,12 @@ fn breaks(outcome: &Outcome, invariant: Invariant) -> bool {
 /// The length that matters: the records up to the violation for an invariant that breaks at an
 /// instant (what happens after it is not part of the story), all records for liveness.
 fn size(r: &RunResult, invariant: Invariant) -> u64 {
-    match invariant {
-        Invariant::NoLoss | Invariant::BoundedLatency => r.records,
-        _ => r
-            .records_at_violation
-            .iter()
-            .find(|(i, _)| *i == invariant)
-            .map_or(r.records, |(_, n)| *n),
+    if invariant.is_liveness() {
+        return r.records;
     }
+    (r.records_at_violation.iter())
+        .find(|(i, _)| *i == invariant)
+        .map_or(r.records, |(_, n)| *n)
 }
 
 /// The order shrinking descends: a shorter story first (see `size`), then fewer choices, then
@@ -68,106 +66,140 @@ pub fn shrink(
     if !breaks(&original.outcome, invariant) {
         return None;
     }
-    let mut best = original.choices.clone();
-    let best_size = std::cell::Cell::new(size(&original, invariant));
-    let runs = std::cell::Cell::new(0u64);
-    // Try a candidate; on success return the normalised sequence it consumed.
-    let attempt =
-        |runner: &mut Runner<'_>, cand: Vec<Choice>, best: &[Choice]| -> Option<Vec<Choice>> {
-            if runs.get() >= runs_max {
-                return None;
-            }
-            runs.set(runs.get() + 1);
-            let r = runner.run_choices(scn, seed, cand, false);
-            let better = breaks(&r.outcome, invariant)
-                && smaller((size(&r, invariant), &r.choices), (best_size.get(), best));
-            if better {
-                best_size.set(size(&r, invariant));
-            }
-            better.then_some(r.choices)
-        };
+    let mut s = Shrinker {
+        runner,
+        scn,
+        seed,
+        invariant,
+        runs_max,
+        runs: 0,
+        best: original.choices.clone(),
+        best_size: size(&original, invariant),
+    };
     loop {
-        let before = best.clone();
-        // 1. Delete blocks, large to small, from the end (later choices depend on earlier ones).
+        let before = s.best.clone();
+        s.delete_blocks();
+        s.lower_and_drop();
+        s.zero_and_lower();
+        if s.best == before || s.runs >= runs_max {
+            break;
+        }
+    }
+    let minimal = s.runner.run_choices(scn, seed, s.best, true);
+    Some(Shrunk {
+        invariant,
+        original,
+        minimal,
+        runs: s.runs,
+    })
+}
+
+/// A shrink in progress: the smallest sequence so far that still breaks the invariant.
+struct Shrinker<'a, 'r> {
+    runner: &'a mut Runner<'r>,
+    scn: &'a Scenario,
+    seed: u64,
+    invariant: Invariant,
+    runs_max: u64,
+    runs: u64,
+    best: Vec<Choice>,
+    best_size: u64,
+}
+
+impl Shrinker<'_, '_> {
+    /// Run a candidate; when it still breaks the invariant and is smaller, it becomes the best,
+    /// normalised to the sequence it consumed.
+    fn attempt(&mut self, cand: Vec<Choice>) -> bool {
+        if self.runs >= self.runs_max {
+            return false;
+        }
+        self.runs += 1;
+        let r = self.runner.run_choices(self.scn, self.seed, cand, false);
+        let size_r = size(&r, self.invariant);
+        let better = breaks(&r.outcome, self.invariant)
+            && smaller((size_r, &r.choices), (self.best_size, &self.best));
+        if better {
+            self.best_size = size_r;
+            self.best = r.choices;
+        }
+        better
+    }
+
+    /// 1. Delete blocks, large to small, from the end (later choices depend on earlier ones).
+    fn delete_blocks(&mut self) {
         for k in [16usize, 8, 4, 2, 1] {
-            let mut i = best.len();
+            let mut i = self.best.len();
             while i > 0 {
                 let start = i.saturating_sub(k);
-                let mut cand = best.clone();
+                let mut cand = self.best.clone();
                 cand.drain(start..i);
-                if let Some(c) = attempt(runner, cand, &best) {
-                    best = c;
-                    i = start.min(best.len());
+                i = if self.attempt(cand) {
+                    start.min(self.best.len())
                 } else {
-                    i = start;
-                }
+                    start
+                };
             }
         }
-        // 2. Lower a choice and delete what it no longer needs: fewer messages, occurrences or
-        //    turns leave the draws that served them misaligned; removing a block after the
-        //    lowered count realigns the rest.
+    }
+
+    /// 2. Lower a choice and delete what it no longer needs: fewer messages, occurrences or
+    ///    turns leave the draws that served them misaligned; removing a block after the
+    ///    lowered count realigns the rest.
+    fn lower_and_drop(&mut self) {
         let mut i = 0;
-        while i < best.len() {
-            if best[i].value > 0 {
-                for lower in [0, best[i].value - 1] {
+        while i < self.best.len() {
+            if self.best[i].value > 0 {
+                for lower in [0, self.best[i].value - 1] {
                     for k in [1usize, 2, 3, 4, 6, 8, 12, 16] {
-                        if i + 1 + k > best.len() {
+                        if i + 1 + k > self.best.len() {
                             break;
                         }
-                        let mut cand = best.clone();
+                        let mut cand = self.best.clone();
                         cand[i].value = lower;
                         cand.drain(i + 1..i + 1 + k);
-                        if let Some(c) = attempt(runner, cand, &best) {
-                            best = c;
+                        if self.attempt(cand) {
                             break;
                         }
                     }
-                    if i >= best.len() || best[i].value <= lower {
+                    if i >= self.best.len() || self.best[i].value <= lower {
                         break;
                     }
                 }
             }
             i += 1;
         }
-        // 3. Zero, then 4. lower each choice (binary search toward 0).
+    }
+
+    /// 3. Zero each choice, or else 4. lower it (binary search toward 0).
+    fn zero_and_lower(&mut self) {
         let mut i = 0;
-        while i < best.len() {
-            if best[i].value > 0 {
-                let mut cand = best.clone();
+        while i < self.best.len() {
+            if self.best[i].value > 0 {
+                let mut cand = self.best.clone();
                 cand[i].value = 0;
-                if let Some(c) = attempt(runner, cand, &best) {
-                    best = c;
-                    i += 1;
-                    continue;
-                }
-                let (mut lo, mut hi) = (0, best[i].value);
-                while lo + 1 < hi {
-                    let mid = lo + (hi - lo) / 2;
-                    let mut cand = best.clone();
-                    cand[i].value = mid;
-                    match attempt(runner, cand, &best) {
-                        Some(c) => {
-                            best = c;
-                            if i >= best.len() {
-                                break;
-                            }
-                            hi = best[i].value.min(mid);
-                        }
-                        None => lo = mid,
-                    }
+                if !self.attempt(cand) {
+                    self.lower(i);
                 }
             }
             i += 1;
         }
-        if best == before || runs.get() >= runs_max {
-            break;
+    }
+
+    /// Lower choice `i` by bisection toward 0, keeping each value that still fails.
+    fn lower(&mut self, i: usize) {
+        let (mut lo, mut hi) = (0, self.best[i].value);
+        while lo + 1 < hi {
+            let mid = lo + (hi - lo) / 2;
+            let mut cand = self.best.clone();
+            cand[i].value = mid;
+            if self.attempt(cand) {
+                if i >= self.best.len() {
+                    break;
+                }
+                hi = self.best[i].value.min(mid);
+            } else {
+                lo = mid;
+            }
         }
     }
-    let minimal = runner.run_choices(scn, seed, best, true);
-    Some(Shrunk {
-        invariant,
-        original,
-        minimal,
-        runs: runs.get(),
-    })
 }

@@ -121,7 +121,7 @@ impl ScenarioReport {
 
     /// Fold in the report of the adjacent range that follows this one.
     pub fn merge(&mut self, later: ScenarioReport) {
-        debug_assert_eq!(
+        assert_eq!(
             self.seeds.end, later.seeds.start,
             "merge adjacent ranges in order"
         );

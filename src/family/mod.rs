@@ -103,6 +103,9 @@ pub trait Family: Sized + 'static {
 
     /// A wake logic that lives in an adapter process.
     fn external(slot: SlotRef, constants_ms: Vec<u64>) -> Box<Self::Wake>;
+
+    /// Register the family's built-in wake logics.
+    fn builtin_wakes(registry: &mut Registry);
 }
 
 /// A family as the rest of wakesim sees it: object-safe, one static instance per family.
@@ -121,6 +124,8 @@ pub trait AnyFamily: Sync {
     fn scoped(&self, config: &Config, messages_max: u64) -> Config;
     /// A runner of this family's seeds, keeping its kernel's allocations across seeds.
     fn runs(&self) -> Box<dyn Runs>;
+    /// Register the family's built-in wake logics.
+    fn builtin_wakes(&self, registry: &mut Registry);
 }
 
 /// One fault of a family, for `wakesim list`.
@@ -356,6 +361,10 @@ impl<F: Family> AnyFamily for Of<F> {
     fn runs(&self) -> Box<dyn Runs> {
         Box::new(FamilyRuns::<F> { kernel: None })
     }
+
+    fn builtin_wakes(&self, registry: &mut Registry) {
+        F::builtin_wakes(registry);
+    }
 }
 
 /// A configuration of family `F`. Scenarios are read by their host's family, so any other is a
@@ -398,5 +407,48 @@ impl<F: Family> Runs for FamilyRuns<F> {
             tracing: job.tracing,
         };
         drive.run(&mut self.kernel, || F::world(variant, config, wake))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limits::WINDOW_CODES_MAX;
+
+    /// What a family declares must hold together: its faults' indices are their positions (the
+    /// per-seed fault states are indexed by them), and its windows' codes are distinct and small
+    /// enough for the monitor.
+    fn declared<F: Family>() {
+        for (i, f) in F::Fault::LIST.iter().enumerate() {
+            assert_eq!(f.index(), i, "{}: {f:?}", F::NAME);
+            assert_eq!(
+                F::Fault::from_name(f.name()),
+                Some(*f),
+                "{}: {f:?}",
+                F::NAME
+            );
+        }
+        let mut codes: Vec<u8> = F::WINDOWS.iter().map(|w| w.code).collect();
+        codes.sort_unstable();
+        codes.dedup();
+        assert_eq!(codes.len(), F::WINDOWS.len(), "{}: window codes", F::NAME);
+        assert!(codes.iter().all(|&c| usize::from(c) < WINDOW_CODES_MAX));
+    }
+
+    #[test]
+    fn every_family_declares_consistently() {
+        declared::<pi::PiFamily>();
+        declared::<gptme_server::ServerFamily>();
+        declared::<gptme_cli::CliFamily>();
+    }
+
+    #[test]
+    fn host_names_are_unique_and_found() {
+        let names: Vec<&str> = HostKind::all().map(|h| h.name()).collect();
+        for n in &names {
+            assert_eq!(names.iter().filter(|m| *m == n).count(), 1, "{n}");
+            assert_eq!(HostKind::from_name(n).map(|h| h.name()), Some(*n));
+        }
+        assert_eq!(names, ["pi", "pi-0.58", "gptme-server", "gptme-cli"]);
     }
 }

@@ -44,9 +44,9 @@ impl Registry {
         let mut r = Registry {
             entries: Vec::new(),
         };
-        super::pi::wakes::register(&mut r);
-        super::gptme_server::wakes::register(&mut r);
-        super::gptme_cli::wakes::register(&mut r);
+        for family in FAMILIES {
+            family.builtin_wakes(&mut r);
+        }
         r
     }
 

@@ -6,7 +6,7 @@ use std::fmt;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 
-use crate::family::common::Span;
+use super::Span;
 use crate::sim::choice::Ratio;
 use crate::sim::msg::MsgKind;
 

@@ -2,7 +2,7 @@
 //! and the story (the timeline reduced to what a reader needs to follow the race).
 
 use super::{Line, LineKind};
-use crate::check::{Invariant, Violation};
+use crate::check::Violation;
 use crate::family::HostKind;
 use crate::sim::msg::{MsgId, MsgInfo, MsgKind, id_list};
 use crate::sim::record::{Actor, Ev, InStory, Record, Role};
@@ -16,12 +16,58 @@ pub fn lines(
     messages: &[MsgInfo],
     violations: &[Violation],
 ) -> Vec<Line> {
+    let family = host.family();
     let mut out = Vec::with_capacity(trace.len());
-    let mut carried: Vec<MsgId> = Vec::new();
-    let mut vi = 0;
-    let push_violations = |out: &mut Vec<Line>, upto: Option<u64>, vi: &mut usize| {
-        while *vi < violations.len() && upto.is_none_or(|t| violations[*vi].t.0 < t) {
-            let v = &violations[*vi];
+    let mut pending = Violations {
+        list: violations,
+        next: 0,
+    };
+    let mut text = Texts {
+        trace,
+        messages,
+        // gptme hosts make many messages at one instant (a prompt flood) and drop many at one
+        // exit: a run of consecutive ids that read alike is one line.
+        merge: family.compact_runs(),
+        carried: Vec::new(),
+    };
+    let mut i = 0;
+    while i < trace.len() {
+        let r = &trace[i];
+        pending.before(Some(r.t.0), &mut out);
+        let (shown, used) = text.of(i);
+        i += used;
+        let Some(shown) = shown else { continue };
+        out.push(Line {
+            t: r.t.0,
+            actor: r.actor,
+            text: shown,
+            state: family.state_name(r.state),
+            kind: match &r.ev {
+                Ev::Note(n) => match n.role() {
+                    Role::Handler => LineKind::Handler,
+                    Role::Call => LineKind::Call,
+                    Role::Plain => LineKind::Plain,
+                },
+                _ => LineKind::Plain,
+            },
+        });
+    }
+    pending.before(None, &mut out);
+    out
+}
+
+/// The violations not shown yet, in time order.
+struct Violations<'a> {
+    list: &'a [Violation],
+    next: usize,
+}
+
+impl Violations<'_> {
+    /// Show every violation before `t` (all of them for `None`).
+    fn before(&mut self, t: Option<u64>, out: &mut Vec<Line>) {
+        while let Some(v) = self.list.get(self.next)
+            && t.is_none_or(|t| v.t.0 < t)
+        {
             out.push(Line {
                 t: v.t.0,
                 actor: Actor::Check,
@@ -29,87 +75,41 @@ pub fn lines(
                 state: "",
                 kind: LineKind::Violation,
             });
-            *vi += 1;
+            self.next += 1;
         }
-    };
-    // gptme hosts make many messages at one instant (a prompt flood) and drop many at one exit:
-    // a run of consecutive ids that read alike is one line.
-    let family = host.family();
-    let merge = family.compact_runs();
-    let mut skip = 0;
-    for (i, r) in trace.iter().enumerate() {
-        if skip > 0 {
-            skip -= 1;
-            continue;
-        }
-        push_violations(&mut out, Some(r.t.0), &mut vi);
-        let text = match &r.ev {
-            Ev::Produced { msg } => {
-                let info = &messages[msg.0 as usize];
-                let run = if merge {
-                    run_len(&trace[i..], |a, b| match (a, b) {
-                        (Ev::Produced { msg: x }, Ev::Produced { msg: y }) => {
-                            let (p, q) = (&messages[x.0 as usize], &messages[y.0 as usize]);
-                            y.0 == x.0 + 1
-                                && (p.kind, p.source, p.origin, p.conv)
-                                    == (q.kind, q.source, q.origin, q.conv)
-                        }
-                        _ => false,
-                    })
-                } else {
-                    1
-                };
-                skip = run - 1;
-                let (ids, n) = (id_run(*msg, run), run as u32);
-                match info.kind {
-                    MsgKind::Watch => format!("{ids} ready: {} fired", info.source_name()),
-                    MsgKind::Job => format!("{ids} ready: {} finished", info.source_name()),
-                    MsgKind::Prompt if n > 1 => {
-                        format!("{ids} ready: {n} records for {}", info.source_name())
+    }
+}
+
+/// The text of each record, as the timeline shows it.
+struct Texts<'a> {
+    trace: &'a [Record],
+    messages: &'a [MsgInfo],
+    merge: bool,
+    /// Messages appended since the last model request: the next one carries them.
+    carried: Vec<MsgId>,
+}
+
+impl Texts<'_> {
+    /// The line of record `i` (none for an observation the timeline does not show), and how
+    /// many records it stands for.
+    fn of(&mut self, i: usize) -> (Option<String>, usize) {
+        let text = match &self.trace[i].ev {
+            Ev::Produced { msg } => return self.produced(i, *msg),
+            Ev::Dropped { msg, reason } => {
+                let run = self.run(i, |a, b| match (a, b) {
+                    (Ev::Dropped { msg: x, reason: r1 }, Ev::Dropped { msg: y, reason: r2 }) => {
+                        y.0 == x.0 + 1 && r1 == r2
                     }
-                    MsgKind::Prompt => format!("{ids} ready: a record for {}", info.source_name()),
-                    _ => format!(
-                        "{ids} ready ({} from {})",
-                        info.kind.name(),
-                        info.source_name()
-                    ),
-                }
+                    _ => false,
+                });
+                let text = format!("{} dropped: {}", id_run(*msg, run), reason.text);
+                return (Some(text), run);
             }
             Ev::Appended { msg } => {
-                carried.push(*msg);
-                continue;
+                self.carried.push(*msg);
+                return (None, 1);
             }
-            Ev::Request { req, harness } => {
-                let what = if carried.is_empty() {
-                    String::new()
-                } else if merge {
-                    format!(" carrying {}", id_list(&carried))
-                } else {
-                    let ids: Vec<String> = carried.iter().map(|m| m.to_string()).collect();
-                    format!(" carrying {}", ids.join(" "))
-                };
-                carried.clear();
-                if *harness {
-                    format!("model request #{req}{what}")
-                } else {
-                    format!("model request #{req}{what} WITHOUT the before_agent_start harness")
-                }
-            }
-            Ev::Dropped { msg, reason } => {
-                let run = if merge {
-                    run_len(&trace[i..], |a, b| match (a, b) {
-                        (
-                            Ev::Dropped { msg: x, reason: r1 },
-                            Ev::Dropped { msg: y, reason: r2 },
-                        ) => y.0 == x.0 + 1 && r1 == r2,
-                        _ => false,
-                    })
-                } else {
-                    1
-                };
-                skip = run - 1;
-                format!("{} dropped: {}", id_run(*msg, run), reason.text)
-            }
+            Ev::Request { req, harness } => self.request(*req, *harness),
             Ev::Mark(w) => format!("◆ race window: {}", w.describe),
             Ev::Note(n) => n.render(),
             Ev::SessionEnd { cause } => format!("session ends: {}", cause.text),
@@ -126,27 +126,67 @@ pub fn lines(
             | Ev::Work { .. }
             | Ev::WorkNoticed { .. }
             | Ev::Waiting { .. }
-            | Ev::OwnerClaimed { .. } => {
-                continue;
-            }
+            | Ev::OwnerClaimed { .. } => return (None, 1),
         };
-        out.push(Line {
-            t: r.t.0,
-            actor: r.actor,
-            text,
-            state: family.state_name(r.state),
-            kind: match &r.ev {
-                Ev::Note(n) => match n.role() {
-                    Role::Handler => LineKind::Handler,
-                    Role::Call => LineKind::Call,
-                    Role::Plain => LineKind::Plain,
-                },
-                _ => LineKind::Plain,
-            },
-        });
+        (Some(text), 1)
     }
-    push_violations(&mut out, None, &mut vi);
-    out
+
+    /// How many records from `i` one line stands for: one, or (when runs merge) the run of
+    /// records at its instant that `next` accepts pairwise.
+    fn run(&self, i: usize, next: impl Fn(&Ev, &Ev) -> bool) -> usize {
+        if self.merge {
+            run_len(&self.trace[i..], next)
+        } else {
+            1
+        }
+    }
+
+    /// A message (or a run of alike messages) made.
+    fn produced(&self, i: usize, msg: MsgId) -> (Option<String>, usize) {
+        let messages = self.messages;
+        let run = self.run(i, |a, b| match (a, b) {
+            (Ev::Produced { msg: x }, Ev::Produced { msg: y }) => {
+                let (p, q) = (&messages[x.0 as usize], &messages[y.0 as usize]);
+                y.0 == x.0 + 1
+                    && (p.kind, p.source, p.origin, p.conv) == (q.kind, q.source, q.origin, q.conv)
+            }
+            _ => false,
+        });
+        let info = &messages[msg.0 as usize];
+        let (ids, n) = (id_run(msg, run), run as u32);
+        let text = match info.kind {
+            MsgKind::Watch => format!("{ids} ready: {} fired", info.source_name()),
+            MsgKind::Job => format!("{ids} ready: {} finished", info.source_name()),
+            MsgKind::Prompt if n > 1 => {
+                format!("{ids} ready: {n} records for {}", info.source_name())
+            }
+            MsgKind::Prompt => format!("{ids} ready: a record for {}", info.source_name()),
+            MsgKind::Completion | MsgKind::Notification | MsgKind::Orchestrator => format!(
+                "{ids} ready ({} from {})",
+                info.kind.name(),
+                info.source_name()
+            ),
+        };
+        (Some(text), run)
+    }
+
+    /// A model request, with what it carries.
+    fn request(&mut self, req: u32, harness: bool) -> String {
+        let what = if self.carried.is_empty() {
+            String::new()
+        } else if self.merge {
+            format!(" carrying {}", id_list(&self.carried))
+        } else {
+            let ids: Vec<String> = self.carried.iter().map(|m| m.to_string()).collect();
+            format!(" carrying {}", ids.join(" "))
+        };
+        self.carried.clear();
+        if harness {
+            format!("model request #{req}{what}")
+        } else {
+            format!("model request #{req}{what} WITHOUT the before_agent_start harness")
+        }
+    }
 }
 
 /// How many records from the first, at its instant, continue a run `next` accepts pairwise.
@@ -181,7 +221,7 @@ pub fn story(
     target: Option<crate::check::Invariant>,
 ) -> Vec<Line> {
     let stop = target
-        .filter(|i| !matches!(i, Invariant::NoLoss | Invariant::BoundedLatency))
+        .filter(|i| !i.is_liveness())
         .and_then(|i| violations.iter().find(|v| v.invariant == i))
         .map(|v| v.t.0);
     let keep_violation = |l: &Line| match target {

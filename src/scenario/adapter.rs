@@ -68,73 +68,33 @@ pub(super) struct RawExternal {
     options: Option<toml::Table>,
 }
 
+/// Locates an error at a span of the file being read.
+type Err<'a> = &'a dyn Fn(std::ops::Range<usize>, String) -> Error;
+
 impl RawExternal {
     pub(super) fn validate(
         &self,
         path: &Path,
         origin: (PathBuf, usize, usize),
-        err: &dyn Fn(std::ops::Range<usize>, String) -> Error,
+        err: Err<'_>,
     ) -> Result<AdapterSpec> {
         let command = self.command.get_ref().clone();
         let Some(program) = command.first() else {
-            return Err(err(
-                self.command.span(),
-                "the command is empty: give the program and its arguments".to_string(),
-            ));
+            let message = "the command is empty: give the program and its arguments";
+            return Err(err(self.command.span(), message.to_string()));
         };
-        let dir = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        let cwd = match &self.cwd {
-            Some(c) => {
-                let cwd = dir.join(c.get_ref());
-                if !cwd.is_dir() {
-                    return Err(err(
-                        c.span(),
-                        format!("`{}` is not a directory", cwd.display()),
-                    ));
-                }
-                cwd
-            }
-            None => dir,
-        };
-        if resolve_program(program, &cwd).is_none() {
-            let where_ = if program.contains('/') {
-                format!("in `{}`", cwd.display())
-            } else {
-                "on PATH".to_string()
-            };
-            return Err(err(
-                self.command.span(),
-                format!("program `{program}` not found {where_}"),
-            ));
-        }
-        let bound = |t: &Option<Spanned<u64>>, default: u64| match t {
-            Some(t) => {
-                let v = *t.get_ref();
-                if v == 0 || v > TIMEOUT_MS_MAX {
-                    return Err(err(
-                        t.span(),
-                        format!("{v} is out of range 1..={TIMEOUT_MS_MAX}"),
-                    ));
-                }
-                Ok(v)
-            }
-            None => Ok(default),
-        };
-        let timeout_ms = bound(&self.timeout_ms, TIMEOUT_MS_DEFAULT)?;
-        let start_timeout_ms = bound(&self.start_timeout_ms, START_TIMEOUT_MS_DEFAULT)?;
+        let cwd = self.cwd(path, err)?;
+        self.program(program, &cwd, err)?;
+        let timeout_ms = bound(&self.timeout_ms, TIMEOUT_MS_DEFAULT, err)?;
+        let start_timeout_ms = bound(&self.start_timeout_ms, START_TIMEOUT_MS_DEFAULT, err)?;
         let constants_ms = match &self.constants_ms {
             Some(c) => {
                 let v = c.get_ref();
                 if v.len() > CONSTANTS_MAX || v.iter().any(|&ms| ms > DURATION_MS_MAX) {
-                    return Err(err(
-                        c.span(),
-                        format!(
-                            "at most {CONSTANTS_MAX} constants, each at most {DURATION_MS_MAX} ms"
-                        ),
-                    ));
+                    let message = format!(
+                        "at most {CONSTANTS_MAX} constants, each at most {DURATION_MS_MAX} ms"
+                    );
+                    return Err(err(c.span(), message));
                 }
                 v.clone()
             }
@@ -154,4 +114,49 @@ impl RawExternal {
             origin,
         })
     }
+
+    /// The adapter's directory: `cwd` relative to the scenario file's directory (default: that
+    /// directory). It must exist.
+    fn cwd(&self, path: &Path, err: Err<'_>) -> Result<PathBuf> {
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let Some(c) = &self.cwd else { return Ok(dir) };
+        let cwd = dir.join(c.get_ref());
+        if !cwd.is_dir() {
+            return Err(err(
+                c.span(),
+                format!("`{}` is not a directory", cwd.display()),
+            ));
+        }
+        Ok(cwd)
+    }
+
+    /// The command's program must be there: a path relative to `cwd`, or a name on `PATH`.
+    fn program(&self, program: &str, cwd: &Path, err: Err<'_>) -> Result<()> {
+        let span = self.command.span();
+        if resolve_program(program, cwd).is_some() {
+            return Ok(());
+        }
+        let where_ = if program.contains('/') {
+            format!("in `{}`", cwd.display())
+        } else {
+            "on PATH".to_string()
+        };
+        Err(err(span, format!("program `{program}` not found {where_}")))
+    }
+}
+
+/// A wall-clock bound in `1..=TIMEOUT_MS_MAX`, or its default.
+fn bound(t: &Option<Spanned<u64>>, default: u64, err: Err<'_>) -> Result<u64> {
+    let Some(t) = t else { return Ok(default) };
+    let v = *t.get_ref();
+    if v == 0 || v > TIMEOUT_MS_MAX {
+        return Err(err(
+            t.span(),
+            format!("{v} is out of range 1..={TIMEOUT_MS_MAX}"),
+        ));
+    }
+    Ok(v)
 }

@@ -28,26 +28,7 @@ impl RawExpect {
         err: &dyn Fn(std::ops::Range<usize>, String) -> Error,
         host: HostKind,
     ) -> Result<Expect> {
-        let judged = host.invariants();
-        let invariant = |s: &Spanned<String>| {
-            Invariant::from_name(s.get_ref())
-                .filter(|i| judged.contains(i))
-                .ok_or_else(|| {
-                    let names: Vec<_> = judged.iter().map(|i| i.name()).collect();
-                    let what = match Invariant::from_name(s.get_ref()) {
-                        Some(_) => format!(
-                            "invariant `{}` is not judged on {} hosts",
-                            s.get_ref(),
-                            host.name()
-                        ),
-                        None => format!("unknown invariant `{}`", s.get_ref()),
-                    };
-                    err(
-                        s.span(),
-                        format!("{what}, expected one of {}", names.join(", ")),
-                    )
-                })
-        };
+        let invariant = |s: &Spanned<String>| judged(s, host, err);
         match self.verdict.get_ref().as_str() {
             "fail" => {
                 let inv = self.invariant.as_ref().ok_or_else(|| {
@@ -95,4 +76,26 @@ impl RawExpect {
             )),
         }
     }
+}
+
+/// An invariant the host is judged by, named in the file.
+fn judged(
+    s: &Spanned<String>,
+    host: HostKind,
+    err: &dyn Fn(std::ops::Range<usize>, String) -> Error,
+) -> Result<Invariant> {
+    let judged = host.invariants();
+    let name = s.get_ref();
+    let found = Invariant::from_name(name);
+    found.filter(|i| judged.contains(i)).ok_or_else(|| {
+        let names: Vec<_> = judged.iter().map(|i| i.name()).collect();
+        let what = match found {
+            Some(_) => format!("invariant `{name}` is not judged on {} hosts", host.name()),
+            None => format!("unknown invariant `{name}`"),
+        };
+        err(
+            s.span(),
+            format!("{what}, expected one of {}", names.join(", ")),
+        )
+    })
 }

@@ -7,6 +7,7 @@ use toml::Spanned;
 use super::adapter::WakeValue;
 use super::expect::RawExpect;
 use super::{Scenario, Scope, Wakes};
+use crate::adapter::AdapterSpec;
 use crate::check::CheckParams;
 use crate::error::{Error, Result};
 use crate::family::HostKind;
@@ -101,64 +102,17 @@ struct RawCheck {
 }
 
 impl RawScenario {
+    /// Every value checked, in the order the keys were always checked (so a file with one error
+    /// reports it whatever else it has).
     fn validate(self, cx: Cx<'_>, host: HostKind, wakes: Wakes<'_>) -> Result<Scenario> {
-        let err = |span: std::ops::Range<usize>, msg: String| cx.err(span, msg);
-
-        let (wake, adapter) = match self.wake.get_ref() {
-            WakeValue::Name(wake) => {
-                wakes
-                    .check(wake, host)
-                    .map_err(|m| err(self.wake.span(), m))?;
-                (wake.clone(), None)
-            }
-            WakeValue::External(x) => {
-                let origin = match located(cx.path, cx.text, self.wake.span(), String::new()) {
-                    Error::Scenario {
-                        file, line, column, ..
-                    } => (file, line, column),
-                    _ => unreachable!("located gives a scenario error"),
-                };
-                let spec = x.validate(cx.path, origin, &err)?;
-                let label = x.name.clone().unwrap_or_else(|| spec.command.join(" "));
-                (label, Some(spec))
-            }
-        };
+        let (wake, adapter) = self.wake(cx, host, wakes)?;
         let seeds = *self.seeds.get_ref();
         if seeds == 0 || seeds > SEEDS_MAX {
-            return Err(err(
-                self.seeds.span(),
-                format!("{seeds} is out of range 1..={SEEDS_MAX}"),
-            ));
+            let message = format!("{seeds} is out of range 1..={SEEDS_MAX}");
+            return Err(cx.err(self.seeds.span(), message));
         }
-        let snapshot_seed = *self.snapshot_seed.get_ref();
-
-        let mut limits = Limits::default();
-        if let Some(d) = &self.duration_ms {
-            let v = *d.get_ref();
-            if v == 0 || v > DURATION_MS_MAX {
-                return Err(err(
-                    d.span(),
-                    format!("{v} is out of range 1..={DURATION_MS_MAX}"),
-                ));
-            }
-            limits.active_ms = v;
-        }
-        if let Some(q) = self.quiesce_ms_max {
-            limits.quiesce_ms_max = q.min(DURATION_MS_MAX);
-        }
-        if let Some(s) = &self.steps_max {
-            let v = *s.get_ref();
-            if v == 0 || v > STEPS_MAX {
-                return Err(err(
-                    s.span(),
-                    format!("{v} is out of range 1..={STEPS_MAX}"),
-                ));
-            }
-            limits.steps_max = v;
-        }
-
+        let limits = self.limits(cx)?;
         let config = host.family().config(cx)?;
-
         let mut check = CheckParams::default();
         if let Some(v) = &self.check.latency_ms_max {
             check.latency_ms_max = *v.get_ref();
@@ -166,55 +120,11 @@ impl RawScenario {
         if let Some(v) = &self.check.latency_requests_max {
             check.latency_requests_max = *v.get_ref();
         }
-
         let e = self.expect.get_ref();
-        let expect = e.to_expect(&err, host)?;
+        let expect = e.to_expect(&|span, msg| cx.err(span, msg), host)?;
         let requests = e.requests.as_ref().map(|r| *r.get_ref());
-
-        let must_reach = self
-            .coverage
-            .must_reach
-            .iter()
-            .map(|w| {
-                let windows = host.family().windows();
-                windows
-                    .iter()
-                    .find(|x| x.name == w.get_ref())
-                    .copied()
-                    .ok_or_else(|| {
-                        let names: Vec<_> = windows.iter().map(|w| w.name).collect();
-                        err(
-                            w.span(),
-                            format!(
-                                "unknown race window `{}`, expected one of {}",
-                                w.get_ref(),
-                                names.join(", ")
-                            ),
-                        )
-                    })
-            })
-            .collect::<Result<Vec<Window>>>()?;
-
-        let mut explore = Scope::default();
-        if let Some(m) = self.explore.messages {
-            explore.messages_max = m.clamp(1, EXPLORE_MESSAGES_MAX);
-        }
-        if let Some(d) = &self.explore.deviations {
-            if *d.get_ref() > EXPLORE_DEVIATIONS_MAX {
-                return Err(err(
-                    d.span(),
-                    format!(
-                        "{} is out of range 0..={EXPLORE_DEVIATIONS_MAX}",
-                        d.get_ref()
-                    ),
-                ));
-            }
-            explore.deviations_max = *d.get_ref();
-        }
-        if let Some(r) = self.explore.runs_max {
-            explore.runs_max = r.max(1);
-        }
-
+        let must_reach = self.must_reach(cx, host)?;
+        let explore = self.explore(cx)?;
         Ok(Scenario {
             adapter,
             explore,
@@ -224,7 +134,7 @@ impl RawScenario {
             host,
             wake,
             seeds,
-            snapshot_seed,
+            snapshot_seed: *self.snapshot_seed.get_ref(),
             limits,
             config,
             check,
@@ -232,5 +142,95 @@ impl RawScenario {
             requests,
             must_reach,
         })
+    }
+
+    /// `wake`: a logic of the host's family, or an adapter (its label and its spec).
+    fn wake(
+        &self,
+        cx: Cx<'_>,
+        host: HostKind,
+        wakes: Wakes<'_>,
+    ) -> Result<(String, Option<AdapterSpec>)> {
+        match self.wake.get_ref() {
+            WakeValue::Name(wake) => {
+                (wakes.check(wake, host)).map_err(|m| cx.err(self.wake.span(), m))?;
+                Ok((wake.clone(), None))
+            }
+            WakeValue::External(x) => {
+                let origin = match located(cx.path, cx.text, self.wake.span(), String::new()) {
+                    Error::Scenario {
+                        file, line, column, ..
+                    } => (file, line, column),
+                    _ => unreachable!("located gives a scenario error"),
+                };
+                let spec = x.validate(cx.path, origin, &|span, msg| cx.err(span, msg))?;
+                let label = x.name.clone().unwrap_or_else(|| spec.command.join(" "));
+                Ok((label, Some(spec)))
+            }
+        }
+    }
+
+    /// `duration_ms`, `quiesce_ms_max`, `steps_max`.
+    fn limits(&self, cx: Cx<'_>) -> Result<Limits> {
+        let mut limits = Limits::default();
+        if let Some(d) = &self.duration_ms {
+            let v = *d.get_ref();
+            if v == 0 || v > DURATION_MS_MAX {
+                let message = format!("{v} is out of range 1..={DURATION_MS_MAX}");
+                return Err(cx.err(d.span(), message));
+            }
+            limits.active_ms = v;
+        }
+        if let Some(q) = self.quiesce_ms_max {
+            limits.quiesce_ms_max = q.min(DURATION_MS_MAX);
+        }
+        if let Some(s) = &self.steps_max {
+            let v = *s.get_ref();
+            if v == 0 || v > STEPS_MAX {
+                let message = format!("{v} is out of range 1..={STEPS_MAX}");
+                return Err(cx.err(s.span(), message));
+            }
+            limits.steps_max = v;
+        }
+        Ok(limits)
+    }
+
+    /// `[coverage] must_reach`: windows of the host's family.
+    fn must_reach(&self, cx: Cx<'_>, host: HostKind) -> Result<Vec<Window>> {
+        let windows = host.family().windows();
+        (self.coverage.must_reach.iter())
+            .map(|w| {
+                let found = windows.iter().find(|x| x.name == w.get_ref()).copied();
+                found.ok_or_else(|| {
+                    let names: Vec<_> = windows.iter().map(|w| w.name).collect();
+                    let message = format!(
+                        "unknown race window `{}`, expected one of {}",
+                        w.get_ref(),
+                        names.join(", ")
+                    );
+                    cx.err(w.span(), message)
+                })
+            })
+            .collect()
+    }
+
+    /// `[explore]`: explore's default scope.
+    fn explore(&self, cx: Cx<'_>) -> Result<Scope> {
+        let mut explore = Scope::default();
+        if let Some(m) = self.explore.messages {
+            explore.messages_max = m.clamp(1, EXPLORE_MESSAGES_MAX);
+        }
+        if let Some(d) = &self.explore.deviations {
+            let v = *d.get_ref();
+            if v > EXPLORE_DEVIATIONS_MAX {
+                let message = format!("{v} is out of range 0..={EXPLORE_DEVIATIONS_MAX}");
+                return Err(cx.err(d.span(), message));
+            }
+            explore.deviations_max = v;
+        }
+        if let Some(r) = self.explore.runs_max {
+            explore.runs_max = r.max(1);
+        }
+        Ok(explore)
     }
 }

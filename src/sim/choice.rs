@@ -161,7 +161,7 @@ impl Choices {
         let value = match &mut self.source {
             Source::Random(rng) => {
                 let total: u64 = weights.iter().sum();
-                debug_assert!(total > 0, "weights of {label} sum to zero");
+                assert!(total > 0, "weights of {label} sum to zero");
                 let mut r = below(rng, total.max(1));
                 let mut index = 0;
                 for (i, w) in weights.iter().enumerate() {

@@ -243,11 +243,17 @@ pub fn drive<W: World>(world: &mut W, k: &mut Kernel<W::Ev, W::Sink>) -> End {
             break End::StepBudget;
         }
         let (t, ev) = k.queue.pop(&mut k.choices).expect("peeked");
-        debug_assert!(t >= k.now, "time went backwards");
+        assert!(t >= k.now, "time went backwards: {t} before {}", k.now);
         k.now = t;
         k.steps += 1;
         world.step(k, ev);
     };
+    assert!(
+        k.steps <= k.limits.steps_max,
+        "the step budget holds: {} steps of {}",
+        k.steps,
+        k.limits.steps_max
+    );
     world.finish(k);
     if end != End::StepBudget {
         k.sink.finish(k.now);

@@ -140,6 +140,10 @@ impl<E> Queue<E> {
         if e.micro {
             self.micros -= 1;
         }
+        assert!(
+            self.micros <= self.heap.len() + self.ready.len(),
+            "every pending microtask is in the queue"
+        );
         Some((e.t, e.ev))
     }
 }

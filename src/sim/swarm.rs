@@ -57,7 +57,7 @@ pub fn draw_fault(choices: &mut Choices, share: Ratio, rate: Ratio) -> Option<Ra
 /// A non-empty subset of `n` items (bit i set = item i on). Value 0, the simplest, is the first
 /// item alone.
 pub fn draw_subset(choices: &mut Choices, n: usize) -> u64 {
-    debug_assert!((1..=16).contains(&n));
+    assert!((1..=16).contains(&n), "a subset of 1 to 16 items, not {n}");
     if n <= 1 {
         return 1;
     }

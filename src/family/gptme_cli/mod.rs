@@ -175,6 +175,10 @@ impl Family for CliFamily {
     fn external(slot: SlotRef, constants_ms: Vec<u64>) -> Box<dyn CliWake> {
         Box::new(adapter::ExternalCli::new(slot, constants_ms))
     }
+
+    fn builtin_wakes(registry: &mut Registry) {
+        wakes::register(registry);
+    }
 }
 
 impl Registry {

@@ -6,11 +6,12 @@ use std::collections::VecDeque;
 
 use super::api::{SubagentCompletion, WatchEvent};
 use super::config::{ServerConfig, ServerFault};
-use super::note::{Note, ServerState, StepOrigin};
+use super::note::{Note, ServerState, StepOrigin, WakeResult};
 use super::{SrvEv, SrvKernel, vocab};
 use crate::family::common::conv::{ConvId, take_where};
 use crate::family::common::faults::Faults;
 use crate::family::common::{Calls, Core};
+use crate::sim::msg::Payload;
 use crate::sim::record::Refusal;
 use crate::sim::time::Ms;
 
@@ -137,6 +138,34 @@ impl ServerCore {
     /// `take_queued_completions(logdir)` on the state.
     pub(super) fn take_completions(&mut self, logdir: ConvId) -> Vec<SubagentCompletion> {
         take_where(&mut self.completions, |e| e.logdir == logdir)
+    }
+
+    /// An accepted wake: the message is persisted (appended), `generating` set on the most
+    /// recently active session before `request_watch_wake` returns, and the step thread started
+    /// unless dispatching fails (then the reservation is undone; the message stays persisted).
+    pub(super) fn accept_wake(
+        &mut self,
+        k: &mut SrvKernel,
+        wake: u32,
+        payload: &Payload,
+    ) -> WakeResult {
+        let session = (0..self.sessions.len())
+            .max_by_key(|&i| (self.sessions[i].last_activity, std::cmp::Reverse(i)))
+            .expect("a conversation has a session");
+        self.append(k, payload);
+        let s = &mut self.sessions[session];
+        s.step_seq += 1;
+        s.generating = Some(StepOrigin::Wake(wake));
+        s.last_activity = k.now();
+        let dispatched = !self.faults.fires(k, ServerFault::DispatchFailure);
+        if !dispatched {
+            // True, not a duplicate: the message is persisted.
+            self.sessions[session].generating = None;
+        }
+        WakeResult::Accepted {
+            session: session as u8 + 1,
+            dispatched,
+        }
     }
 
     /// Start a step thread on `session`; its `generating` flag is already set.

@@ -4,7 +4,7 @@
 use super::api::{SubagentCompletion, SystemMessage, WatchEvent};
 use super::config::ServerFault;
 use super::core::ServerCore;
-use super::note::{Note, StepOrigin, WakeResult};
+use super::note::{Note, WakeResult};
 use super::{SrvKernel, vocab};
 use crate::family::common::Core;
 use crate::family::common::conv::ConvId;
@@ -49,26 +49,7 @@ impl Server<'_> {
                 }
                 WakeResult::Refused(r)
             }
-            None => {
-                let session = (0..c.sessions.len())
-                    .max_by_key(|&i| (c.sessions[i].last_activity, std::cmp::Reverse(i)))
-                    .expect("a conversation has a session");
-                c.append(self.k, &payload);
-                let s = &mut c.sessions[session];
-                s.step_seq += 1;
-                s.generating = Some(StepOrigin::Wake(wake));
-                s.last_activity = self.k.now();
-                let dispatched = !c.faults.fires(self.k, ServerFault::DispatchFailure);
-                if !dispatched {
-                    // The reservation is undone; the message stays persisted (True, not a
-                    // duplicate).
-                    c.sessions[session].generating = None;
-                }
-                WakeResult::Accepted {
-                    session: session as u8 + 1,
-                    dispatched,
-                }
-            }
+            None => c.accept_wake(self.k, wake, &payload),
         };
         c.emit(
             self.k,

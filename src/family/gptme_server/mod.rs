@@ -137,6 +137,10 @@ impl Family for ServerFamily {
     fn external(slot: SlotRef, constants_ms: Vec<u64>) -> Box<dyn ServerWake> {
         Box::new(adapter::ExternalServer::new(slot, constants_ms))
     }
+
+    fn builtin_wakes(registry: &mut Registry) {
+        wakes::register(registry);
+    }
 }
 
 impl Registry {

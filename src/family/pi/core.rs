@@ -338,40 +338,7 @@ impl PiCore {
             rejected: false,
         };
         if self.agent_active.is_some() {
-            self.emit(
-                k,
-                Actor::Host,
-                Ev::Starter {
-                    who,
-                    accepted: false,
-                },
-            );
-            let prompt = match who {
-                Starter::Prompt(p) => Some(p),
-                _ => None,
-            };
-            let error = HostError::AgentBusy;
-            self.note(k, Actor::Host, Note::Error { prompt, error });
-            let lost: Vec<_> = items.iter().flat_map(|p| p.ids().iter().copied()).collect();
-            if !lost.is_empty() {
-                self.note(
-                    k,
-                    Actor::Host,
-                    Note::Lost {
-                        payload: Payload::from_slice(&lost),
-                    },
-                );
-            }
-            run.rejected = true;
-            run.phase = match self.generation {
-                Gen::V099 => RPhase::Settle,
-                Gen::V058 => RPhase::Done,
-            };
-            self.runs.push(run);
-            if self.generation == Gen::V099 {
-                k.resume(0, PiEv::Run(id));
-            }
-            return;
+            return self.reject_start(k, who, &items, run);
         }
         run.tools_left = tools.min + k.choose(tools.max - tools.min + 1, "tool turns");
         self.runs.push(run);
@@ -392,6 +359,46 @@ impl PiCore {
         self.append_all(k, &items);
         let d = self.handler_delay(k);
         k.resume(d, PiEv::Run(id));
+    }
+
+    /// `Agent.prompt` rejects a starter while a run holds the agent (H-1): the messages it took
+    /// are lost with its local array; on 0.99 the rejected run still settles.
+    fn reject_start(
+        &mut self,
+        k: &mut PiKernel,
+        who: Starter,
+        items: &[Payload],
+        mut run: RunTask,
+    ) {
+        let id = self.runs.len() as u32 + 1;
+        self.emit(
+            k,
+            Actor::Host,
+            Ev::Starter {
+                who,
+                accepted: false,
+            },
+        );
+        let prompt = match who {
+            Starter::Prompt(p) => Some(p),
+            Starter::Direct(_) | Starter::Continue(_) => None,
+        };
+        let error = HostError::AgentBusy;
+        self.note(k, Actor::Host, Note::Error { prompt, error });
+        let lost: Vec<_> = items.iter().flat_map(|p| p.ids().iter().copied()).collect();
+        if !lost.is_empty() {
+            let payload = Payload::from_slice(&lost);
+            self.note(k, Actor::Host, Note::Lost { payload });
+        }
+        run.rejected = true;
+        run.phase = match self.generation {
+            Gen::V099 => RPhase::Settle,
+            Gen::V058 => RPhase::Done,
+        };
+        self.runs.push(run);
+        if self.generation == Gen::V099 {
+            k.resume(0, PiEv::Run(id));
+        }
     }
 
     pub(super) fn step_delay(&self, k: &mut PiKernel) -> u64 {

@@ -149,6 +149,10 @@ impl Family for PiFamily {
     fn external(slot: SlotRef, constants_ms: Vec<u64>) -> Box<dyn PiWake> {
         Box::new(adapter::ExternalPi::new(slot, constants_ms))
     }
+
+    fn builtin_wakes(registry: &mut Registry) {
+        wakes::register(registry);
+    }
 }
 
 impl Registry {
