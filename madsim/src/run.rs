@@ -5,7 +5,7 @@ use std::ops::Range;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 
-use wakesim::check::{InvariantSet, Monitor};
+use wakesim::check::Monitor;
 use wakesim::engine::{Outcome, RunResult, ScenarioReport};
 use wakesim::family::Family;
 use wakesim::family::pi::config::PiConfig;
@@ -85,7 +85,7 @@ impl Lane {
         // `Scenario::parse_for` admits pi hosts only, and a pi host has a pi configuration.
         let (_, generation) = PiFamily::HOSTS[scn.host.index()];
         let config = (scn.config.get::<PiConfig>()).expect("a pi host has a pi configuration");
-        let enabled = InvariantSet::of(scn.host.invariants());
+        let enabled = scn.host.invariants();
         let mut k = Kernel::new(
             Choices::random(seed, Profile::default()),
             Monitor::new(enabled, scn.check, tracing),

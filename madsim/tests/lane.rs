@@ -281,7 +281,7 @@ fn a_coordinator_that_ignores_messages_loses_them() {
 
 #[test]
 fn stepping_the_kernel_by_hand_reproduces_drive() {
-    use wakesim::check::{InvariantSet, Monitor};
+    use wakesim::check::Monitor;
     use wakesim::engine::Runner;
     use wakesim::family::Registry;
     use wakesim::family::pi::config::PiConfig;
@@ -299,7 +299,7 @@ fn stepping_the_kernel_by_hand_reproduces_drive() {
         let expected = runner.run_seed(&scn, seed, false);
         let mut k = Kernel::new(
             Choices::random(seed, Profile::default()),
-            Monitor::new(InvariantSet::of(scn.host.invariants()), scn.check, false),
+            Monitor::new(scn.host.invariants(), scn.check, false),
             scn.limits,
         );
         let entry = registry.get(&scn.wake).expect("registered");

@@ -134,7 +134,7 @@ impl Invariant {
         }
     }
 
-    fn bit(self) -> u32 {
+    const fn bit(self) -> u32 {
         1 << (self as u32)
     }
 }
@@ -175,9 +175,28 @@ impl Default for CheckParams {
 pub struct InvariantSet(u32);
 
 impl InvariantSet {
-    pub fn of(list: &[Invariant]) -> InvariantSet {
-        InvariantSet(list.iter().fold(0, |m, i| m | i.bit()))
+    pub const fn of(list: &[Invariant]) -> InvariantSet {
+        let mut mask = 0;
+        let mut i = 0;
+        while i < list.len() {
+            mask |= list[i].bit();
+            i += 1;
+        }
+        InvariantSet(mask)
     }
+
+    /// The delivery invariants every host is judged by (NO-LOSS, EXACTLY-ONCE, FIFO,
+    /// BOUNDED-LATENCY: the observations are host-agnostic), and `own`, a family's own.
+    pub const fn delivery_and(own: &[Invariant]) -> InvariantSet {
+        let delivery = InvariantSet::of(&[
+            Invariant::NoLoss,
+            Invariant::ExactlyOnce,
+            Invariant::Fifo,
+            Invariant::BoundedLatency,
+        ]);
+        InvariantSet(delivery.0 | InvariantSet::of(own).0)
+    }
+
     pub fn contains(self, i: Invariant) -> bool {
         self.0 & i.bit() != 0
     }
@@ -221,12 +240,20 @@ struct Checkers {
     isolation: isolation::Isolation,
 }
 
-/// Call `$method` on every enabled checker, statically dispatched (this runs for every
-/// observation of every run).
+/// Run `$call` on every enabled checker of monitor `$m`, statically dispatched (this runs for
+/// every observation of every run), with `$view` what a checker may read and `$out` where its
+/// violations go.
 macro_rules! each_checker {
-    ($checkers:expr, $enabled:expr, |$c:ident| $call:expr) => {{
-        let cs = $checkers;
-        let enabled = $enabled;
+    ($m:expr, |$c:ident, $view:ident, $out:ident| $call:expr) => {{
+        let m = $m;
+        let $view = View {
+            messages: &m.messages,
+            ledger: &m.ledger,
+            params: &m.params,
+        };
+        let $out = &mut m.scratch;
+        let cs = &mut m.checkers;
+        let enabled = m.enabled;
         each_checker!(@one enabled, cs.no_loss, $c, $call);
         each_checker!(@one enabled, cs.exactly_once, $c, $call);
         each_checker!(@one enabled, cs.fifo, $c, $call);
@@ -394,14 +421,8 @@ impl<N: Note> Sink for Monitor<N> {
             if let Ev::Request { .. } = record.ev {
                 self.requests += 1;
             }
-            let view = View {
-                messages: &self.messages,
-                ledger: &self.ledger,
-                params: &self.params,
-            };
-            let scratch = &mut self.scratch;
-            each_checker!(&mut self.checkers, self.enabled, |c| c
-                .observe(t, &record.ev, &view, scratch));
+            each_checker!(&mut *self, |c, view, out| c
+                .observe(t, &record.ev, &view, out));
             self.ledger.apply(t, &record.ev, &self.messages);
             self.keep_violations();
         }
@@ -429,14 +450,7 @@ impl<N: Note> Sink for Monitor<N> {
 
     /// End of run at `t`: the liveness checkers judge what is still owed.
     fn finish(&mut self, t: Ms) {
-        let view = View {
-            messages: &self.messages,
-            ledger: &self.ledger,
-            params: &self.params,
-        };
-        let scratch = &mut self.scratch;
-        each_checker!(&mut self.checkers, self.enabled, |c| c
-            .finish(t, &view, scratch));
+        each_checker!(&mut *self, |c, view, out| c.finish(t, &view, out));
         self.keep_violations();
         self.violations.sort_by_key(|v| (v.t, v.invariant));
     }

@@ -29,7 +29,7 @@ use toml::Spanned;
 pub use registry::{Entry, Registry};
 
 use crate::adapter::SlotRef;
-use crate::check::{CheckParams, Invariant, InvariantSet, Monitor};
+use crate::check::{CheckParams, InvariantSet, Monitor};
 use crate::error::Result;
 use crate::input::Cx;
 use crate::input::values::FaultValue;
@@ -64,9 +64,11 @@ pub trait Family: Sized + 'static {
     /// Its hosts, each with what tells the model which one it plays.
     const HOSTS: &'static [(Host, Self::Variant)];
     /// The invariants its runs are judged by.
-    const INVARIANTS: &'static [Invariant];
+    const INVARIANTS: InvariantSet;
     /// The race windows its runs may mark.
     const WINDOWS: &'static [Window];
+    /// The names of its records' state codes, by code (the timeline's last column).
+    const STATES: &'static [&'static str];
     /// Its timelines show a run of consecutive messages made or dropped alike at one instant as
     /// one line (a prompt flood, an exit's drops), and the messages a request carries as ranges.
     const COMPACT_RUNS: bool;
@@ -83,9 +85,6 @@ pub trait Family: Sized + 'static {
     /// The wake-logic API (`dyn PiWake`, ...).
     type Wake: ?Sized + 'static;
     type World: World<Sink = Monitor<Self::Note>>;
-
-    /// The name of a state code of its records (the timeline's last column).
-    fn state_name(code: u8) -> &'static str;
 
     /// The configuration a scenario's sections make, with every value checked.
     fn config(
@@ -112,7 +111,7 @@ pub trait Family: Sized + 'static {
 pub trait AnyFamily: Sync {
     fn name(&self) -> &'static str;
     fn hosts(&self) -> Vec<&'static Host>;
-    fn invariants(&self) -> &'static [Invariant];
+    fn invariants(&self) -> InvariantSet;
     fn windows(&self) -> &'static [Window];
     fn compact_runs(&self) -> bool;
     fn state_name(&self, code: u8) -> &'static str;
@@ -181,7 +180,7 @@ impl HostKind {
     }
 
     /// The invariants this host's runs are judged by (its family's).
-    pub fn invariants(self) -> &'static [Invariant] {
+    pub fn invariants(self) -> InvariantSet {
         self.family.invariants()
     }
 
@@ -318,7 +317,7 @@ impl<F: Family> AnyFamily for Of<F> {
         F::HOSTS.iter().map(|(h, _)| h).collect()
     }
 
-    fn invariants(&self) -> &'static [Invariant] {
+    fn invariants(&self) -> InvariantSet {
         F::INVARIANTS
     }
 
@@ -331,7 +330,7 @@ impl<F: Family> AnyFamily for Of<F> {
     }
 
     fn state_name(&self, code: u8) -> &'static str {
-        F::state_name(code)
+        F::STATES.get(usize::from(code)).copied().unwrap_or("?")
     }
 
     fn faults(&self) -> Vec<FaultInfo> {
@@ -402,7 +401,7 @@ impl<F: Family> Runs for FamilyRuns<F> {
             seed: job.seed,
             choices: job.choices,
             limits: job.limits,
-            enabled: InvariantSet::of(F::INVARIANTS),
+            enabled: F::INVARIANTS,
             check: job.check,
             tracing: job.tracing,
         };

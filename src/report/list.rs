@@ -49,7 +49,7 @@ enum ListLine {
 /// The hosts judged by `i`.
 fn hosts_judging(i: Invariant) -> Vec<&'static str> {
     HostKind::all()
-        .filter(|h| h.invariants().contains(&i))
+        .filter(|h| h.invariants().contains(i))
         .map(|h| h.name())
         .collect()
 }

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::{Summary, lines, replay_line, reproduce, story as story_lines};
+use super::{Line, Summary, lines, replay_line, reproduce, story as story_lines};
 use crate::check::Invariant;
 use crate::engine::regression::{Regression, Replayed};
 use crate::engine::{Extras, Outcome, RunResult, ScenarioReport, describe};
@@ -31,25 +31,8 @@ pub fn timeline(scn: &Scenario, r: &RunResult) -> String {
 /// The timeline with another replay line, for runners with a replay command of their own (the
 /// madsim lane).
 pub fn timeline_with(scn: &Scenario, r: &RunResult, replay: &str) -> String {
-    let mut s = String::new();
-    let _ = writeln!(s, "{}", header(scn, r));
-    let _ = writeln!(
-        s,
-        "{:>8}  {:<9} {:<70} host state",
-        "t(ms)", "actor", "event"
-    );
-    for l in lines(scn.host, &r.trace, &r.messages, r.outcome.violations()) {
-        let _ = writeln!(
-            s,
-            "{:>8}  {:<9} {:<70} {}",
-            l.t,
-            l.actor.name(),
-            l.text,
-            l.state
-        )
-        .map(|_| ());
-    }
-    // Trailing spaces of short lines are noise in snapshots and diffs.
+    let rows = lines(scn.host, &r.trace, &r.messages, r.outcome.violations());
+    let s = table(scn, r, rows);
     let mut s: String = s.lines().map(|l| l.trim_end().to_string() + "\n").collect();
     match &r.outcome {
         Outcome::Pass => {
@@ -205,6 +188,16 @@ pub fn regression_line(reg: &Regression, r: &Replayed) -> String {
 
 /// The story of a run (see `report::story`) with the header and verdict, as `shrink` prints it.
 pub fn story(scn: &Scenario, r: &RunResult, target: Option<Invariant>) -> String {
+    let violations = r.outcome.violations();
+    let rows = story_lines(scn.host, &r.trace, &r.messages, violations, target);
+    let mut s = table(scn, r, rows);
+    let _ = writeln!(s, "{}", reproduce(scn, r));
+    s
+}
+
+/// The header, the column titles, and a row a line. Trailing spaces of short rows are noise in
+/// snapshots and diffs.
+fn table(scn: &Scenario, r: &RunResult, rows: Vec<Line>) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "{}", header(scn, r));
     let _ = writeln!(
@@ -212,23 +205,16 @@ pub fn story(scn: &Scenario, r: &RunResult, target: Option<Invariant>) -> String
         "{:>8}  {:<9} {:<70} host state",
         "t(ms)", "actor", "event"
     );
-    for l in story_lines(
-        scn.host,
-        &r.trace,
-        &r.messages,
-        r.outcome.violations(),
-        target,
-    ) {
-        let line = format!(
+    for l in rows {
+        let row = format!(
             "{:>8}  {:<9} {:<70} {}",
             l.t,
             l.actor.name(),
             l.text,
             l.state
         );
-        let _ = writeln!(s, "{}", line.trim_end());
+        let _ = writeln!(s, "{}", row.trim_end());
     }
-    let _ = writeln!(s, "{}", reproduce(scn, r));
     s
 }
 

@@ -87,7 +87,7 @@ fn judged(
     let judged = host.invariants();
     let name = s.get_ref();
     let found = Invariant::from_name(name);
-    found.filter(|i| judged.contains(i)).ok_or_else(|| {
+    found.filter(|i| judged.contains(*i)).ok_or_else(|| {
         let names: Vec<_> = judged.iter().map(|i| i.name()).collect();
         let what = match found {
             Some(_) => format!("invariant `{name}` is not judged on {} hosts", host.name()),

@@ -352,28 +352,25 @@ fn below(rng: &mut ChaCha8Rng, n: u64) -> u64 {
 mod tests {
     use super::*;
 
+    /// 200 draws of every kind.
+    fn draws(c: &mut Choices) -> Vec<u64> {
+        c.set_constants(&[60_000]);
+        (0..200)
+            .map(|i| match i % 4 {
+                0 => c.choose(5, "c"),
+                1 => c.delay(0, 120_000, "d"),
+                2 => c.chance(Ratio::new(1, 3), "p") as u64,
+                _ => c.weighted(&[1, 2, 3], "w") as u64,
+            })
+            .collect()
+    }
+
     #[test]
     fn replay_of_a_recorded_log_gives_the_same_values() {
         let mut a = Choices::random(7, Profile::default());
-        a.set_constants(&[60_000]);
-        let drawn: Vec<u64> = (0..200)
-            .map(|i| match i % 4 {
-                0 => a.choose(5, "c"),
-                1 => a.delay(0, 120_000, "d"),
-                2 => a.chance(Ratio::new(1, 3), "p") as u64,
-                _ => a.weighted(&[1, 2, 3], "w") as u64,
-            })
-            .collect();
+        let drawn = draws(&mut a);
         let mut b = Choices::replay(a.log().to_vec(), Profile::default());
-        b.set_constants(&[60_000]);
-        let again: Vec<u64> = (0..200)
-            .map(|i| match i % 4 {
-                0 => b.choose(5, "c"),
-                1 => b.delay(0, 120_000, "d"),
-                2 => b.chance(Ratio::new(1, 3), "p") as u64,
-                _ => b.weighted(&[1, 2, 3], "w") as u64,
-            })
-            .collect();
+        let again = draws(&mut b);
         assert_eq!(drawn, again);
         assert_eq!(b.divergence(), None);
         assert_eq!(b.replay_mismatch(), None);

@@ -15,6 +15,39 @@ use crate::sim::msg::{Payload, id_list};
 use crate::sim::record::{Actor, Ev, Note, Window};
 use crate::sim::sink::Sink;
 
+/// A family's host states: the enum, whose code (`state as u8`) records carry and the trace
+/// hash encodes, each with the name the timeline's last column shows; and `STATES`, the names by
+/// code. Codes are written out and checked at compile time to be their positions.
+macro_rules! host_states {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident {
+            $($(#[$vmeta:meta])* $variant:ident = $code:literal => $text:literal,)*
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        #[repr(u8)]
+        pub enum $name {
+            $($(#[$vmeta])* $variant = $code,)*
+        }
+
+        /// The names of the state codes (`state as u8`), for the timeline's last column.
+        pub const STATES: &[&str] = &[$($text),*];
+
+        const _: () = {
+            let mut position = 0;
+            $(
+                assert!($name::$variant as usize == position, "a state's code is its position");
+                position += 1;
+            )*
+            let _ = position;
+        };
+    };
+}
+
+pub(crate) use host_states;
+
 /// Race windows any family may mark.
 pub mod windows {
     use crate::sim::record::Window;

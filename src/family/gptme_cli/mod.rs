@@ -47,7 +47,7 @@ use faults::CliFault;
 use note::Note;
 
 use crate::adapter::SlotRef;
-use crate::check::{Invariant, Monitor};
+use crate::check::{Invariant, InvariantSet, Monitor};
 use crate::error::Result;
 use crate::family::common::faults::FaultSpec;
 use crate::family::{Family, Host, Registry};
@@ -129,16 +129,13 @@ impl Family for CliFamily {
         },
         (),
     )];
-    const INVARIANTS: &'static [Invariant] = &[
-        Invariant::NoLoss,
-        Invariant::ExactlyOnce,
-        Invariant::Fifo,
-        Invariant::BoundedLatency,
+    const INVARIANTS: InvariantSet = InvariantSet::delivery_and(&[
         Invariant::AliveWhileOwed,
         Invariant::NoSpin,
         Invariant::Isolation,
-    ];
+    ]);
     const WINDOWS: &'static [Window] = vocab::WINDOWS;
+    const STATES: &'static [&'static str] = note::STATES;
     const COMPACT_RUNS: bool = true;
 
     type Variant = ();
@@ -150,17 +147,17 @@ impl Family for CliFamily {
     type Wake = dyn CliWake;
     type World = CliHost;
 
-    fn state_name(code: u8) -> &'static str {
-        note::state_name(code)
-    }
-
     fn config(
         cx: Cx<'_>,
         producers: sections::RawCliProducers,
         timing: sections::RawCliTiming,
         faults: Vec<(CliFault, FaultSpec)>,
     ) -> Result<CliConfig> {
-        sections::config(cx, producers, timing, faults)
+        Ok(CliConfig {
+            producers: producers.read(cx)?,
+            faults,
+            timing: timing.read(cx)?,
+        })
     }
 
     fn scope(config: &mut CliConfig, messages_max: u64) {

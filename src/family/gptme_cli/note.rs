@@ -3,32 +3,16 @@
 
 use crate::family::common::bracketed as payload;
 use crate::family::common::conv::ConvId;
+use crate::family::common::host_states;
 use crate::sim::msg::{MsgId, Payload, conv_name};
 use crate::sim::record::{self, InStory, Role};
 
-/// CLI states.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum CliState {
-    /// The chat loop runs its queue and hooks.
-    Loop = 0,
-    /// A model request is in flight.
-    Generating = 1,
-    /// A tool call executes.
-    Tools = 2,
-    /// The idle wait blocks in `cond.wait`.
-    Waiting = 3,
-    Ended = 4,
-}
-
-pub fn state_name(code: u8) -> &'static str {
-    match code {
-        0 => "LOOP",
-        1 => "GENERATING",
-        2 => "TOOLS",
-        3 => "WAITING",
-        4 => "ENDED",
-        _ => "?",
+host_states! {
+    /// CLI states: the chat loop running its queue and hooks; a model request in flight; a tool call
+    /// executing; the idle wait blocked in `cond.wait`; the session ended.
+    pub enum CliState {
+        Loop = 0 => "LOOP", Generating = 1 => "GENERATING", Tools = 2 => "TOOLS",
+        Waiting = 3 => "WAITING", Ended = 4 => "ENDED",
     }
 }
 
@@ -194,8 +178,10 @@ fn timeouts(n: u32) -> String {
     }
 }
 
-impl Note {
-    pub fn render(&self) -> String {
+impl record::Note for Note {
+    const TAG: u64 = 19;
+
+    fn render(&self) -> String {
         match self {
             Note::StepPre { hook, payload: p } => {
                 format!("STEP_PRE {hook} appends {}", payload(p))
@@ -355,14 +341,6 @@ impl Note {
             ),
             Note::Sigterm => "SIGTERM".to_string(),
         }
-    }
-}
-
-impl record::Note for Note {
-    const TAG: u64 = 19;
-
-    fn render(&self) -> String {
-        Note::render(self)
     }
 
     fn role(&self) -> Role {

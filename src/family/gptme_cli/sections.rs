@@ -6,8 +6,7 @@ use toml::Spanned;
 
 use super::note::CliReply;
 use crate::error::Result;
-use crate::family::common::faults::FaultSpec;
-use crate::family::gptme_cli::config::{CliConfig, CliFault, CliProducers, CliTiming};
+use crate::family::gptme_cli::config::{CliProducers, CliTiming};
 use crate::input::Cx;
 use crate::input::values::SpanValue;
 use crate::limits::MESSAGES_MAX;
@@ -66,59 +65,53 @@ fn count(cx: Cx<'_>, v: &Option<Spanned<u64>>, default: u64, max: u64) -> Result
     }
 }
 
-/// The configuration a scenario's sections make, every value checked.
-pub fn config(
-    cx: Cx<'_>,
-    p: RawCliProducers,
-    t: RawCliTiming,
-    faults: Vec<(CliFault, FaultSpec)>,
-) -> Result<CliConfig> {
-    let d = CliProducers::default();
-    let script = match &p.script {
-        None => d.script,
-        Some(s) if s.get_ref().len() > 1_000 => {
-            return Err(cx.err(
-                s.span(),
-                format!("{} replies is out of range 0..=1000", s.get_ref().len()),
-            ));
-        }
-        Some(s) => s.get_ref().iter().map(|r| r.0).collect(),
-    };
-    let producers = CliProducers {
-        script,
-        jobs: cx.at_most("jobs", SpanValue::or(p.jobs, d.jobs), 100)?,
-        prompt_records: cx.at_most(
-            "prompt_records",
-            SpanValue::or(p.prompt_records, d.prompt_records),
-            MESSAGES_MAX,
-        )?,
-    };
-    let d = CliTiming::default();
-    let drain_ms = SpanValue::or(t.drain_ms, d.drain_ms);
-    if drain_ms.max > 1_000 {
-        return Err(cx.key_err(
-            "drain_ms",
-            format!(
+impl RawCliProducers {
+    /// `[producers]`, every value checked.
+    pub fn read(self, cx: Cx<'_>) -> Result<CliProducers> {
+        let d = CliProducers::default();
+        let script = match &self.script {
+            None => d.script,
+            Some(s) if s.get_ref().len() > 1_000 => {
+                let message = format!("{} replies is out of range 0..=1000", s.get_ref().len());
+                return Err(cx.err(s.span(), message));
+            }
+            Some(s) => s.get_ref().iter().map(|r| r.0).collect(),
+        };
+        Ok(CliProducers {
+            script,
+            jobs: cx.at_most("jobs", SpanValue::or(self.jobs, d.jobs), 100)?,
+            prompt_records: cx.at_most(
+                "prompt_records",
+                SpanValue::or(self.prompt_records, d.prompt_records),
+                MESSAGES_MAX,
+            )?,
+        })
+    }
+}
+
+impl RawCliTiming {
+    /// `[timing]`, every value checked: the reader drains at most 1 s, the bounds are counts.
+    pub fn read(self, cx: Cx<'_>) -> Result<CliTiming> {
+        let d = CliTiming::default();
+        let drain_ms = SpanValue::or(self.drain_ms, d.drain_ms);
+        if drain_ms.max > 1_000 {
+            let message = format!(
                 "max {} is out of range 0..=1000 (the reader drains at most 1 s)",
                 drain_ms.max
-            ),
-        ));
+            );
+            return Err(cx.key_err("drain_ms", message));
+        }
+        Ok(CliTiming {
+            model_ms: SpanValue::or(self.model_ms, d.model_ms),
+            tool_ms: SpanValue::or(self.tool_ms, d.tool_ms),
+            job_ms: SpanValue::or(self.job_ms, d.job_ms),
+            drain_ms,
+            io_ms: SpanValue::or(self.io_ms, d.io_ms),
+            wake_ms: SpanValue::or(self.wake_ms, d.wake_ms),
+            idle_max_ms: self.idle_max_ms.map_or(d.idle_max_ms, |v| *v.get_ref()),
+            claim_ms: SpanValue::or(self.claim_ms, d.claim_ms),
+            steps_max: count(cx, &self.steps_max, d.steps_max, 1_000)?,
+            turns_max: count(cx, &self.turns_max, d.turns_max, 100_000)?,
+        })
     }
-    let timing = CliTiming {
-        model_ms: SpanValue::or(t.model_ms, d.model_ms),
-        tool_ms: SpanValue::or(t.tool_ms, d.tool_ms),
-        job_ms: SpanValue::or(t.job_ms, d.job_ms),
-        drain_ms,
-        io_ms: SpanValue::or(t.io_ms, d.io_ms),
-        wake_ms: SpanValue::or(t.wake_ms, d.wake_ms),
-        idle_max_ms: t.idle_max_ms.map_or(d.idle_max_ms, |v| *v.get_ref()),
-        claim_ms: SpanValue::or(t.claim_ms, d.claim_ms),
-        steps_max: count(cx, &t.steps_max, d.steps_max, 1_000)?,
-        turns_max: count(cx, &t.turns_max, d.turns_max, 100_000)?,
-    };
-    Ok(CliConfig {
-        producers,
-        faults,
-        timing,
-    })
 }

@@ -40,7 +40,7 @@ use faults::ServerFault;
 use note::Note;
 
 use crate::adapter::SlotRef;
-use crate::check::{Invariant, Monitor};
+use crate::check::{Invariant, InvariantSet, Monitor};
 use crate::error::Result;
 use crate::family::common::conv::ConvId;
 use crate::family::common::faults::FaultSpec;
@@ -93,14 +93,9 @@ impl Family for ServerFamily {
         (),
     )];
     /// `wake-systems.md` §1.3, §4.
-    const INVARIANTS: &'static [Invariant] = &[
-        Invariant::NoLoss,
-        Invariant::ExactlyOnce,
-        Invariant::Fifo,
-        Invariant::BoundedLatency,
-        Invariant::NoSelfRefusal,
-    ];
+    const INVARIANTS: InvariantSet = InvariantSet::delivery_and(&[Invariant::NoSelfRefusal]);
     const WINDOWS: &'static [Window] = vocab::WINDOWS;
+    const STATES: &'static [&'static str] = note::STATES;
     const COMPACT_RUNS: bool = true;
 
     type Variant = ();
@@ -112,17 +107,17 @@ impl Family for ServerFamily {
     type Wake = dyn ServerWake;
     type World = ServerHost;
 
-    fn state_name(code: u8) -> &'static str {
-        note::state_name(code)
-    }
-
     fn config(
         cx: Cx<'_>,
         producers: sections::RawServerProducers,
         timing: sections::RawServerTiming,
         faults: Vec<(ServerFault, FaultSpec)>,
     ) -> Result<ServerConfig> {
-        sections::config(cx, producers, timing, faults)
+        Ok(ServerConfig {
+            producers: producers.read(cx)?,
+            faults,
+            timing: timing.read(),
+        })
     }
 
     fn scope(config: &mut ServerConfig, messages_max: u64) {

@@ -3,29 +3,16 @@
 
 use crate::family::common::bracketed as payload;
 use crate::family::common::conv::ConvId;
+use crate::family::common::host_states;
 use crate::sim::msg::{MsgId, Payload};
 use crate::sim::record::{self, InStory, Refusal, Role};
 
-/// Server states, as the timeline's last column shows them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum ServerState {
-    Idle = 0,
-    /// A session is generating.
-    Generating = 1,
-    /// A tool call awaits confirmation or executes.
-    Tools = 2,
-    /// A slash command owns the conversation.
-    Command = 3,
-}
-
-pub fn state_name(code: u8) -> &'static str {
-    match code {
-        0 => "IDLE",
-        1 => "GENERATING",
-        2 => "TOOLS",
-        3 => "COMMAND",
-        _ => "?",
+host_states! {
+    /// Server states, as the timeline's last column shows them: idle; a session generating; a tool
+    /// call awaiting confirmation or executing; a slash command owning the conversation.
+    pub enum ServerState {
+        Idle = 0 => "IDLE", Generating = 1 => "GENERATING", Tools = 2 => "TOOLS",
+        Command = 3 => "COMMAND",
     }
 }
 
@@ -136,8 +123,10 @@ pub fn refusal_text(r: &Refusal) -> String {
     }
 }
 
-impl Note {
-    pub fn render(&self) -> String {
+impl record::Note for Note {
+    const TAG: u64 = 19;
+
+    fn render(&self) -> String {
         match self {
             Note::ServerStart {
                 sessions,
@@ -231,14 +220,6 @@ impl Note {
             }
             Note::Command { finished: true } => "finish_command".to_string(),
         }
-    }
-}
-
-impl record::Note for Note {
-    const TAG: u64 = 19;
-
-    fn render(&self) -> String {
-        Note::render(self)
     }
 
     fn role(&self) -> Role {

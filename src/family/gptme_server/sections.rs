@@ -4,10 +4,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::error::Result;
-use crate::family::common::faults::FaultSpec;
-use crate::family::gptme_server::config::{
-    ServerConfig, ServerFault, ServerProducers, ServerTiming,
-};
+use crate::family::gptme_server::config::{ServerProducers, ServerTiming};
 use crate::input::Cx;
 use crate::input::values::SpanValue;
 use crate::limits::MESSAGES_MAX;
@@ -33,44 +30,43 @@ pub struct RawServerTiming {
     command_ms: Option<SpanValue>,
 }
 
-/// The configuration a scenario's sections make, every value checked.
-pub fn config(
-    cx: Cx<'_>,
-    p: RawServerProducers,
-    t: RawServerTiming,
-    faults: Vec<(ServerFault, FaultSpec)>,
-) -> Result<ServerConfig> {
-    let d = ServerProducers::default();
-    let mut producers = ServerProducers {
-        events: cx.at_most("events", SpanValue::or(p.events, d.events), MESSAGES_MAX)?,
-        watches: d.watches,
-        start_ms: SpanValue::or(p.start_ms, d.start_ms),
-        spacing_ms: SpanValue::or(p.spacing_ms, d.spacing_ms),
-        completions: cx.at_most(
-            "completions",
-            SpanValue::or(p.completions, d.completions),
-            26,
-        )?,
-        completion_ms: SpanValue::or(p.completion_ms, d.completion_ms),
-    };
-    if let Some(w) = &p.watches {
-        let v = *w.get_ref();
-        if !(1..=16).contains(&v) {
-            return Err(cx.err(w.span(), format!("{v} is out of range 1..=16")));
+impl RawServerProducers {
+    /// `[producers]`, every value checked.
+    pub fn read(self, cx: Cx<'_>) -> Result<ServerProducers> {
+        let d = ServerProducers::default();
+        let mut producers = ServerProducers {
+            events: cx.at_most("events", SpanValue::or(self.events, d.events), MESSAGES_MAX)?,
+            watches: d.watches,
+            start_ms: SpanValue::or(self.start_ms, d.start_ms),
+            spacing_ms: SpanValue::or(self.spacing_ms, d.spacing_ms),
+            completions: cx.at_most(
+                "completions",
+                SpanValue::or(self.completions, d.completions),
+                26,
+            )?,
+            completion_ms: SpanValue::or(self.completion_ms, d.completion_ms),
+        };
+        if let Some(w) = &self.watches {
+            let v = *w.get_ref();
+            if !(1..=16).contains(&v) {
+                return Err(cx.err(w.span(), format!("{v} is out of range 1..=16")));
+            }
+            producers.watches = v;
         }
-        producers.watches = v;
+        Ok(producers)
     }
-    let d = ServerTiming::default();
-    let timing = ServerTiming {
-        thread_ms: SpanValue::or(t.thread_ms, d.thread_ms),
-        model_ms: SpanValue::or(t.model_ms, d.model_ms),
-        tool_ms: SpanValue::or(t.tool_ms, d.tool_ms),
-        confirm_ms: SpanValue::or(t.confirm_ms, d.confirm_ms),
-        command_ms: SpanValue::or(t.command_ms, d.command_ms),
-    };
-    Ok(ServerConfig {
-        producers,
-        faults,
-        timing,
-    })
+}
+
+impl RawServerTiming {
+    /// `[timing]`: durations only, each a checked range.
+    pub fn read(self) -> ServerTiming {
+        let d = ServerTiming::default();
+        ServerTiming {
+            thread_ms: SpanValue::or(self.thread_ms, d.thread_ms),
+            model_ms: SpanValue::or(self.model_ms, d.model_ms),
+            tool_ms: SpanValue::or(self.tool_ms, d.tool_ms),
+            confirm_ms: SpanValue::or(self.confirm_ms, d.confirm_ms),
+            command_ms: SpanValue::or(self.command_ms, d.command_ms),
+        }
+    }
 }

@@ -39,7 +39,7 @@ use faults::PiFault;
 use note::Note;
 
 use crate::adapter::SlotRef;
-use crate::check::{Invariant, Monitor};
+use crate::check::{Invariant, InvariantSet, Monitor};
 use crate::error::Result;
 use crate::family::common::faults::FaultSpec;
 use crate::family::{Family, Host, Registry};
@@ -104,16 +104,13 @@ impl Family for PiFamily {
             Gen::V058,
         ),
     ];
-    const INVARIANTS: &'static [Invariant] = &[
-        Invariant::NoLoss,
-        Invariant::ExactlyOnce,
-        Invariant::Fifo,
-        Invariant::BoundedLatency,
+    const INVARIANTS: InvariantSet = InvariantSet::delivery_and(&[
         Invariant::SingleStarter,
         Invariant::FlagCoherence,
         Invariant::Harness,
-    ];
+    ]);
     const WINDOWS: &'static [Window] = vocab::WINDOWS;
+    const STATES: &'static [&'static str] = note::STATES;
     const COMPACT_RUNS: bool = false;
 
     type Variant = Gen;
@@ -125,17 +122,17 @@ impl Family for PiFamily {
     type Wake = dyn PiWake;
     type World = PiHost;
 
-    fn state_name(code: u8) -> &'static str {
-        note::state_name(code)
-    }
-
     fn config(
         cx: Cx<'_>,
         producers: sections::RawProducers,
         timing: sections::RawTiming,
         faults: Vec<(PiFault, FaultSpec)>,
     ) -> Result<PiConfig> {
-        sections::config(cx, producers, timing, faults)
+        Ok(PiConfig {
+            producers: producers.read(cx)?,
+            faults,
+            timing: timing.read(cx)?,
+        })
     }
 
     fn scope(config: &mut PiConfig, messages_max: u64) {

@@ -3,32 +3,16 @@
 use std::fmt::Write;
 
 use super::api::{DeliverAs, SendOptions};
+use crate::family::common::host_states;
 use crate::sim::msg::{MsgId, Payload};
 use crate::sim::record::{self, InStory, Role};
 
-/// Host states, as the timeline's last column shows them (`wake-systems.md` §2.2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum State {
-    Idle = 0,
-    Preparing = 1,
-    PrepCompact = 2,
-    Running = 3,
-    Settling = 4,
-    Compacting = 5,
-    Disposed = 6,
-}
-
-pub fn state_name(code: u8) -> &'static str {
-    match code {
-        0 => "IDLE",
-        1 => "PREPARING",
-        2 => "PREP-COMPACT",
-        3 => "RUNNING",
-        4 => "SETTLING",
-        5 => "COMPACTING",
-        6 => "DISPOSED",
-        _ => "?",
+host_states! {
+    /// Host states, as the timeline's last column shows them (`wake-systems.md` §2.2).
+    pub enum State {
+        Idle = 0 => "IDLE", Preparing = 1 => "PREPARING", PrepCompact = 2 => "PREP-COMPACT",
+        Running = 3 => "RUNNING", Settling = 4 => "SETTLING", Compacting = 5 => "COMPACTING",
+        Disposed = 6 => "DISPOSED",
     }
 }
 
@@ -255,7 +239,22 @@ fn content(custom_type: &str, p: &Payload) -> String {
 }
 
 impl Note {
-    pub fn render(&self) -> String {
+    /// Who acts in this note when the host did not say otherwise.
+    pub fn is_wake_call(&self) -> bool {
+        matches!(
+            self,
+            Note::IsIdle { .. }
+                | Note::SendMessage { .. }
+                | Note::SendUserMessage { .. }
+                | Note::Timer { .. }
+        )
+    }
+}
+
+impl record::Note for Note {
+    const TAG: u64 = 10;
+
+    fn render(&self) -> String {
         match self {
             Note::SessionStart { session } => format!("session_start (session {session})"),
             Note::Handler(h) => match h {
@@ -426,25 +425,6 @@ impl Note {
                 None => "deferred direct run starts".to_string(),
             },
         }
-    }
-
-    /// Who acts in this note when the host did not say otherwise.
-    pub fn is_wake_call(&self) -> bool {
-        matches!(
-            self,
-            Note::IsIdle { .. }
-                | Note::SendMessage { .. }
-                | Note::SendUserMessage { .. }
-                | Note::Timer { .. }
-        )
-    }
-}
-
-impl record::Note for Note {
-    const TAG: u64 = 10;
-
-    fn render(&self) -> String {
-        Note::render(self)
     }
 
     fn role(&self) -> Role {

@@ -4,8 +4,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::error::Result;
-use crate::family::common::faults::FaultSpec;
-use crate::family::pi::config::{PiConfig, PiFault, PiTiming, Producers};
+use crate::family::pi::config::{PiTiming, Producers};
 use crate::input::Cx;
 use crate::input::values::{MsgKindName, SpanValue};
 use crate::limits::MESSAGES_MAX;
@@ -33,56 +32,55 @@ pub struct RawTiming {
     user_delay_ms: Option<SpanValue>,
 }
 
-/// The configuration a scenario's sections make, every value checked.
-pub fn config(
-    cx: Cx<'_>,
-    producers: RawProducers,
-    timing: RawTiming,
-    faults: Vec<(PiFault, FaultSpec)>,
-) -> Result<PiConfig> {
-    let mut pi = PiConfig {
-        faults,
-        ..PiConfig::default()
-    };
-    let p = &mut pi.producers;
-    let d = Producers::default();
-    p.messages = cx.at_most(
-        "messages",
-        SpanValue::or(producers.messages, d.messages),
-        MESSAGES_MAX,
-    )?;
-    p.start_ms = SpanValue::or(producers.start_ms, d.start_ms);
-    p.spacing_ms = SpanValue::or(producers.spacing_ms, d.spacing_ms);
-    if let Some(kinds) = &producers.kinds {
-        if kinds.get_ref().is_empty() {
-            return Err(cx.err(
-                kinds.span(),
-                "at least one message kind is needed".to_string(),
-            ));
+impl RawProducers {
+    /// `[producers]`, every value checked.
+    pub fn read(self, cx: Cx<'_>) -> Result<Producers> {
+        let d = Producers::default();
+        let mut p = Producers {
+            messages: cx.at_most(
+                "messages",
+                SpanValue::or(self.messages, d.messages),
+                MESSAGES_MAX,
+            )?,
+            start_ms: SpanValue::or(self.start_ms, d.start_ms),
+            spacing_ms: SpanValue::or(self.spacing_ms, d.spacing_ms),
+            ..d
+        };
+        if let Some(kinds) = &self.kinds {
+            if kinds.get_ref().is_empty() {
+                let message = "at least one message kind is needed".to_string();
+                return Err(cx.err(kinds.span(), message));
+            }
+            p.kinds = kinds.get_ref().iter().map(|k| k.0).collect();
         }
-        p.kinds = kinds.get_ref().iter().map(|k| k.0).collect();
-    }
-    if let Some(n) = &producers.subagents {
-        let v = *n.get_ref();
-        if !(1..=26).contains(&v) {
-            return Err(cx.err(n.span(), format!("{v} is out of range 1..=26")));
+        if let Some(n) = &self.subagents {
+            let v = *n.get_ref();
+            if !(1..=26).contains(&v) {
+                return Err(cx.err(n.span(), format!("{v} is out of range 1..=26")));
+            }
+            p.subagents = v;
         }
-        p.subagents = v;
+        Ok(p)
     }
+}
 
-    let t = &mut pi.timing;
-    let d = PiTiming::default();
-    t.step_ms = SpanValue::or(timing.step_ms, d.step_ms);
-    t.handler_ms = SpanValue::or(timing.handler_ms, d.handler_ms);
-    t.model_ms = SpanValue::or(timing.model_ms, d.model_ms);
-    t.tool_ms = SpanValue::or(timing.tool_ms, d.tool_ms);
-    t.tool_turns = cx.at_most(
-        "tool_turns",
-        SpanValue::or(timing.tool_turns, d.tool_turns),
-        1_000,
-    )?;
-    t.compaction_ms = SpanValue::or(timing.compaction_ms, d.compaction_ms);
-    t.retry_ms = SpanValue::or(timing.retry_ms, d.retry_ms);
-    t.user_delay_ms = SpanValue::or(timing.user_delay_ms, d.user_delay_ms);
-    Ok(pi)
+impl RawTiming {
+    /// `[timing]`, every value checked.
+    pub fn read(self, cx: Cx<'_>) -> Result<PiTiming> {
+        let d = PiTiming::default();
+        Ok(PiTiming {
+            step_ms: SpanValue::or(self.step_ms, d.step_ms),
+            handler_ms: SpanValue::or(self.handler_ms, d.handler_ms),
+            model_ms: SpanValue::or(self.model_ms, d.model_ms),
+            tool_ms: SpanValue::or(self.tool_ms, d.tool_ms),
+            tool_turns: cx.at_most(
+                "tool_turns",
+                SpanValue::or(self.tool_turns, d.tool_turns),
+                1_000,
+            )?,
+            compaction_ms: SpanValue::or(self.compaction_ms, d.compaction_ms),
+            retry_ms: SpanValue::or(self.retry_ms, d.retry_ms),
+            user_delay_ms: SpanValue::or(self.user_delay_ms, d.user_delay_ms),
+        })
+    }
 }
