@@ -10,30 +10,27 @@
 //! under test runs inside it; checkers watch every delivery. The same scenario and seed always
 //! give the same run, so a failure is one line to replay.
 //!
-//! ## Map
-//! - [`kernel`]: virtual time, the event queue, the recorded choice stream, the step budget.
-//! - [`trace`]: the records of a run: observations for checkers, notes for people.
-//! - [`check`]: the invariants and their checkers (observers only).
-//! - [`host`]: host models. [`host::pi`] plays pi's `AgentSession` (0.99) and the 0.58 host;
-//!   [`host::pi::api`] is the wake-logic API a pi extension sees. [`host::gptme::server`] plays
-//!   gptme's server (`request_watch_wake`, the deferred watch queue), [`host::gptme::cli`] its
-//!   noninteractive chat loop with background jobs; each has its `api` module.
-//! - [`wake`]: the built-in wake logics (buggy and fixed) and the [`wake::Registry`] users extend.
-//! - [`external`]: wake logic in another language, run in an adapter process over the JSON Lines
-//!   protocol of `docs/protocol.md` (Node and Python reference adapters under `adapters/`).
-//! - [`scenario`]: scenario files (TOML) and their validation.
-//! - [`swarm`]: the per-seed mix of faults and producers (swarm testing).
-//! - [`run`]: running seeds and judging a scenario's expectation.
-//! - [`explore`]: exhaustive enumeration of a small scope.
-//! - [`shrink`] and [`regression`]: minimising a failing run and keeping it as a regression file.
-//! - [`report`]: the text timeline, JSON Lines and Mermaid.
-//! - [`cli`]: the `wakesim` command.
+//! ## Map, layer by layer (`ARCHITECTURE.md`; a module names only lower layers)
+//! - [`error`], [`limits`]: the error type; every limit of wakesim.
+//! - [`sim`]: the bottom: virtual time, the event queue, the recorded choice stream, the kernel
+//!   and its step budget, the records of a run and their versioned hash, the sink records go to.
+//! - [`check`]: the invariants, their checkers and the monitor (the sink every run uses);
+//!   [`input`]: reading checked TOML; [`adapter`]: the adapter protocol as types, its processes.
+//! - [`outcome`]: driving one world to its end: `Outcome`, `RunResult`.
+//! - [`family`]: host families, one module each ([`family::pi`], [`family::gptme_server`],
+//!   [`family::gptme_cli`]) with its model, wake-logic API, configuration, narration, faults,
+//!   adapter side and built-in wake logics; [`family::Registry`], the wake logics a run can name.
+//! - [`scenario`]: scenario files and their validation.
+//! - [`engine`]: running seeds, judging expectations, parallel runs, findability, determinism,
+//!   exhaustive exploration, shrinking, regression files.
+//! - [`report`]: every output: the text timeline, typed JSON Lines, Mermaid, `list`, `merge`.
+//! - [`cmd`]: the `wakesim` command, one file per subcommand.
 //!
 //! ## Plugging in a wake logic
-//! Implement [`host::pi::api::PiWake`], register it with [`wake::Registry::with_pi`], and run
+//! Implement [`family::pi::api::PiWake`], register it with [`family::Registry::with_pi`], and run
 //! scenario files that name it; see `examples/custom_wake.rs`. For gptme, implement
-//! [`host::gptme::server::api::ServerWake`] or [`host::gptme::cli::api::CliWake`] and register it
-//! with [`wake::Registry::with_gptme_server`] or [`wake::Registry::with_gptme_cli`].
+//! [`family::gptme_server::api::ServerWake`] or [`family::gptme_cli::api::CliWake`] and register
+//! it with [`family::Registry::with_gptme_server`] or [`family::Registry::with_gptme_cli`].
 //! Or keep the logic in its own language and name its adapter in the scenario:
 //! `wake = { command = ["node", ...] }`.
 

@@ -1,6 +1,10 @@
 //! Every limit of wakesim in one place: what bounds a run, a scenario file, a wake logic's calls,
 //! an adapter's answers and the work of the engine. Running out of a run's limit is an outcome,
 //! never a hang; exceeding a file's limit is an error naming the file, line and key.
+//!
+//! The modelled hosts' own constants (gptme's watch storm guards, its 100-record prompt-queue
+//! cap, pi's retry and compaction timings) are part of the models and stay with them; what is
+//! here bounds wakesim itself.
 
 /// Limits of one run. Running out of any is an outcome, never a hang.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,10 +1,11 @@
 //! Checkers: observers of the trace. They never change the world; each judges one invariant and
 //! reports its first violation with the message and the virtual time.
 //!
-//! The `Monitor` is the single sink for records: it hashes every record into the trace hash, keeps
-//! the `Ledger` (what each message went through), feeds the enabled checkers, and stores the
-//! timeline when tracing is on. Hosts emit the same observation vocabulary (`trace::Ev`), so one
-//! checker serves every host whose invariant is the same.
+//! The `Monitor` is the `sim::sink::Sink` every run's records go to: it hashes every record into
+//! the trace hash, keeps the `Ledger` (what each message went through), feeds the enabled
+//! checkers, and stores the timeline when tracing is on. Hosts emit the same observation
+//! vocabulary (`sim::record::Ev`), so one checker serves every host whose invariant is the same;
+//! a family's notes never reach a checker.
 
 mod alive_while_owed;
 mod exactly_once;

@@ -1,6 +1,7 @@
 //! The gptme CLI's state and the synchronous API its wake logics call: the job registry under
-//! `_job_lock`, the completion queue, the prompt-queue and control files. The chat loop, the
-//! hooks and the background threads live in `mod.rs`.
+//! `_job_lock`, the completion queue, the prompt-queue and control files. The handle the wake
+//! logic calls is in `handle.rs`; the chat loop, the hooks and the background threads in
+//! `chat_loop.rs`, `hooks.rs` and `jobs.rs`.
 
 use std::collections::VecDeque;
 
@@ -48,7 +49,7 @@ pub(super) enum QItem {
     Subagent(MsgId),
 }
 
-/// The CLI's state. The wake logic reaches it only through [`Cli`].
+/// The CLI's state. The wake logic reaches it only through [`super::api::Cli`].
 pub struct CliCore {
     pub(super) cfg: CliConfig,
     pub(super) faults: Faults<CliFault>,

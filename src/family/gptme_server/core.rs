@@ -1,6 +1,7 @@
 //! The gptme server's state and the synchronous API its wake logics call: what happens under
-//! `conversation_lock` and the queue locks, atomically. The scheduled parts (step threads,
-//! commands, producers) live in `mod.rs`.
+//! `conversation_lock` and the queue locks, atomically. The handle the wake logic calls is in
+//! `handle.rs`; the scheduled parts in `steps.rs` (step threads), `watch.rs` (producers, storm
+//! guards) and `faults.rs`.
 
 use std::collections::VecDeque;
 
@@ -43,7 +44,7 @@ pub(super) struct StepTask {
     pub phase: SPhase,
 }
 
-/// The server's state. The wake logic reaches it only through [`Server`].
+/// The server's state. The wake logic reaches it only through [`super::api::Server`].
 pub struct ServerCore {
     pub(super) cfg: ServerConfig,
     pub(super) faults: Faults<ServerFault>,

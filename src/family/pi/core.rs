@@ -1,6 +1,6 @@
 //! The pi host's state and the synchronous parts of its API: what happens inside a call before
-//! its first `await`. The scheduled parts (prompt steps after an await, run phases, faults) live
-//! in `mod.rs`.
+//! its first `await`. The handle the wake logic calls is in `handle.rs`; the scheduled parts in
+//! `prompt.rs` (prompt steps after an await), `run.rs` (run phases) and `faults.rs`.
 
 use std::collections::VecDeque;
 
@@ -80,7 +80,7 @@ pub(super) enum Deferred {
     Direct(Payload),
 }
 
-/// The pi host's state. The wake logic reaches it only through [`Pi`].
+/// The pi host's state. The wake logic reaches it only through [`super::api::Pi`].
 pub struct PiCore {
     pub(super) generation: Gen,
     pub(super) cfg: PiConfig,

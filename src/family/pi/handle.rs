@@ -84,7 +84,7 @@ impl Pi<'_> {
         }
     }
 
-    /// `queueMicrotask(fn)`: runs before any other event of this instant (see `kernel::queue`).
+    /// `queueMicrotask(fn)`: runs before any other event of this instant (see `sim::queue`).
     pub fn queue_microtask(&mut self) -> TimerId {
         self.timer(0, true)
     }
