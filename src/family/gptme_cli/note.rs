@@ -189,34 +189,8 @@ impl record::Note for Note {
             Note::CliStart {
                 auto_reply,
                 stale_control,
-            } => {
-                let mut s = "gptme -n starts with its prompt queued".to_string();
-                if *auto_reply {
-                    s += "; complete tool loaded (auto-reply)";
-                }
-                if *stale_control {
-                    s += "; a stale control.jsonl is in the logdir";
-                }
-                s
-            }
-            Note::Pop(p) => {
-                let what = match p {
-                    Popped::Initial => "the initial prompt".to_string(),
-                    Popped::Completion(job, m) => format!("{job}'s completion {m}"),
-                    Popped::Prompt(m, false) => format!("prompt {m}"),
-                    Popped::Prompt(m, true) => format!("steer prompt {m}"),
-                    Popped::InputPending => {
-                        "\"Background wait yielded to pending session input.\"".to_string()
-                    }
-                    Popped::Timeout(jobs) => {
-                        let names: Vec<String> = jobs.iter().map(|j| j.to_string()).collect();
-                        format!("the timeout notice for {}", names.join(", "))
-                    }
-                    Popped::Nudge(n) => format!("auto-reply nudge #{n}"),
-                    Popped::Subagent(m) => format!("subagent report {m}"),
-                };
-                format!("pops {what}; appends it")
-            }
+            } => started(*auto_reply, *stale_control),
+            Note::Pop(p) => format!("pops {}; appends it", p.text()),
             Note::DrainFile { payload: p } => {
                 format!("drain_external_prompt_queue → {}", payload(p))
             }
@@ -252,25 +226,7 @@ impl record::Note for Note {
                 input,
                 timeout,
                 stop,
-            } => {
-                let mut what = Vec::new();
-                if !p.is_empty() {
-                    what.push(payload(p));
-                }
-                if *input {
-                    what.push("\"Background wait yielded to pending session input.\"".to_string());
-                }
-                if *timeout {
-                    what.push("the timeout notice".to_string());
-                }
-                let what = if what.is_empty() {
-                    "nothing".to_string()
-                } else {
-                    what.join(" + ")
-                };
-                let stop = if *stop { " + StopPropagation" } else { "" };
-                format!("{name} yields {what}{stop}")
-            }
+            } => yielded(name, p, *input, *timeout, *stop),
             Note::Claim { cid, payload: p } => {
                 format!("background_job_completion_hook({cid}) claims {}", payload(p))
             }
@@ -313,16 +269,7 @@ impl record::Note for Note {
                 steer,
                 malformed,
                 refused,
-            } => {
-                if *refused {
-                    "a writer finds prompt-queue-closed: it does not queue".to_string()
-                } else if *malformed {
-                    "a writer appends a malformed line to prompt-queue.jsonl".to_string()
-                } else {
-                    let kind = if *steer { "steer records" } else { "records" };
-                    format!("a writer appends {kind} {} to prompt-queue.jsonl", payload(p))
-                }
-            }
+            } => written(p, *steer, *malformed, *refused),
             Note::ControlWrite { size, same_size } => {
                 if *same_size {
                     format!("the parent rewrites control.jsonl: new contents, same size ({size} B)")
@@ -353,5 +300,74 @@ impl record::Note for Note {
 
     fn in_story(&self) -> InStory {
         InStory::Keep
+    }
+}
+
+/// The session's start.
+fn started(auto_reply: bool, stale_control: bool) -> String {
+    let mut s = "gptme -n starts with its prompt queued".to_string();
+    if auto_reply {
+        s += "; complete tool loaded (auto-reply)";
+    }
+    if stale_control {
+        s += "; a stale control.jsonl is in the logdir";
+    }
+    s
+}
+
+impl Popped {
+    /// What the loop pops.
+    fn text(&self) -> String {
+        match self {
+            Popped::Initial => "the initial prompt".to_string(),
+            Popped::Completion(job, m) => format!("{job}'s completion {m}"),
+            Popped::Prompt(m, false) => format!("prompt {m}"),
+            Popped::Prompt(m, true) => format!("steer prompt {m}"),
+            Popped::InputPending => {
+                "\"Background wait yielded to pending session input.\"".to_string()
+            }
+            Popped::Timeout(jobs) => {
+                let names: Vec<String> = jobs.iter().map(|j| j.to_string()).collect();
+                format!("the timeout notice for {}", names.join(", "))
+            }
+            Popped::Nudge(n) => format!("auto-reply nudge #{n}"),
+            Popped::Subagent(m) => format!("subagent report {m}"),
+        }
+    }
+}
+
+/// What a LOOP_CONTINUE hook yielded.
+fn yielded(name: &str, p: &Payload, input: bool, timeout: bool, stop: bool) -> String {
+    let mut what = Vec::new();
+    if !p.is_empty() {
+        what.push(payload(p));
+    }
+    if input {
+        what.push("\"Background wait yielded to pending session input.\"".to_string());
+    }
+    if timeout {
+        what.push("the timeout notice".to_string());
+    }
+    let what = if what.is_empty() {
+        "nothing".to_string()
+    } else {
+        what.join(" + ")
+    };
+    let stop = if stop { " + StopPropagation" } else { "" };
+    format!("{name} yields {what}{stop}")
+}
+
+/// What an outside writer did to `prompt-queue.jsonl`.
+fn written(p: &Payload, steer: bool, malformed: bool, refused: bool) -> String {
+    if refused {
+        "a writer finds prompt-queue-closed: it does not queue".to_string()
+    } else if malformed {
+        "a writer appends a malformed line to prompt-queue.jsonl".to_string()
+    } else {
+        let kind = if steer { "steer records" } else { "records" };
+        format!(
+            "a writer appends {kind} {} to prompt-queue.jsonl",
+            payload(p)
+        )
     }
 }

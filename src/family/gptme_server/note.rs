@@ -143,14 +143,7 @@ impl record::Note for Note {
             ),
             Note::Deliver { cid, msg } => format!("_deliver({msg}) for conversation {cid}"),
             Note::Retry { cid, cause } => {
-                let why = match cause {
-                    RetryCause::StepCompletion(s) => format!("S{s}'s step completed"),
-                    RetryCause::FinishCommand => "finish_command".to_string(),
-                    RetryCause::SubagentCompletion => {
-                        "a subagent completion was queued".to_string()
-                    }
-                };
-                format!("retry_deferred_watch_wakes({cid}): {why}")
+                format!("retry_deferred_watch_wakes({cid}): {}", cause.text())
             }
             Note::RequestWake {
                 cid,
@@ -159,21 +152,7 @@ impl record::Note for Note {
                 result,
             } => {
                 let call = format!("request_watch_wake({cid}, {}) = wake #{wake}", payload(p));
-                match result {
-                    WakeResult::Accepted {
-                        session,
-                        dispatched: true,
-                    } => format!(
-                        "{call} → True: persisted; S{session} generating; step thread starts"
-                    ),
-                    WakeResult::Accepted {
-                        session,
-                        dispatched: false,
-                    } => format!(
-                        "{call} → True: persisted, but S{session}'s step thread failed to start (generating undone)"
-                    ),
-                    WakeResult::Refused(r) => format!("{call} → False ({})", refusal_text(r)),
-                }
+                format!("{call} → {}", result.text())
             }
             Note::Take { call, payload: p } => {
                 format!("{call} → {} (removed from the queue)", payload(p))
@@ -184,25 +163,12 @@ impl record::Note for Note {
                 format!("_completion_queue.put({msg}): at the tail")
             }
             Note::StepStart { session, origin } => {
-                let by = match origin {
-                    StepOrigin::Wake(n) => format!("woken by wake #{n}"),
-                    StepOrigin::User => "the user's message".to_string(),
-                    StepOrigin::AfterTools => "after tool calls".to_string(),
-                };
-                format!("S{session} step starts ({by})")
+                format!("S{session} step starts ({})", origin.text())
             }
             Note::StepPre { hook, payload: p } => {
                 format!("STEP_PRE {hook} appends {}", payload(p))
             }
-            Note::Reply { session, reply } => match reply {
-                Reply::Done => {
-                    format!("S{session} reply: no tool call; step completes, generating off")
-                }
-                Reply::ToolNeedsConfirmation => format!(
-                    "S{session} reply: a tool call awaits confirmation; step ends, generating off, pending_tools on"
-                ),
-                Reply::ToolCalls => format!("S{session} reply: tool calls execute"),
-            },
+            Note::Reply { session, reply } => format!("S{session} reply: {}", reply.text()),
             Note::Confirmed { session } => {
                 format!("confirms S{session}'s tool call: it executes, then a step runs")
             }
@@ -236,5 +202,55 @@ impl record::Note for Note {
 
     fn in_story(&self) -> InStory {
         InStory::Keep
+    }
+}
+
+impl RetryCause {
+    fn text(&self) -> String {
+        match self {
+            RetryCause::StepCompletion(s) => format!("S{s}'s step completed"),
+            RetryCause::FinishCommand => "finish_command".to_string(),
+            RetryCause::SubagentCompletion => "a subagent completion was queued".to_string(),
+        }
+    }
+}
+
+impl WakeResult {
+    fn text(&self) -> String {
+        match self {
+            WakeResult::Accepted {
+                session,
+                dispatched: true,
+            } => format!("True: persisted; S{session} generating; step thread starts"),
+            WakeResult::Accepted {
+                session,
+                dispatched: false,
+            } => format!(
+                "True: persisted, but S{session}'s step thread failed to start (generating undone)"
+            ),
+            WakeResult::Refused(r) => format!("False ({})", refusal_text(r)),
+        }
+    }
+}
+
+impl StepOrigin {
+    fn text(&self) -> String {
+        match self {
+            StepOrigin::Wake(n) => format!("woken by wake #{n}"),
+            StepOrigin::User => "the user's message".to_string(),
+            StepOrigin::AfterTools => "after tool calls".to_string(),
+        }
+    }
+}
+
+impl Reply {
+    fn text(&self) -> &'static str {
+        match self {
+            Reply::Done => "no tool call; step completes, generating off",
+            Reply::ToolNeedsConfirmation => {
+                "a tool call awaits confirmation; step ends, generating off, pending_tools on"
+            }
+            Reply::ToolCalls => "tool calls execute",
+        }
     }
 }

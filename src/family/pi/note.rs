@@ -272,19 +272,11 @@ impl record::Note for Note {
                 opts: o,
                 route,
             } => {
-                let to = match route {
-                    Route::NextTurn => "queued in nextTurn".to_string(),
-                    Route::Steer => "steering queue".to_string(),
-                    Route::FollowUp => "follow-up queue".to_string(),
-                    Route::DirectRun(r) => format!("direct run R{r}, no before_agent_start"),
-                    Route::Deferred => "deferred until agent_settled handlers return".to_string(),
-                    Route::PendingCustom => "pending until turn_end".to_string(),
-                    Route::Appended => "appended to the session, no turn".to_string(),
-                };
                 format!(
-                    "sendMessage({}, {}) → {to}",
+                    "sendMessage({}, {}) → {}",
                     content(custom_type, p),
-                    opts(o)
+                    opts(o),
+                    route.text()
                 )
             }
             Note::SendUserMessage {
@@ -309,29 +301,7 @@ impl record::Note for Note {
                     format!("types a prompt = P{prompt}")
                 }
             }
-            Note::Step { prompt, step } => {
-                let p = format!("P{prompt}");
-                match step {
-                    Step::DeferredWhileSettling => {
-                        format!("{p} deferred: agent_settled handlers running")
-                    }
-                    Step::AwaitInput => format!("{p} awaits input handlers"),
-                    Step::InputHandledByWake => {
-                        format!("{p} handled by the wake logic's input handler: no run")
-                    }
-                    Step::InputSwallowed => {
-                        format!("{p} claimed by an input handler (fault): no run, no event")
-                    }
-                    Step::QueuedWhileStreaming(d) => {
-                        format!("{p} step 5: streaming, queued as {}", d.name())
-                    }
-                    Step::AwaitAuth => format!("{p} step 5 passes (not streaming); awaits auth"),
-                    Step::PrePromptCompaction => format!("{p} step 9 compacts before the run"),
-                    Step::CompactionDone => format!("{p} compaction done"),
-                    Step::BeforeAgentStart => format!("{p} before_agent_start: harness added"),
-                    Step::AwaitImages => format!("{p} awaits image normalisation"),
-                }
-            }
+            Note::Step { prompt, step } => step.text(*prompt),
             Note::TookNextTurn {
                 prompt,
                 payload: p,
@@ -346,40 +316,7 @@ impl record::Note for Note {
                 Some(p) => format!("P{p} rejects: \"{}\" (error channel only)", error.text()),
                 None => format!("error channel: \"{}\"", error.text()),
             },
-            Note::Run { run, note } => {
-                let r = format!("R{run}");
-                match note {
-                    RunNote::AgentStart { inner } => format!("{r} agent_start (inner run {inner})"),
-                    RunNote::Request { req, harness } => {
-                        if *harness {
-                            format!("{r} model request #{req}")
-                        } else {
-                            format!("{r} model request #{req} WITHOUT harness")
-                        }
-                    }
-                    RunNote::ToolCalls => format!("{r} executes tool calls"),
-                    RunNote::TurnEnd => format!("{r} turn_end"),
-                    RunNote::AgentEnd { inner } => format!("{r} agent_end (inner run {inner})"),
-                    RunNote::Retry => format!("{r} retryable error: auto_retry, backoff"),
-                    RunNote::CompactionStart => format!("{r} compacts between inner runs"),
-                    RunNote::CompactionDone => format!("{r} compaction done"),
-                    RunNote::Continue => format!("{r} agent.continue()"),
-                    RunNote::ContinueScheduled => {
-                        format!("{r} schedules continue() on a timer; host reads idle")
-                    }
-                    RunNote::Settle { spurious } => {
-                        if *spurious {
-                            format!("{r} settles: run flag cleared, agent_settled (spurious)")
-                        } else {
-                            format!("{r} settles: run flag cleared, agent_settled")
-                        }
-                    }
-                    RunNote::DeferredActions { count } => {
-                        format!("{r} runs {count} deferred action(s)")
-                    }
-                    RunNote::Done => format!("{r} done"),
-                }
-            }
+            Note::Run { run, note } => note.text(*run),
             Note::Polled {
                 run,
                 queue,
@@ -397,29 +334,7 @@ impl record::Note for Note {
                 TimerOp::Fire => format!("timer T{id} fires"),
                 TimerOp::Clear => format!("clears timer T{id}"),
             },
-            Note::Fault(f) => match f {
-                FaultNote::ManualCompactionStart => "/compact starts (no run)".to_string(),
-                FaultNote::ManualCompactionEnd { failed } => {
-                    if *failed {
-                        "/compact fails: session_compact_failed".to_string()
-                    } else {
-                        "/compact done: session_compact".to_string()
-                    }
-                }
-                FaultNote::TreeStart => "/tree branch summarization starts".to_string(),
-                FaultNote::TreeEnd { cancelled } => {
-                    if *cancelled {
-                        "/tree summarization cancelled: no event".to_string()
-                    } else {
-                        "/tree done: session_tree".to_string()
-                    }
-                }
-                FaultNote::Replaced { session } => {
-                    format!(
-                        "/new: session replaced by session {session}; old ctx stale, old queues dropped"
-                    )
-                }
-            },
+            Note::Fault(f) => f.text(),
             Note::DeferredRuns { prompt } => match prompt {
                 Some(p) => format!("deferred P{p} resumes"),
                 None => "deferred direct run starts".to_string(),
@@ -471,6 +386,115 @@ impl record::Note for Note {
 
 fn keep(yes: bool) -> InStory {
     if yes { InStory::Keep } else { InStory::Drop }
+}
+
+impl Route {
+    /// Where `sendCustomMessage` put the message.
+    fn text(self) -> String {
+        match self {
+            Route::NextTurn => "queued in nextTurn".to_string(),
+            Route::Steer => "steering queue".to_string(),
+            Route::FollowUp => "follow-up queue".to_string(),
+            Route::DirectRun(r) => format!("direct run R{r}, no before_agent_start"),
+            Route::Deferred => "deferred until agent_settled handlers return".to_string(),
+            Route::PendingCustom => "pending until turn_end".to_string(),
+            Route::Appended => "appended to the session, no turn".to_string(),
+        }
+    }
+}
+
+impl Step {
+    /// Prompt `prompt` at this step.
+    fn text(self, prompt: u32) -> String {
+        let p = format!("P{prompt}");
+        match self {
+            Step::DeferredWhileSettling => {
+                format!("{p} deferred: agent_settled handlers running")
+            }
+            Step::AwaitInput => format!("{p} awaits input handlers"),
+            Step::InputHandledByWake => {
+                format!("{p} handled by the wake logic's input handler: no run")
+            }
+            Step::InputSwallowed => {
+                format!("{p} claimed by an input handler (fault): no run, no event")
+            }
+            Step::QueuedWhileStreaming(d) => {
+                format!("{p} step 5: streaming, queued as {}", d.name())
+            }
+            Step::AwaitAuth => format!("{p} step 5 passes (not streaming); awaits auth"),
+            Step::PrePromptCompaction => format!("{p} step 9 compacts before the run"),
+            Step::CompactionDone => format!("{p} compaction done"),
+            Step::BeforeAgentStart => format!("{p} before_agent_start: harness added"),
+            Step::AwaitImages => format!("{p} awaits image normalisation"),
+        }
+    }
+}
+
+impl RunNote {
+    /// Run `run` in this phase.
+    fn text(self, run: u32) -> String {
+        let r = format!("R{run}");
+        match self {
+            RunNote::AgentStart { inner } => format!("{r} agent_start (inner run {inner})"),
+            RunNote::Request { req, harness } => {
+                if harness {
+                    format!("{r} model request #{req}")
+                } else {
+                    format!("{r} model request #{req} WITHOUT harness")
+                }
+            }
+            RunNote::ToolCalls => format!("{r} executes tool calls"),
+            RunNote::TurnEnd => format!("{r} turn_end"),
+            RunNote::AgentEnd { inner } => format!("{r} agent_end (inner run {inner})"),
+            RunNote::Retry => format!("{r} retryable error: auto_retry, backoff"),
+            RunNote::CompactionStart => format!("{r} compacts between inner runs"),
+            RunNote::CompactionDone => format!("{r} compaction done"),
+            RunNote::Continue => format!("{r} agent.continue()"),
+            RunNote::ContinueScheduled => {
+                format!("{r} schedules continue() on a timer; host reads idle")
+            }
+            RunNote::Settle { spurious } => {
+                if spurious {
+                    format!("{r} settles: run flag cleared, agent_settled (spurious)")
+                } else {
+                    format!("{r} settles: run flag cleared, agent_settled")
+                }
+            }
+            RunNote::DeferredActions { count } => {
+                format!("{r} runs {count} deferred action(s)")
+            }
+            RunNote::Done => format!("{r} done"),
+        }
+    }
+}
+
+impl FaultNote {
+    /// What a fault did to the host.
+    fn text(self) -> String {
+        match self {
+            FaultNote::ManualCompactionStart => "/compact starts (no run)".to_string(),
+            FaultNote::ManualCompactionEnd { failed } => {
+                if failed {
+                    "/compact fails: session_compact_failed".to_string()
+                } else {
+                    "/compact done: session_compact".to_string()
+                }
+            }
+            FaultNote::TreeStart => "/tree branch summarization starts".to_string(),
+            FaultNote::TreeEnd { cancelled } => {
+                if cancelled {
+                    "/tree summarization cancelled: no event".to_string()
+                } else {
+                    "/tree done: session_tree".to_string()
+                }
+            }
+            FaultNote::Replaced { session } => {
+                format!(
+                    "/new: session replaced by session {session}; old ctx stale, old queues dropped"
+                )
+            }
+        }
+    }
 }
 
 pub fn hook_name(h: Hook) -> &'static str {
