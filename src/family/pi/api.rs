@@ -23,7 +23,8 @@
 //!
 //! let registry = wakesim::family::Registry::builtin()
 //!     .with_pi("my.steer-only", "always steer, never wake", || Box::new(SteerOnly));
-//! assert!(registry.pi("my.steer-only").is_some());
+//! let entry = registry.get("my.steer-only").unwrap();
+//! assert!(entry.make::<wakesim::family::pi::PiFamily>().is_some());
 //! ```
 
 use crate::sim::msg::{MsgId, MsgKind, Payload};
