@@ -65,7 +65,13 @@ impl ScenarioReport {
     pub fn add(&mut self, r: &RunResult, expect: &Expect) {
         self.events += r.events;
         for (w, _) in &r.marks {
-            *self.windows.entry(w.name.to_string()).or_default() += 1;
+            // Look up before inserting: a window's name is allocated once per report.
+            match self.windows.get_mut(w.name) {
+                Some(n) => *n += 1,
+                None => {
+                    self.windows.insert(w.name.to_string(), 1);
+                }
+            }
         }
         let outcome = &r.outcome;
         if outcome.is_pass() {

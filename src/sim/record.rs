@@ -237,10 +237,62 @@ pub enum Ev<N = Narration> {
     OwnerClaimed { msg: MsgId },
 }
 
+/// The kind of an observation, without its fields: what a checker declares it reads
+/// (`check::Checker::READS`, a mask of `1 << kind`), so the monitor calls it only for those.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum EvKind {
+    Produced,
+    Appended,
+    Request,
+    Dropped,
+    Idle,
+    Starter,
+    RunFlag,
+    AgentRun,
+    Settled,
+    Mark,
+    Note,
+    Pass,
+    Wake,
+    Work,
+    WorkNoticed,
+    Waiting,
+    InputInterrupt,
+    SessionEnd,
+    OwnerClaimed,
+}
+
 impl<N> Ev<N> {
     /// Narration only: checkers never see it.
     pub fn is_note(&self) -> bool {
         matches!(self, Ev::Note(_))
+    }
+
+    /// Its kind.
+    #[inline]
+    pub fn kind(&self) -> EvKind {
+        match self {
+            Ev::Produced { .. } => EvKind::Produced,
+            Ev::Appended { .. } => EvKind::Appended,
+            Ev::Request { .. } => EvKind::Request,
+            Ev::Dropped { .. } => EvKind::Dropped,
+            Ev::Idle { .. } => EvKind::Idle,
+            Ev::Starter { .. } => EvKind::Starter,
+            Ev::RunFlag { .. } => EvKind::RunFlag,
+            Ev::AgentRun { .. } => EvKind::AgentRun,
+            Ev::Settled => EvKind::Settled,
+            Ev::Mark(_) => EvKind::Mark,
+            Ev::Note(_) => EvKind::Note,
+            Ev::Pass { .. } => EvKind::Pass,
+            Ev::Wake { .. } => EvKind::Wake,
+            Ev::Work { .. } => EvKind::Work,
+            Ev::WorkNoticed { .. } => EvKind::WorkNoticed,
+            Ev::Waiting { .. } => EvKind::Waiting,
+            Ev::InputInterrupt { .. } => EvKind::InputInterrupt,
+            Ev::SessionEnd { .. } => EvKind::SessionEnd,
+            Ev::OwnerClaimed { .. } => EvKind::OwnerClaimed,
+        }
     }
 }
 
