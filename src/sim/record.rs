@@ -343,6 +343,55 @@ impl<N: Note> Ev<N> {
     }
 }
 
+impl<N> Ev<N> {
+    /// The same record with its note mapped by `f` (an observation is kept as it is): what
+    /// replays a kept trace's observations into a monitor of another note type (the checkers'
+    /// benchmark in `benches/kernel.rs`).
+    pub fn map_note<M>(self, f: impl FnOnce(N) -> M) -> Ev<M> {
+        match self {
+            Ev::Produced { msg } => Ev::Produced { msg },
+            Ev::Appended { msg } => Ev::Appended { msg },
+            Ev::Request { req, harness } => Ev::Request { req, harness },
+            Ev::Dropped { msg, reason } => Ev::Dropped { msg, reason },
+            Ev::Idle { idle } => Ev::Idle { idle },
+            Ev::Starter { who, accepted } => Ev::Starter { who, accepted },
+            Ev::RunFlag { on } => Ev::RunFlag { on },
+            Ev::AgentRun { on } => Ev::AgentRun { on },
+            Ev::Settled => Ev::Settled,
+            Ev::Mark(w) => Ev::Mark(w),
+            Ev::Note(n) => Ev::Note(f(n)),
+            Ev::Pass { pass, on } => Ev::Pass { pass, on },
+            Ev::Wake {
+                pass,
+                wake,
+                msgs,
+                refused,
+            } => Ev::Wake {
+                pass,
+                wake,
+                msgs,
+                refused,
+            },
+            Ev::Work {
+                work,
+                shown,
+                conv,
+                op,
+            } => Ev::Work {
+                work,
+                shown,
+                conv,
+                op,
+            },
+            Ev::WorkNoticed { work } => Ev::WorkNoticed { work },
+            Ev::Waiting { own, foreign } => Ev::Waiting { own, foreign },
+            Ev::InputInterrupt { input } => Ev::InputInterrupt { input },
+            Ev::SessionEnd { cause } => Ev::SessionEnd { cause },
+            Ev::OwnerClaimed { msg } => Ev::OwnerClaimed { msg },
+        }
+    }
+}
+
 /// One line of the timeline.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Record<N = Narration> {
