@@ -261,14 +261,16 @@ struct Checkers {
     isolation: isolation::Isolation,
 }
 
-/// Run `$call` on every checker of monitor `$m` that is enabled, not yet broken and reads
-/// observations of kind bits `$kinds` (every checker for `ALL_KINDS`, the end of a run), statically dispatched (this runs for every observation of
-/// every run), with `$view` what a checker may read and `$out` where its violations go.
+/// Run `$call` on every checker of monitor `$m` whose invariant is in `$set` (the live checkers
+/// that read an observation's kind, or every live checker at the end of a run), statically
+/// dispatched (this runs for every observation of every run), with `$view` what a checker may
+/// read and `$out` where its violations go.
 ///
 /// A checker whose invariant broke is not called again: the monitor keeps only the first
 /// violation of each invariant, so whatever it would judge later is dropped anyway.
 macro_rules! each_checker {
-    ($m:expr, $kinds:expr, |$c:ident, $view:ident, $out:ident| $call:expr) => {{
+    ($m:expr, $set:expr, |$c:ident, $view:ident, $out:ident| $call:expr) => {{
+        let set: InvariantSet = $set;
         let m = $m;
         let $view = View {
             messages: &m.messages,
@@ -277,40 +279,63 @@ macro_rules! each_checker {
         };
         let $out = &mut m.scratch;
         let cs = &mut m.checkers;
-        let live = m.live;
-        let kinds: u32 = $kinds;
-        each_checker!(@one live, kinds, cs.no_loss, $c, $call);
-        each_checker!(@one live, kinds, cs.exactly_once, $c, $call);
-        each_checker!(@one live, kinds, cs.fifo, $c, $call);
-        each_checker!(@one live, kinds, cs.latency, $c, $call);
-        each_checker!(@one live, kinds, cs.single_starter, $c, $call);
-        each_checker!(@one live, kinds, cs.flag, $c, $call);
-        each_checker!(@one live, kinds, cs.harness, $c, $call);
-        each_checker!(@one live, kinds, cs.no_self_refusal, $c, $call);
-        each_checker!(@one live, kinds, cs.alive, $c, $call);
-        each_checker!(@one live, kinds, cs.no_spin, $c, $call);
-        each_checker!(@one live, kinds, cs.isolation, $c, $call);
+        each_checker!(@one set, cs.no_loss, $c, $call);
+        each_checker!(@one set, cs.exactly_once, $c, $call);
+        each_checker!(@one set, cs.fifo, $c, $call);
+        each_checker!(@one set, cs.latency, $c, $call);
+        each_checker!(@one set, cs.single_starter, $c, $call);
+        each_checker!(@one set, cs.flag, $c, $call);
+        each_checker!(@one set, cs.harness, $c, $call);
+        each_checker!(@one set, cs.no_self_refusal, $c, $call);
+        each_checker!(@one set, cs.alive, $c, $call);
+        each_checker!(@one set, cs.no_spin, $c, $call);
+        each_checker!(@one set, cs.isolation, $c, $call);
     }};
-    (@one $live:ident, $kinds:ident, $field:expr, $c:ident, $call:expr) => {{
+    (@one $set:ident, $field:expr, $c:ident, $call:expr) => {{
         let $c = &mut $field;
-        if ($kinds == ALL_KINDS || reads_any(&*$c, $kinds))
-            && $live.contains(Checker::invariant(&*$c))
-        {
+        if $set.contains(Checker::invariant(&*$c)) {
             $call;
         }
     }};
 }
 
-/// Does checker `c` read any observation kind of `kinds`? (A constant per checker type.)
-#[inline(always)]
-fn reads_any<C: Checker>(_c: &C, kinds: u32) -> bool {
-    C::READS & kinds != 0
+/// Observation kinds a mask can name (`1 << EvKind as u32` fits a `u32`).
+const KINDS: usize = 32;
+
+/// Per observation kind, the checkers of `set` that read it: the monitor's routing table, so
+/// an observation costs one test per checker and calls only its readers.
+type Routes = [InvariantSet; KINDS];
+
+/// Add checker `c` to the routes of the kinds it reads, if `set` holds its invariant.
+fn route<C: Checker>(c: &C, set: InvariantSet, routes: &mut Routes) {
+    let inv = c.invariant();
+    if set.contains(inv) {
+        for (k, r) in routes.iter_mut().enumerate() {
+            if C::READS & (1 << k) != 0 {
+                r.0 |= inv.bit();
+            }
+        }
+    }
 }
 
-/// Not a kind: what `finish` passes, so every live checker judges the end, whatever it reads.
-const ALL_KINDS: u32 = u32::MAX;
-
 impl Checkers {
+    /// The routing table of the checkers of `set`.
+    fn routes(&mut self, set: InvariantSet) -> Routes {
+        let mut routes = [InvariantSet::default(); KINDS];
+        route(&self.no_loss, set, &mut routes);
+        route(&self.exactly_once, set, &mut routes);
+        route(&self.fifo, set, &mut routes);
+        route(&self.latency, set, &mut routes);
+        route(&self.single_starter, set, &mut routes);
+        route(&self.flag, set, &mut routes);
+        route(&self.harness, set, &mut routes);
+        route(&self.no_self_refusal, set, &mut routes);
+        route(&self.alive, set, &mut routes);
+        route(&self.no_spin, set, &mut routes);
+        route(&self.isolation, set, &mut routes);
+        routes
+    }
+
     fn reset(&mut self) {
         self.no_loss.reset();
         self.exactly_once.reset();
@@ -368,6 +393,10 @@ pub struct Monitor<N> {
     enabled: InvariantSet,
     /// The enabled invariants not broken yet: the checkers still called.
     live: InvariantSet,
+    /// The routing table of `enabled`, kept across runs (every run of a runner's family has
+    /// the same set), and of `live`, the one used.
+    routes_enabled: Routes,
+    routes: Routes,
     params: CheckParams,
     violations: Vec<Violation>,
     scratch: Vec<Violation>,
@@ -392,6 +421,8 @@ impl<N: Note> Monitor<N> {
         params: CheckParams,
         recording: Recording,
     ) -> Monitor<N> {
+        let mut checkers = Checkers::default();
+        let routes = checkers.routes(enabled);
         Monitor {
             recording,
             trace: Vec::new(),
@@ -399,9 +430,11 @@ impl<N: Note> Monitor<N> {
             records: 0,
             messages: Vec::new(),
             ledger: Ledger::default(),
-            checkers: Checkers::default(),
+            checkers,
             enabled,
             live: enabled,
+            routes_enabled: routes,
+            routes,
             params,
             violations: Vec::new(),
             scratch: Vec::new(),
@@ -421,8 +454,12 @@ impl<N: Note> Monitor<N> {
         self.messages.clear();
         self.ledger.clear();
         self.checkers.reset();
+        if enabled != self.enabled {
+            self.routes_enabled = self.checkers.routes(enabled);
+        }
         self.enabled = enabled;
         self.live = enabled;
+        self.routes = self.routes_enabled;
         self.params = params;
         self.violations.clear();
         self.scratch.clear();
@@ -469,6 +506,9 @@ impl<N: Note> Monitor<N> {
         for v in self.scratch.drain(..) {
             if self.live.contains(v.invariant) {
                 self.live = self.live.without(v.invariant);
+                for r in &mut self.routes {
+                    *r = r.without(v.invariant);
+                }
                 self.records_at_violation.push((v.invariant, self.records));
                 self.violations.push(v);
             }
@@ -533,12 +573,16 @@ impl<N: Note> Monitor<N> {
     /// Let the live checkers that read `ev` judge it, then apply it to the ledger.
     #[inline]
     fn observe(&mut self, t: Ms, ev: &Ev<N>) {
-        let kind = 1u32 << (ev.kind() as u32);
+        let kind = ev.kind() as usize;
         if let Ev::Request { .. } = ev {
             self.requests += 1;
         }
-        each_checker!(&mut *self, kind, |c, view, out| c.observe(t, ev, &view, out));
-        if LEDGER_READS & kind != 0 {
+        let readers = self.routes[kind];
+        if readers != InvariantSet::default() {
+            each_checker!(&mut *self, readers, |c, view, out| c
+                .observe(t, ev, &view, out));
+        }
+        if LEDGER_READS & (1 << kind) != 0 {
             self.ledger.apply(t, ev, &self.messages);
         }
         self.keep_violations();
@@ -615,9 +659,9 @@ impl<N: Note> Sink for Monitor<N> {
 
     /// End of run at `t`: the liveness checkers judge what is still owed.
     fn finish(&mut self, t: Ms) {
-        each_checker!(&mut *self, ALL_KINDS, |c, view, out| c.finish(t, &view, out));
+        each_checker!(&mut *self, self.live, |c, view, out| c
+            .finish(t, &view, out));
         self.keep_violations();
         self.violations.sort_by_key(|v| (v.t, v.invariant));
     }
 }
-

@@ -1,8 +1,6 @@
 //! The event queue: ordered by (time, scheduling order), with same-instant order left to a
 //! choice.
 
-use std::collections::VecDeque;
-
 use super::choice::Choices;
 use super::time::Ms;
 
@@ -15,17 +13,18 @@ use super::time::Ms;
 /// message, a timer) never lands between two hops of a promise chain; the order among ready
 /// microtasks is still a choice.
 ///
-/// The other events wait in one deque sorted by time, an event after every event scheduled
-/// earlier for the same instant: the ready set is its prefix due at the first event's time, in
-/// scheduling order. Most events are due soon (a push lands near the front) or are planned in
-/// time order (a push lands at the back), and a deque inserts near either end cheaply.
+/// The other events wait in one vector sorted by time *descending*, an event before every event
+/// scheduled earlier for the same instant: the next event is the last, and the ready set is the
+/// suffix due at its time, in reverse scheduling order. Most events are due soon, so a push
+/// lands near the end and moves few entries, and popping the next event moves none.
 /// Microtasks are always due at the current instant and wait in their own list. The next event,
 /// and what is drawn to pick it, is as if both lived in one ready set in scheduling order: with
 /// microtasks and other events ready, the `n`-th microtask ("microtask order"); with only one
 /// kind ready, the `n`-th of those ("same-instant order"); a single candidate draws nothing.
 pub struct Queue<E> {
-    /// Events other than microtasks, by time, then scheduling order.
-    events: VecDeque<(Ms, E)>,
+    /// Events other than microtasks, by time, then scheduling order, both descending (the next
+    /// event last).
+    events: Vec<(Ms, E)>,
     /// Microtasks, all due at the current instant, in scheduling order.
     micro: Vec<(Ms, E)>,
 }
@@ -33,7 +32,7 @@ pub struct Queue<E> {
 impl<E> Default for Queue<E> {
     fn default() -> Self {
         Queue {
-            events: VecDeque::with_capacity(64),
+            events: Vec::with_capacity(64),
             micro: Vec::with_capacity(8),
         }
     }
@@ -46,11 +45,8 @@ impl<E> Queue<E> {
     }
 
     pub fn push(&mut self, t: Ms, ev: E) {
-        // After every event due at `t` or before: scheduling order within an instant.
-        let at = match self.events.back() {
-            Some((last, _)) if *last > t => self.events.partition_point(|(u, _)| *u <= t),
-            _ => self.events.len(),
-        };
+        // Before every event due at `t` or earlier: after them in scheduling order.
+        let at = self.events.partition_point(|(u, _)| *u > t);
         self.events.insert(at, (t, ev));
     }
 
@@ -78,7 +74,7 @@ impl<E> Queue<E> {
 
     /// The time of the next event, if any.
     pub fn peek_time(&self) -> Option<Ms> {
-        match (self.micro.first(), self.events.front()) {
+        match (self.micro.first(), self.events.last()) {
             (Some((t, _)), _) | (None, Some((t, _))) => Some(*t),
             (None, None) => None,
         }
@@ -88,7 +84,7 @@ impl<E> Queue<E> {
     pub fn pop(&mut self, choices: &mut Choices) -> Option<(Ms, E)> {
         if let Some(&(t, _)) = self.micro.first() {
             let micros = self.micro.len() as u64;
-            let others = self.events.front().is_some_and(|(u, _)| *u == t);
+            let others = self.events.last().is_some_and(|(u, _)| *u == t);
             let label = if others {
                 "microtask order"
             } else {
@@ -97,12 +93,15 @@ impl<E> Queue<E> {
             let i = choices.choose(micros, label) as usize;
             return Some(self.micro.remove(i));
         }
-        let t = self.events.front()?.0;
-        let ready = 1 + (self.events.iter().skip(1))
-            .take_while(|(u, _)| *u == t)
-            .count();
+        let last = self.events.len().checked_sub(1)?;
+        let t = self.events[last].0;
+        let ready = 1
+            + (self.events[..last].iter().rev())
+                .take_while(|(u, _)| *u == t)
+                .count();
+        // The `i`-th of the ready set in scheduling order is `i` from the end.
         let i = choices.choose(ready as u64, "same-instant order") as usize;
-        self.events.remove(i)
+        Some(self.events.remove(last - i))
     }
 }
 
