@@ -355,7 +355,8 @@ impl Checkers {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Recording {
     /// The verdict only: no trace hash, no narration, no timeline, no choice log. What a bulk
-    /// run needs (a failing seed is replayed from its seed); notes are counted and dropped.
+    /// run needs (a failing seed is replayed from its seed). Hosts do not hand it notes
+    /// (`Sink::narrating`), so its record count is of observations only.
     Verdict,
     /// The verdict, the trace hash over every record (notes included) and the choice log.
     Hash,
@@ -499,10 +500,16 @@ impl<N: Note> Monitor<N> {
 
     /// Keep only the first violation of each invariant; a broken invariant's checker is not
     /// called again.
+    #[inline]
     fn keep_violations(&mut self) {
-        if self.scratch.is_empty() {
-            return;
+        if !self.scratch.is_empty() {
+            self.keep_new_violations();
         }
+    }
+
+    /// `keep_violations` when a checker reported one (rare: out of line).
+    #[cold]
+    fn keep_new_violations(&mut self) {
         for v in self.scratch.drain(..) {
             if self.live.contains(v.invariant) {
                 self.live = self.live.without(v.invariant);
