@@ -197,12 +197,16 @@ fn percent(n: u64, of: u64) -> String {
 
 /// The last line of `wakesim run`.
 pub fn summary_line(sum: &Summary) -> String {
-    let total = sum.regressions + sum.scenarios;
-    let verdict = if sum.unmet == 0 {
+    // A stopped run judged only the files it started.
+    let total = sum.regressions + sum.scenarios - sum.not_run;
+    let mut verdict = if sum.unmet == 0 {
         format!("all {total} expectations met")
     } else {
         format!("{} of {total} expectations NOT met", sum.unmet)
     };
+    if sum.not_run > 0 {
+        let _ = write!(verdict, ", {} not run", sum.not_run);
+    }
     let mut s = format!(
         "summary: {} regressions, {} scenarios, {} seeds, {} events in {:.2} s: {:.0} seeds/s, {:.0} events/s · {verdict}",
         sum.regressions,
