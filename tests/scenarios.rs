@@ -12,6 +12,8 @@
 //! scenario that expects a failure, the snapshot seed must show that failure, so every snapshot
 //! illustrates its race.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use libtest_mimic::{Arguments, Failed, Trial};
@@ -23,6 +25,9 @@ use wakesim::scenario::{Scenario, discover};
 
 /// Seeds per scenario the gate runs twice and compares trace by trace.
 const DETERMINISM_SAMPLE: u64 = 8;
+/// In the quick gate, for an external scenario: each seed's first run starts a fresh adapter
+/// process, the dearest thing in the gate.
+const DETERMINISM_SAMPLE_QUICK: u64 = 2;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -65,14 +70,11 @@ const EXTERNAL_SAMPLE_SEEDS: u64 = 200;
 /// adapter process)? In a debug `cargo test`, the gate people run all day, yes: there the process
 /// boundary, not the simulator, sets the pace (most of the gate's time went to them), and each
 /// external scenario's built-in twin runs its full budget and its exploration in this same gate,
-/// while `tests/external.rs` checks module and twin trace for trace. The release gate
-/// (`.ci/run`: `cargo test --release --test scenarios`), `WAKESIM_FULL_GATE=1`, a seed
-/// multiplier and the main job (`wakesim run`) run every seed and explore the scope.
+/// while `tests/external.rs` checks module and twin trace for trace. The full gate (a release
+/// build or `WAKESIM_FULL_GATE=1`, both in `.ci/run`), a seed multiplier and the main job
+/// (`wakesim run`) run every seed and explore the scope.
 fn quick(scn: &Scenario, multiplier: u64) -> bool {
-    scn.adapter.is_some()
-        && cfg!(debug_assertions)
-        && multiplier == 1
-        && std::env::var_os("WAKESIM_FULL_GATE").is_none()
+    scn.adapter.is_some() && multiplier == 1 && !common::full_gate()
 }
 
 fn check(rel: &Path) -> Result<(), Failed> {
@@ -115,7 +117,11 @@ fn check(rel: &Path) -> Result<(), Failed> {
     if let Some(ex) = &ex {
         explored(rel, &scn, ex)?;
     }
-    determinism_and_snapshot(rel, &registry, &mut runner, &scn, &rep)
+    let sample = match quick {
+        true => DETERMINISM_SAMPLE_QUICK,
+        false => DETERMINISM_SAMPLE,
+    };
+    determinism_and_snapshot(rel, &registry, &mut runner, &scn, &rep, sample)
 }
 
 /// What exploring the scope must find: the scenario's bug, or nothing in a passing one.
@@ -162,10 +168,11 @@ fn determinism_and_snapshot(
     runner: &mut Runner<'_>,
     scn: &Scenario,
     rep: &wakesim::engine::ScenarioReport,
+    sample: u64,
 ) -> Result<(), Failed> {
     // Determinism self-check on a sample: each seed twice, in a fresh and a warm runner.
     let divergences =
-        wakesim::engine::determinism::check_determinism(registry, scn, 0..DETERMINISM_SAMPLE);
+        wakesim::engine::determinism::check_determinism(registry, scn, 0..sample);
     if let Some(d) = divergences.first() {
         return Err(format!("{}: nondeterministic: {d}", rel.display()).into());
     }
