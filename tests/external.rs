@@ -167,7 +167,10 @@ fn every_twin_gives_the_builtin_trace_and_verdict_seed_for_seed() {
         let b = runner.run_seed(&twin, ext.snapshot_seed, true);
         assert_eq!(a.trace, b.trace, "{file}: snapshot seed");
         if ext.expect != Expect::Pass {
-            assert!(failing > 0, "{file}: no failing seed in 0..{seeds} to compare");
+            assert!(
+                failing > 0,
+                "{file}: no failing seed in 0..{seeds} to compare"
+            );
         }
     }
 }
@@ -607,7 +610,9 @@ fn a_gptme_seed_through_the_adapter_is_the_same_alone_and_after_other_seeds() {
         let file = scn.path.display().to_string();
         // One process serves the seeds in order.
         let mut shared = Runner::new(&registry);
-        let after: Vec<_> = (seeds.clone()).map(|s| shared.run_seed(&scn, s, true)).collect();
+        let after: Vec<_> = (seeds.clone())
+            .map(|s| shared.run_seed(&scn, s, true))
+            .collect();
         // A fresh runner is a fresh adapter process: the quick gate starts one for a sample.
         for seed in sample(seeds, 4) {
             let a = &after[seed as usize];

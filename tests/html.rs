@@ -88,7 +88,10 @@ fn dump_dom(page: &Path, profile: &Path) -> String {
         if started.elapsed() > BROWSER_WAIT {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("{} did not finish within {BROWSER_WAIT:?}", browser.display());
+            panic!(
+                "{} did not finish within {BROWSER_WAIT:?}",
+                browser.display()
+            );
         }
         std::thread::sleep(Duration::from_millis(50));
     };
@@ -97,7 +100,11 @@ fn dump_dom(page: &Path, profile: &Path) -> String {
     if let Some(mut e) = child.stderr.take() {
         let _ = std::io::Read::read_to_string(&mut e, &mut err);
     }
-    assert!(status.success(), "{} failed: {status}\n{err}", browser.display());
+    assert!(
+        status.success(),
+        "{} failed: {status}\n{err}",
+        browser.display()
+    );
     dom
 }
 
@@ -120,7 +127,14 @@ fn count(dom: &str, name: &str) -> usize {
 fn the_html_timeline_renders_in_a_headless_browser_with_lanes_arrows_and_violations() {
     let dir = scratch("html-timeline");
     let out = Command::new(env!("CARGO_BIN_EXE_wakesim"))
-        .args(["replay", SCENARIO, "--seed", &SEED.to_string(), "--format", "html"])
+        .args([
+            "replay",
+            SCENARIO,
+            "--seed",
+            &SEED.to_string(),
+            "--format",
+            "html",
+        ])
         .current_dir(root())
         .output()
         .expect("wakesim runs");
@@ -128,7 +142,14 @@ fn the_html_timeline_renders_in_a_headless_browser_with_lanes_arrows_and_violati
     let html = String::from_utf8(out.stdout).expect("utf-8");
 
     // Self-contained: nothing for the browser to fetch.
-    for external in ["<script src", "<link", "<img", "@import", "url(http", "src=\"http"] {
+    for external in [
+        "<script src",
+        "<link",
+        "<img",
+        "@import",
+        "url(http",
+        "src=\"http",
+    ] {
         assert!(!html.contains(external), "the page loads `{external}`");
     }
 
@@ -142,7 +163,10 @@ fn the_html_timeline_renders_in_a_headless_browser_with_lanes_arrows_and_violati
         .filter(|l| l.kind == LineKind::Violation)
         .count();
     let messages: usize = rows.iter().map(|l| l.produced.len()).sum();
-    assert!(violations > 0 && messages > 0, "a failing run with messages");
+    assert!(
+        violations > 0 && messages > 0,
+        "a failing run with messages"
+    );
 
     let page = dir.join("timeline.html");
     std::fs::write(&page, &html).expect("write page");
@@ -151,16 +175,26 @@ fn the_html_timeline_renders_in_a_headless_browser_with_lanes_arrows_and_violati
     assert_eq!(body_attr(&dom, "data-ready").as_deref(), Some("1"));
     assert_eq!(count(&dom, "data-lanes"), 3, "producer, wake logic, host");
     assert_eq!(count(&dom, "data-events"), rows.len(), "one mark per line");
-    assert_eq!(count(&dom, "data-arrows"), messages, "one arrow per message");
+    assert_eq!(
+        count(&dom, "data-arrows"),
+        messages,
+        "one arrow per message"
+    );
     assert_eq!(count(&dom, "data-violations"), violations);
     assert!(count(&dom, "data-bands") >= 2, "host states as bands");
     // Hover text: every line's full text is on its mark.
-    let first = rows.iter().find(|l| l.kind != LineKind::Violation).expect("a line");
+    let first = rows
+        .iter()
+        .find(|l| l.kind != LineKind::Violation)
+        .expect("a line");
     assert!(
         dom.contains(&format!("{} ms · {} · ", first.t, first.actor.name())),
         "the first line's hover text"
     );
     for lane in ["producer", "wake logic", "host"] {
-        assert!(dom.contains(&format!("data-actor=\"{lane}\"")), "lane {lane}");
+        assert!(
+            dom.contains(&format!("data-actor=\"{lane}\"")),
+            "lane {lane}"
+        );
     }
 }

@@ -171,8 +171,7 @@ fn determinism_and_snapshot(
     sample: u64,
 ) -> Result<(), Failed> {
     // Determinism self-check on a sample: each seed twice, in a fresh and a warm runner.
-    let divergences =
-        wakesim::engine::determinism::check_determinism(registry, scn, 0..sample);
+    let divergences = wakesim::engine::determinism::check_determinism(registry, scn, 0..sample);
     if let Some(d) = divergences.first() {
         return Err(format!("{}: nondeterministic: {d}", rel.display()).into());
     }

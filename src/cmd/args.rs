@@ -78,10 +78,9 @@ pub fn colour(choice: ColorChoice) -> bool {
     match choice {
         ColorChoice::Always => true,
         ColorChoice::Never => false,
-        ColorChoice::Auto => auto_colour(
-            &|k| std::env::var(k).ok(),
-            std::io::stdout().is_terminal(),
-        ),
+        ColorChoice::Auto => {
+            auto_colour(&|k| std::env::var(k).ok(), std::io::stdout().is_terminal())
+        }
     }
 }
 
@@ -120,7 +119,10 @@ mod tests {
         assert!(with(&[], true));
         assert!(!with(&[], false));
         assert!(!with(&[("NO_COLOR", "1")], true));
-        assert!(with(&[("NO_COLOR", "")], true), "an empty NO_COLOR is unset");
+        assert!(
+            with(&[("NO_COLOR", "")], true),
+            "an empty NO_COLOR is unset"
+        );
         assert!(with(&[("CLICOLOR_FORCE", "1")], false));
         assert!(!with(&[("CLICOLOR_FORCE", "0")], false));
         assert!(!with(&[("NO_COLOR", "1"), ("CLICOLOR_FORCE", "1")], true));

@@ -135,6 +135,10 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
         let rep = run_scenario_swept(registry, scn, range.clone(), threads, &sweep);
         let ran = rep.seeds.clone();
         progress.skip(range.end - ran.end);
+        // Told first, so that a sweep fail-fast cut short says why.
+        if !rep.met {
+            control.unmet();
+        }
         // A stopped run does not start the extras' second sweep either.
         let mut extras = match control.stop() {
             true => Extras::default(),

@@ -41,7 +41,9 @@ impl Control {
             .map_err(|e| e.to_string())
         });
         if let Err(e) = installed {
-            return Err(Error::Usage(format!("cannot install the Ctrl-C handler: {e}")));
+            return Err(Error::Usage(format!(
+                "cannot install the Ctrl-C handler: {e}"
+            )));
         }
         Ok(Control {
             started: Instant::now(),
@@ -125,8 +127,7 @@ pub fn filter(
     };
     scenarios.retain(|s| hit(s));
     regressions.retain(|r| {
-        hit(&r.scenario)
-            || (filters.iter()).any(|f| r.path.to_string_lossy().contains(f.as_str()))
+        hit(&r.scenario) || (filters.iter()).any(|f| r.path.to_string_lossy().contains(f.as_str()))
     });
     if scenarios.is_empty() && regressions.is_empty() {
         return Err(Error::Usage(format!(

@@ -71,7 +71,10 @@ pub fn page(scn: &Scenario, r: &RunResult) -> String {
     let rows = lines(scn.host, &r.trace, &r.messages, r.outcome.violations());
     let lanes = lanes(&rows);
     let lane_y = |a: Actor| {
-        let i = lanes.iter().position(|x| *x == a).unwrap_or(lanes.len() - 1);
+        let i = lanes
+            .iter()
+            .position(|x| *x == a)
+            .unwrap_or(lanes.len() - 1);
         TOP + i * LANE_H + LANE_H / 2
     };
     let x = |i: usize| LEFT + STEP / 2 + i * STEP;
@@ -98,7 +101,13 @@ pub fn page(scn: &Scenario, r: &RunResult) -> String {
     ticks(&mut svg, &rows, x);
     arrows(&mut svg, &rows, x, &lane_y, width);
     for (i, l) in rows.iter().enumerate() {
-        let full = format!("{} ms · {} · {} · host {}", l.t, l.actor.name(), l.text, l.state);
+        let full = format!(
+            "{} ms · {} · {} · host {}",
+            l.t,
+            l.actor.name(),
+            l.text,
+            l.state
+        );
         if l.kind == LineKind::Violation {
             let _ = writeln!(
                 svg,
