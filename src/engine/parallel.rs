@@ -84,9 +84,8 @@ fn run_chunks(
     let halted = AtomicBool::new(false);
     // Fail-fast stops other threads' chunks too, between their seeds.
     let go = |rep: &ScenarioReport| {
-        !(halted.load(Ordering::Relaxed) && sweep.fail_fast)
-            && !(sweep.fail_fast && rep.unexpected.is_some())
-            && !(sweep.stop)()
+        let failed = halted.load(Ordering::Relaxed) || rep.unexpected.is_some();
+        !((sweep.fail_fast && failed) || (sweep.stop)())
     };
     let mut parts: Vec<(usize, ScenarioReport)> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..threads.min(chunks.len().max(1)))
