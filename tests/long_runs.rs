@@ -276,3 +276,35 @@ fn check_determinism_through_an_adapter_warns_of_its_cost() {
     let builtin = run(&["run", G2, "--seeds", "0..3", "--check-determinism"], &[]);
     assert!(!text(&builtin.stderr).contains("warning"));
 }
+
+#[test]
+fn a_fail_fast_sweep_reports_the_first_unexpected_seed_whatever_the_threads() {
+    use wakesim::engine::parallel::{Sweep, run_scenario_swept};
+    use wakesim::family::Registry;
+    use wakesim::scenario::{Expect, Scenario};
+    let registry = Registry::builtin();
+    let g2 = Scenario::load(&root().join(G2), &registry).expect("scenario");
+    // G2's bug, expected to pass: most seeds are unexpected, in every chunk.
+    let scn = Scenario {
+        expect: Expect::Pass,
+        ..g2
+    };
+    let sweep = Sweep {
+        stop: &|| false,
+        progress: &|_, _| {},
+        fail_fast: true,
+    };
+    let one = run_scenario_swept(&registry, &scn, 3..3000, 1, &sweep);
+    let first = one.unexpected.as_ref().expect("an unexpected seed").seed;
+    assert_eq!(one.seeds, 3..first + 1, "stopped right after it");
+    for threads in [2, 3, 8] {
+        let many = run_scenario_swept(&registry, &scn, 3..3000, threads, &sweep);
+        assert_eq!(
+            many.unexpected.map(|u| u.seed),
+            Some(first),
+            "{threads} threads"
+        );
+        assert_eq!(many.seeds, 3..first + 1, "{threads} threads");
+        assert!(!many.met);
+    }
+}

@@ -82,9 +82,12 @@ fn run_chunks(
 ) -> Vec<(usize, ScenarioReport)> {
     let next = AtomicUsize::new(0);
     let halted = AtomicBool::new(false);
-    // Fail-fast stops other threads' chunks too, between their seeds.
-    let go = |rep: &ScenarioReport| {
-        let failed = halted.load(Ordering::Relaxed) || rep.unexpected.is_some();
+    // With fail-fast, the first chunk (by index) that met an unexpected outcome stops the
+    // chunks after it between their seeds; the chunks before it run on, so the report's prefix
+    // reaches that outcome.
+    let failed_at = AtomicUsize::new(usize::MAX);
+    let go = |i: usize, rep: &ScenarioReport| {
+        let failed = failed_at.load(Ordering::Relaxed) < i || rep.unexpected.is_some();
         !((sweep.fail_fast && failed) || (sweep.stop)())
     };
     let mut parts: Vec<(usize, ScenarioReport)> = std::thread::scope(|s| {
@@ -96,9 +99,12 @@ fn run_chunks(
                     while !halted.load(Ordering::Relaxed) {
                         let i = next.fetch_add(1, Ordering::Relaxed);
                         let Some(c) = chunks.get(i) else { break };
-                        let part = runner.run_range_while(scn, c.clone(), &go);
-                        if part.seeds.end < c.end || (sweep.fail_fast && part.unexpected.is_some())
-                        {
+                        let part = runner.run_range_while(scn, c.clone(), &|r| go(i, r));
+                        if sweep.fail_fast && part.unexpected.is_some() {
+                            failed_at.fetch_min(i, Ordering::Relaxed);
+                            halted.store(true, Ordering::Relaxed);
+                        }
+                        if part.seeds.end < c.end {
                             halted.store(true, Ordering::Relaxed);
                         }
                         (sweep.progress)(part.seed_count(), part.failures);
