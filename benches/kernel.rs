@@ -141,7 +141,7 @@ fn feed(monitor: &mut Monitor<PiNote>, rec: &Recorded, enabled: InvariantSet) ->
                 continue;
             }
             if let Ev::Produced { msg } = r.ev {
-                monitor.add_message(messages[msg.0 as usize].clone());
+                monitor.add_message(messages[msg.0 as usize]);
             }
             let ev: Ev<PiNote> = r.ev.clone().map_note(|_| unreachable!("notes are skipped"));
             monitor.emit(r.t, r.actor, r.state, ev);

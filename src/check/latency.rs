@@ -130,11 +130,7 @@ impl Checker for Latency {
             }
             // A host reports each edge of its idleness once; an idle stretch runs to the next
             // busy edge.
-            Ev::Idle { idle: true } => {
-                if self.idle_since.is_none() {
-                    self.idle_since = Some(t);
-                }
-            }
+            Ev::Idle { idle: true } if self.idle_since.is_none() => self.idle_since = Some(t),
             Ev::Idle { idle: false } => {
                 if let Some(since) = self.idle_since.take() {
                     self.close_idle(since, Some(t), view, out);
