@@ -10,13 +10,13 @@
 #   g3      src/family/pi/wakes/reservation.rs   G3's reservation
 #   outbox  src/family/pi/wakes/outbox.rs        gentle-agents' outbox around G0-G3 (G3's flush)
 #   g4      src/family/pi/wakes/gentle.rs        G4 upstream, its T2/T3 switches and the fixed G4
-#   w2      src/family/gptme_server/wakes/w2.rs         W2's batched drain (W2-subagent's watch part too)
-#   b1      src/family/gptme_cli/wakes/b1.rs         B1 and its two earlier states
+#   w2      src/family/gptme_server/wakes/w2.rs  W2's batched drain (W2-subagent's watch part too)
+#   b1      src/family/gptme_cli/wakes/b1.rs     B1 and its two earlier states
 #
 # Two kinds of mutants:
 # - cargo-mutants (crates.io, pinned below: `cargo install cargo-mutants --locked --version
-#   27.1.0`) with its own operators, one job at a time (the machine is shared), in a scratch copy
-#   of the tree; the test command is `cargo test --release --test mutants -- --exact FAMILY`.
+#   27.1.0`) with its own operators, one job at a time (the machine is shared); the test command
+#   is `cargo test --release --test mutants -- --exact FAMILY`.
 # - hand-written ones, `mutants/manual/FAMILY-*.patch`: what its operators cannot write (a dropped
 #   branch, two statements swapped, a flag cleared one event early or late, a queue flushed in the
 #   wrong order). Each is applied to a scratch copy and judged by the same test.
@@ -79,25 +79,26 @@ if [[ "$have" != "$CARGO_MUTANTS_VERSION" ]]; then
 fi
 mkdir -p "$OUT"
 
-# The hand-written mutants share one scratch copy of the sources (what git tracks or would
-# track) and its target dir: each patch is applied, judged and reversed, so a mutant rebuilds
-# only what one file touches.
-tree="$OUT/manual-tree"
-if [[ $manual == 1 ]]; then
-  rm -rf "$tree"
-  mkdir -p "$tree"
-  git ls-files -co --exclude-standard -z | tar -cf - --null -T - | tar -xf - -C "$tree"
-fi
+# Every mutant, of both kinds and all families, is built in one scratch copy of the sources
+# (what git tracks or would track) with one target dir: cargo-mutants mutates that copy in place
+# and restores each file, each patch is applied, judged and reversed. So the crate is built in
+# full once, and a mutant rebuilds (incrementally) only what one file touches: seconds. The
+# working tree is never modified.
+tree="$OUT/tree"
+export CARGO_TARGET_DIR="$OUT/target"
+rm -rf "$tree"
+mkdir -p "$tree"
+git ls-files -co --exclude-standard -z | tar -cf - --null -T - | tar -xf - -C "$tree"
 
 for fam in "${families[@]}"; do
   file=${FILES[$fam]}
   if [[ $auto == 1 ]]; then
     echo "== $fam: cargo-mutants on $file"
     rm -rf "$OUT/$fam"
-    # --cargo-arg reaches both the build and the test phase, so a mutant is built once, in
-    # release, and only the mutants test target is linked. Exit code 2 means "some mutants
-    # survived": the summary says which.
-    cargo mutants --no-shuffle --jobs 1 --file "$file" --output "$OUT/$fam" \
+    # In place (in the scratch copy) means one mutant at a time. --cargo-arg reaches both the
+    # build and the test phase, so a mutant is built once, in release, and only the mutants test
+    # target is linked. Exit code 2 means "some mutants survived": the summary says which.
+    cargo mutants --in-place --dir "$tree" --no-shuffle --file "$file" --output "$OUT/$fam" \
       --timeout 600 --build-timeout 900 --cargo-arg=--release --cargo-arg=--test=mutants \
       -- -- --exact "$fam" || true
   fi
@@ -114,8 +115,7 @@ for fam in "${families[@]}"; do
       continue
     fi
     log="$OUT/manual-$fam/$name.log"
-    if (cd "$tree" && CARGO_TARGET_DIR="$OUT/manual-target" \
-          cargo test --release --test mutants -- --exact "$fam") >"$log" 2>&1; then
+    if (cd "$tree" && cargo test --release --test mutants -- --exact "$fam") >"$log" 2>&1; then
       echo "$name: MISSED" | tee "$OUT/manual-$fam/$name.outcome"
     elif grep -q "mutant-kill:" "$log"; then
       echo "$name: caught" | tee "$OUT/manual-$fam/$name.outcome"
