@@ -9,6 +9,7 @@ mod merge;
 mod replay;
 mod run;
 mod shrink;
+mod sweep;
 
 use std::io::Write;
 
