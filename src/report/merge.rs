@@ -41,6 +41,16 @@ fn read(files: &[PathBuf]) -> Result<Shards> {
                      `regression` or `summary` line"
                 ))
             })?;
+            // A shard stopped early (Ctrl-C, a time budget, fail-fast) covers only part of its
+            // seeds, and skipped scenarios leave no line: its merge would be a report of seeds
+            // nobody chose.
+            if let RunLine::Summary(s) = &parsed
+                && let Some(why) = &s.stopped
+            {
+                return Err(bad(format!(
+                    "this shard's run stopped before its end ({why}); rerun it in full to merge"
+                )));
+            }
             shards.add(parsed);
         }
     }
