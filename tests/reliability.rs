@@ -1,0 +1,322 @@
+//! Reliability (issue 10): nothing hangs, nothing is orphaned, nothing is overwritten.
+//!
+//! - the evil-adapter suite: adapters that misbehave in every way we know of, each of which must
+//!   end as an adapter-fault verdict or an exit-2 error with a clear message, in bounded time,
+//!   with no process of its group left running;
+//! - the bad-scenario corpus (`tests/data/bad*/`, one snapshot of every message) and a generated
+//!   fuzz of scenario text: exit 0, 1 or 2, never a panic or a hang;
+//! - atomic, never-silent writes of regressions; checked output; `merge` of incomplete shard sets;
+//! - the smaller defects of the issue, each with the test that would have caught it.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{root, tempdir};
+
+/// The most a single wakesim invocation of this suite may take before it counts as a hang.
+const HANG: Duration = Duration::from_secs(60);
+
+/// What one invocation did.
+struct Ran {
+    out: Output,
+    hung: bool,
+    took: Duration,
+}
+
+/// Run the built binary in `dir` with a watchdog: past [`HANG`] it is killed and reported hung.
+fn run_bounded(args: &[&str], dir: &Path) -> Ran {
+    let started = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wakesim"))
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("wakesim starts");
+    // Read both pipes on threads, so a chatty run cannot block on a full pipe.
+    let mut so = child.stdout.take().expect("stdout");
+    let mut se = child.stderr.take().expect("stderr");
+    let t1 = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut so, &mut v).ok();
+        v
+    });
+    let t2 = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut se, &mut v).ok();
+        v
+    });
+    let mut hung = false;
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("try_wait") {
+            break s;
+        }
+        if started.elapsed() > HANG {
+            hung = true;
+            let _ = child.kill();
+            break child.wait().expect("wait");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let took = started.elapsed();
+    let out = Output {
+        status,
+        stdout: t1.join().expect("stdout thread"),
+        stderr: t2.join().expect("stderr thread"),
+    };
+    Ran { out, hung, took }
+}
+
+/// The processes of group `pgid` still running (zombies are dead: they only wait for a reaper,
+/// and in a container PID 1 may never reap an orphan).
+#[cfg(target_os = "linux")]
+fn live_in_group(pgid: i32) -> Vec<String> {
+    let mut live = Vec::new();
+    for e in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid pgrp ...: comm may hold spaces, so split after the last ')'.
+        let Some(close) = stat.rfind(')') else {
+            continue;
+        };
+        let rest: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+        if rest.len() > 2 && rest[2] == pgid.to_string() && rest[0] != "Z" && rest[0] != "X" {
+            live.push(stat[..close + 1].to_string());
+        }
+    }
+    live
+}
+
+#[cfg(not(target_os = "linux"))]
+fn live_in_group(_pgid: i32) -> Vec<String> {
+    Vec::new()
+}
+
+/// Wait a little for a group to be gone (the group is ended before wakesim exits, but SIGKILL
+/// is delivered asynchronously).
+fn left_behind(pgid: i32) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let live = live_in_group(pgid);
+        if live.is_empty() || Instant::now() > deadline {
+            return live;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// How a case must end.
+enum Ends {
+    /// `run` meets `verdict = "adapter-fault"` (exit 0) and the fault's detail says this.
+    Fault(&'static str),
+    /// Exit 2, and stderr says this.
+    Error(&'static str),
+}
+
+struct Evil {
+    mode: &'static str,
+    /// Wrap the adapter in `sh -c '...; exit $?'`, so the adapter is a grandchild of wakesim.
+    wrapped: bool,
+    /// More keys of the wake table.
+    extra: String,
+    /// The subcommand and its arguments before the scenario file.
+    cmd: &'static [&'static str],
+    ends: Ends,
+}
+
+fn evil(mode: &'static str, ends: Ends) -> Evil {
+    Evil {
+        mode,
+        wrapped: false,
+        extra: String::new(),
+        cmd: &["run"],
+        ends,
+    }
+}
+
+/// The scenario for a case: pi, two messages, bounds of a second.
+fn evil_scenario(case: &Evil, dir: &Path) -> (PathBuf, PathBuf) {
+    let script = root().join("tests/data/adapters/evil.py");
+    let tag = format!(
+        "{}{}",
+        case.mode,
+        if case.wrapped { "-wrapped" } else { "" }
+    );
+    let pgfile = dir.join(format!("{tag}-{}.pg", case.cmd[0]));
+    let _ = std::fs::remove_file(&pgfile);
+    let command = if case.wrapped {
+        format!(
+            r#"["sh", "-c", "python3 '{}' {} '{}'; exit $?"]"#,
+            script.display(),
+            case.mode,
+            pgfile.display()
+        )
+    } else {
+        format!(
+            r#"["python3", "{}", "{}", "{}"]"#,
+            script.display(),
+            case.mode,
+            pgfile.display()
+        )
+    };
+    let text = format!(
+        r#"name = "evil {tag}"
+host = "pi"
+wake = {{ command = {command}, timeout_ms = 1000, start_timeout_ms = 2000{} }}
+seeds = 20
+snapshot_seed = 0
+[producers]
+messages = 2
+[expect]
+verdict = "adapter-fault"
+"#,
+        case.extra
+    );
+    let file = dir.join(format!("{tag}-{}.toml", case.cmd[0]));
+    std::fs::write(&file, text).expect("scenario written");
+    (file, pgfile)
+}
+
+fn evil_cases() -> Vec<Evil> {
+    use Ends::{Error, Fault};
+    let big = format!(r#", options = {{ pad = "{}" }}"#, "x".repeat(400_000));
+    let mut cases = vec![
+        evil("exit-at-once", Error("the adapter did not start")),
+        evil("never-answer", Error("no answer within 2000 ms")),
+        evil("garbage", Error("not JSON")),
+        evil("wrong-protocol", Error("the adapter speaks protocol 99")),
+        evil("huge-line", Fault("a line longer than 1048576 bytes")),
+        evil("invalid-utf8", Fault("invalid unicode")),
+        evil("not-protocol", Fault("without a string `type`")),
+        evil("hang-mid-run", Fault("(timeout): no answer within 1000 ms")),
+        evil("crash-mid-run", Fault("(exited)")),
+        Evil {
+            extra: big,
+            ..evil(
+                "never-read-stdin",
+                Error("did not read its stdin within 2000 ms"),
+            )
+        },
+        evil("flood-stderr", Fault("(exited)")),
+        evil("fork-holding-stdout", Fault("(timeout)")),
+        evil("sleeper-child", Fault("(timeout)")),
+        evil("unknown-id", Fault("`carries` names m1000")),
+        evil("future-id", Fault("`carries` names m3")),
+        evil("out-of-turn", Fault("unexpected `ready`")),
+        evil("unknown-call", Fault("called `launch_missiles`")),
+    ];
+    // Behind a wrapper, the adapter is wakesim's grandchild: only ending the group ends it.
+    for mode in ["hang-mid-run", "sleeper-child", "crash-mid-run"] {
+        cases.push(Evil {
+            wrapped: true,
+            ..evil(mode, Fault(""))
+        });
+    }
+    // The other commands that run seeds stop at the fault too.
+    cases.push(Evil {
+        cmd: &["explore"],
+        ..evil("crash-mid-run", Fault("adapter fault (exited)"))
+    });
+    cases.push(Evil {
+        cmd: &["explore"],
+        ..evil("hang-mid-run", Fault("adapter fault (timeout)"))
+    });
+    cases.push(Evil {
+        cmd: &["replay", "--seed", "3"],
+        ..evil("crash-mid-run", Fault("adapter fault (exited)"))
+    });
+    cases
+}
+
+/// Tally of a suite, for the README's reliability section.
+#[derive(Default, Debug)]
+struct Tally {
+    cases: usize,
+    clear: usize,
+    panics: usize,
+    hangs: usize,
+    left: usize,
+}
+
+#[test]
+fn evil_adapters_end_as_faults_or_errors_in_bounded_time_leaving_no_process() {
+    let dir = tempdir("evil");
+    let mut tally = Tally::default();
+    let mut problems = Vec::new();
+    for case in evil_cases() {
+        let (file, pgfile) = evil_scenario(&case, &dir);
+        let mut args: Vec<&str> = case.cmd.to_vec();
+        let file_arg = file.to_str().expect("utf-8");
+        // replay takes the file first.
+        if args[0] == "replay" {
+            args.insert(1, file_arg);
+        } else {
+            args.push(file_arg);
+            args.extend(["--format", "json"]);
+        }
+        let name = format!("{} {}", case.cmd.join(" "), file.display());
+        let ran = run_bounded(&args, &dir);
+        tally.cases += 1;
+        let stdout = String::from_utf8_lossy(&ran.out.stdout);
+        let stderr = String::from_utf8_lossy(&ran.out.stderr);
+        if ran.hung {
+            tally.hangs += 1;
+            problems.push(format!("{name}: hung"));
+        }
+        if stderr.contains("panicked") {
+            tally.panics += 1;
+            problems.push(format!("{name}: panicked: {stderr}"));
+        }
+        let code = ran.out.status.code();
+        let clear = match case.ends {
+            Ends::Fault(says) if args[0] == "replay" => {
+                code == Some(1) && stdout.contains(says) && stdout.contains("reproduce:")
+            }
+            Ends::Fault(says) if args[0] == "explore" => {
+                code == Some(0)
+                    && stdout.contains(r#""stopped_at_adapter_fault":true"#)
+                    && stdout.contains(says)
+            }
+            Ends::Fault(says) => {
+                code == Some(0)
+                    && stdout.contains(r#""failing_seeds_by_outcome":{"adapter-fault":1}"#)
+                    && stdout.contains(says)
+            }
+            Ends::Error(says) => code == Some(2) && stderr.contains(says),
+        };
+        if clear {
+            tally.clear += 1;
+        } else {
+            problems.push(format!(
+                "{name}: exit {code:?}, not the expected end\nstdout: {stdout}\nstderr: {stderr}"
+            ));
+        }
+        // Every case takes at most a few of its one- and two-second bounds.
+        if ran.took > Duration::from_secs(30) {
+            problems.push(format!("{name}: took {:?}", ran.took));
+        }
+        match std::fs::read_to_string(&pgfile) {
+            Ok(pg) => {
+                let pgid: i32 = pg.trim().parse().expect("a process group id");
+                let live = left_behind(pgid);
+                if !live.is_empty() {
+                    tally.left += live.len();
+                    problems.push(format!("{name}: left running: {live:?}"));
+                    // Clean up after the failing case, by its group only.
+                    let _ = Command::new("kill")
+                        .args(["-KILL", "--", &format!("-{pgid}")])
+                        .status();
+                }
+            }
+            Err(e) => problems.push(format!("{name}: the adapter never started: {e}")),
+        }
+    }
+    eprintln!("evil-adapter suite: {tally:?}");
+    assert!(problems.is_empty(), "{}", problems.join("\n\n"));
+    assert_eq!(tally.clear, tally.cases);
+}
