@@ -320,3 +320,157 @@ fn evil_adapters_end_as_faults_or_errors_in_bounded_time_leaving_no_process() {
     assert!(problems.is_empty(), "{}", problems.join("\n\n"));
     assert_eq!(tally.clear, tally.cases);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Checked output, shard sets, seed ranges, threads.
+
+/// Run the binary from the repository root with stdout going to `stdout`.
+fn wakesim_to(args: &[&str], stdout: Stdio) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_wakesim"))
+        .args(args)
+        .current_dir(root())
+        .stdout(stdout)
+        .stderr(Stdio::piped())
+        .output()
+        .expect("wakesim runs")
+}
+
+const PASSING: &str = "tests/data/reliab/passes.toml";
+const FAILING: &str = "scenarios/pi/g0-idle-wake-skips-harness.toml";
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_report_that_cannot_be_written_is_exit_2_with_the_reason() {
+    for args in [
+        &["run", PASSING, "--seeds", "0..5", "--format", "json"][..],
+        &["run", PASSING, "--seeds", "0..5"],
+        &["replay", PASSING, "--seed", "1"],
+        &["list"],
+    ] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .expect("/dev/full");
+        let out = wakesim_to(args, Stdio::from(full));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("cannot write the report to stdout: No space left on device"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn merge_refuses_empty_cut_partial_duplicate_and_mixed_shard_sets() {
+    let dir = tempdir("merge");
+    let shard = |k: u64, n: u64| {
+        let out = wakesim_to(
+            &[
+                "run",
+                PASSING,
+                "--seeds",
+                "0..40",
+                "--format",
+                "json",
+                "--shard",
+                &format!("{k}/{n}"),
+            ],
+            Stdio::piped(),
+        );
+        assert_eq!(out.status.code(), Some(0));
+        let f = dir.join(format!("shard-{k}-of-{n}.jsonl"));
+        std::fs::write(&f, &out.stdout).expect("written");
+        f.to_str().expect("utf-8").to_string()
+    };
+    let (a, b, c) = (shard(1, 2), shard(2, 2), shard(1, 3));
+    let empty = dir.join("empty.jsonl");
+    std::fs::write(&empty, "").expect("written");
+    let cut = dir.join("cut.jsonl");
+    let text = std::fs::read_to_string(&b).expect("read");
+    std::fs::write(&cut, text.lines().next().expect("a line")).expect("written");
+    let (empty, cut) = (empty.to_str().unwrap(), cut.to_str().unwrap());
+    let refused = [
+        (vec![empty], "no summary line"),
+        (vec![a.as_str(), cut], "no summary line"),
+        (vec![a.as_str()], "shard 2/2 missing"),
+        (
+            vec![a.as_str(), a.as_str(), b.as_str()],
+            "shard 1/2 given twice",
+        ),
+        (
+            vec![a.as_str(), b.as_str(), c.as_str()],
+            "outputs of different runs",
+        ),
+    ];
+    for (files, says) in refused {
+        let mut args = vec!["merge"];
+        args.extend(&files);
+        let out = wakesim_to(&args, Stdio::piped());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{files:?}: {err}");
+        assert!(err.contains(says), "{files:?}: {err}");
+        assert!(out.stdout.is_empty(), "{files:?}");
+    }
+    let out = wakesim_to(&["merge", &b, &a], Stdio::piped());
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains(r#""seeds":40"#));
+}
+
+#[test]
+fn seeds_near_u64_max_are_all_run_and_replay_as_reported() {
+    let out = wakesim_to(
+        &[
+            "run",
+            PASSING,
+            "--seeds",
+            "18446744073709551564..18446744073709551615",
+            "--format",
+            "json",
+            "--threads",
+            "2",
+        ],
+        Stdio::piped(),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let summary: serde_json::Value =
+        serde_json::from_str(text.lines().last().expect("a summary")).expect("json");
+    assert_eq!(summary["seeds"], 51, "{text}");
+    // Every seed ran: a pi run has dozens of events, a skipped one none.
+    assert!(
+        summary["events"].as_u64().expect("events") > 51 * 10,
+        "{text}"
+    );
+    let replay = wakesim_to(
+        &["replay", PASSING, "--seed", "18446744073709551614"],
+        Stdio::piped(),
+    );
+    assert_eq!(replay.status.code(), Some(0));
+}
+
+#[test]
+fn zero_threads_is_a_usage_error() {
+    let out = wakesim_to(&["run", PASSING, "--threads", "0"], Stdio::piped());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--threads must be at least 1"));
+}
+
+#[test]
+fn an_empty_shard_of_an_expect_fail_scenario_is_not_a_failure() {
+    // Seeds 0..1 in two shards: shard 1 holds no seed.
+    let out = wakesim_to(
+        &[
+            "run", FAILING, "--seeds", "0..1", "--shard", "1/2", "--format", "json",
+        ],
+        Stdio::piped(),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains(r#""seeds":0"#), "{text}");
+}

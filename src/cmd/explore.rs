@@ -62,7 +62,7 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
     super::print(&match args.format {
         Format::Json => json(&e),
         Format::Text => text(&e),
-    });
+    })?;
     Ok(if met { 0 } else { 1 })
 }
 

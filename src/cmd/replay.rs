@@ -65,7 +65,7 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
         Format::Text => report::text::timeline(&scn, &r),
         Format::Json => report::json::replay(&scn, &r),
         Format::Mermaid => report::mermaid::diagram(&scn, &r),
-    });
+    })?;
     if let Some(why) = stale {
         eprintln!(
             "error: {} is stale: {why}; the model no longer consumes its choices the same way, so this is not the recorded run. Re-shrink: wakesim shrink {} --seed {}",

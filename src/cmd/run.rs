@@ -1,7 +1,6 @@
 //! `wakesim run [PATH..]`: every scenario's seed budget (regression files first), each
 //! expectation judged, one line per file and a summary.
 
-use std::io::Write;
 use std::ops::Range;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -12,7 +11,7 @@ use crate::engine::findability::findability;
 use crate::engine::parallel::{run_scenario_parallel, shard_range};
 use crate::engine::regression::Replayed;
 use crate::engine::{Extras, Runner, suite};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::family::Registry;
 use crate::report::progress::Progress;
 use crate::report::{Summary, json, text};
@@ -54,9 +53,11 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
     }
     drop(preparer);
     let mut runner = Runner::new(registry);
-    let threads = args
-        .threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let threads = match args.threads {
+        Some(0) => return Err(Error::Usage("--threads must be at least 1".into())),
+        Some(n) => n,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
     let out = std::io::stdout();
     let mut out = out.lock();
     let started = Instant::now();
@@ -67,6 +68,7 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
         events: 0,
         secs: 0.0,
         unmet: 0,
+        shard: args.shard,
     };
     // Regressions first: a known failure pinned as a choice sequence is the cheapest check.
     for reg in &suite.regressions {
@@ -76,7 +78,7 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
             Format::Json => json::regression_line(reg, &replayed),
             Format::Text => text::regression_line(reg, &replayed),
         };
-        let _ = writeln!(out, "{line}");
+        super::emit(&mut out, &line)?;
     }
     let progress = Progress::new(&suite.scenarios, |scn: &Scenario| {
         let r = (args.seeds.clone()).unwrap_or(0..scn.seeds.saturating_mul(multiplier));
@@ -98,14 +100,14 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
             Format::Json => json::scenario_line(scn, &rep, &extras),
             Format::Text => text::scenario_line(scn, &rep, &extras),
         };
-        let _ = writeln!(out, "{line}");
+        super::emit(&mut out, &line)?;
     }
     sum.secs = started.elapsed().as_secs_f64();
     let summary = match args.format {
         Format::Json => json::summary_line(&sum),
         Format::Text => text::summary_line(&sum),
     };
-    let _ = writeln!(out, "{summary}");
+    super::emit(&mut out, &summary)?;
     Ok(if sum.unmet == 0 { 0 } else { 1 })
 }
 

@@ -76,13 +76,13 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
     .write(&path)?;
     let mut minimal = sh.minimal;
     minimal.replay = Some(format!("wakesim replay {}", path.display()));
-    super::print(&report::text::story(&scn, &minimal, target));
+    super::print(&report::text::story(&scn, &minimal, target))?;
     super::print(&format!(
         "shrunk seed {seed} while it breaks {}: {sizes}, {} runs tried\nwrote {}\n",
         sh.invariant,
         sh.runs,
         path.display()
-    ));
+    ))?;
     Ok(0)
 }
 

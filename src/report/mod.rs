@@ -58,6 +58,8 @@ pub struct Summary {
     pub events: u64,
     pub secs: f64,
     pub unmet: usize,
+    /// `run --shard K/N`: which shard this run is, for `merge` to check the set is whole.
+    pub shard: Option<(u64, u64)>,
 }
 
 impl Summary {
