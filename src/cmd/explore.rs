@@ -29,6 +29,9 @@ pub struct Args {
     /// Keep the smallest run showing the expected failure as a regression file.
     #[arg(long)]
     record: bool,
+    /// Where `--record` writes (default: `regressions/` beside the scenario's directory).
+    #[arg(long)]
+    out: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
 }
@@ -76,7 +79,11 @@ fn record(args: &Args, ex: &Explored) -> Result<()> {
     let stem = file
         .file_stem()
         .map_or("scenario".into(), |s| s.to_string_lossy().into_owned());
-    let path = regression::default_dir(file).join(format!("{stem}-explored.toml"));
+    let dir = match args.out.clone() {
+        Some(d) => d,
+        None => regression::default_dir(file)?,
+    };
+    let path = dir.join(format!("{stem}-explored.toml"));
     let comment = format!(
         "wakesim regression: the smallest failure `wakesim explore {}` found in {} runs\n(at most {} message(s), {} deviation(s)); delays from the boundary set.",
         file.display(),
@@ -84,7 +91,7 @@ fn record(args: &Args, ex: &Explored) -> Result<()> {
         ex.scope.messages_max,
         ex.scope.deviations_max
     );
-    Keep {
+    let kept = Keep {
         scenario: file,
         seed: 0,
         run: r,
@@ -93,6 +100,6 @@ fn record(args: &Args, ex: &Explored) -> Result<()> {
         explored: Some(ex.scope.messages_max),
     }
     .write(&path)?;
-    eprintln!("wrote {}", path.display());
+    eprint!("{}", kept.describe());
     Ok(())
 }

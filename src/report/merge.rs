@@ -28,9 +28,11 @@ struct Shards {
 fn read(files: &[PathBuf]) -> Result<Shards> {
     let mut shards = Shards::default();
     for f in files {
-        let text = std::fs::read_to_string(f).map_err(|source| Error::Io {
-            path: f.clone(),
-            source,
+        let text = crate::io::read_text(f, crate::limits::REPORT_BYTES_MAX).map_err(|source| {
+            Error::Io {
+                path: f.clone(),
+                source,
+            }
         })?;
         let mut shard = None;
         for (n, line) in text.lines().enumerate() {
