@@ -474,3 +474,182 @@ fn an_empty_shard_of_an_expect_fail_scenario_is_not_a_failure() {
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.contains(r#""seeds":0"#), "{text}");
 }
+
+#[test]
+fn the_text_report_counts_an_adapter_fault_after_an_earlier_failure() {
+    let dir = tempdir("fault-after-failure");
+    let case = Evil {
+        cmd: &["run"],
+        ..evil("drops-then-crashes", Ends::Fault(""))
+    };
+    let (file, _) = evil_scenario(&case, &dir);
+    let text = std::fs::read_to_string(&file)
+        .expect("read")
+        .replace(r#"verdict = "adapter-fault""#, r#"verdict = "pass""#);
+    std::fs::write(&file, text).expect("write");
+    let ran = run_bounded(&["run", file.to_str().expect("utf-8")], &dir);
+    let stdout = String::from_utf8_lossy(&ran.out.stdout);
+    assert_eq!(ran.out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("adapter-fault 1"), "{stdout}");
+    assert!(stdout.contains("no-loss 1"), "{stdout}");
+}
+
+#[test]
+fn a_relative_adapter_program_works_from_a_relative_scenario_path() {
+    let dir = tempdir("relative-program");
+    let sub = dir.join("sub");
+    std::fs::create_dir_all(&sub).expect("sub");
+    let script = sub.join("adapter.sh");
+    let pgfile = dir.join("relative.pg");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nexec python3 '{}' crash-mid-run '{}'\n",
+            root().join("tests/data/adapters/evil.py").display(),
+            pgfile.display()
+        ),
+    )
+    .expect("script");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    std::fs::write(
+        sub.join("x.toml"),
+        "name = \"relative\"\nhost = \"pi\"\nwake = { command = [\"./adapter.sh\"] }\nseeds = 5\n\
+         snapshot_seed = 0\n[producers]\nmessages = 2\n[expect]\nverdict = \"adapter-fault\"\n",
+    )
+    .expect("scenario");
+    let ran = run_bounded(&["run", "sub/x.toml"], &dir);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&ran.out.stdout),
+        String::from_utf8_lossy(&ran.out.stderr),
+    );
+    assert_eq!(ran.out.status.code(), Some(0), "{stdout}{stderr}");
+}
+
+#[test]
+fn explore_keeps_the_scope_bounds_of_scenario_files() {
+    for (flag, v, says) in [
+        (
+            "--deviations",
+            "100",
+            "--deviations 100 is out of range 0..=8",
+        ),
+        ("--messages", "0", "--messages 0 is out of range 1..=16"),
+        ("--runs-max", "0", "--runs-max 0 is out of range"),
+    ] {
+        let out = wakesim_to(&["explore", PASSING, flag, v], Stdio::piped());
+        assert_eq!(out.status.code(), Some(2), "{flag}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(says),
+            "{flag}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Regression files: never overwritten, written atomically, never outside the project.
+
+/// `replay --record` of seed 3 of the G0 scenario into `dir`.
+fn record_into(dir: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_wakesim"));
+    c.args(["replay", FAILING, "--seed", "3", "--record", "--out"])
+        .arg(dir)
+        .current_dir(root())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    c
+}
+
+const SEED_FILE: &str = "g0-idle-wake-skips-harness-seed-3.toml";
+const SEED_FILE_NAMED: &str = "g0-idle-wake-skips-harness-seed-3-harness.toml";
+
+#[test]
+fn an_existing_regression_is_kept_and_the_new_one_named_with_its_invariant() {
+    let dir = tempdir("keep-regression");
+    let old = "# a human's note\nformat = \"wakesim-regression/1\"\n# (an older regression)\n";
+    std::fs::write(dir.join(SEED_FILE), old).expect("write");
+    let out = record_into(&dir).output().expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("kept {}", dir.join(SEED_FILE).display())),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("wrote {}", dir.join(SEED_FILE_NAMED).display())),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join(SEED_FILE)).expect("kept"),
+        old
+    );
+    let new = std::fs::read_to_string(dir.join(SEED_FILE_NAMED)).expect("new");
+    assert!(new.contains("invariant = \"harness\""), "{new}");
+    // The same regression again: nothing written, said so.
+    let out = record_into(&dir).output().expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("already holds this regression"), "{err}");
+    let names: Vec<_> = std::fs::read_dir(&dir).expect("dir").flatten().collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+}
+
+#[test]
+fn a_writer_killed_midway_leaves_the_old_file_intact_and_no_torn_file() {
+    let dir = tempdir("killed-writer");
+    let old = "# a committed regression, with a human comment\n".repeat(20);
+    std::fs::write(dir.join(SEED_FILE), &old).expect("write");
+    // The whole new file, from one uninterrupted run.
+    let whole_dir = tempdir("killed-writer-whole");
+    let _ = std::fs::remove_file(whole_dir.join(SEED_FILE));
+    record_into(&whole_dir).output().expect("runs");
+    let whole = std::fs::read(whole_dir.join(SEED_FILE)).expect("whole");
+    // Kill the writer at spread-out moments, from before it starts to after it is done.
+    for i in 0..24u64 {
+        let _ = std::fs::remove_file(dir.join(SEED_FILE_NAMED));
+        let mut child = record_into(&dir).spawn().expect("spawn");
+        std::thread::sleep(Duration::from_micros(i * i * 150));
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(
+            std::fs::read_to_string(dir.join(SEED_FILE)).expect("old file"),
+            old,
+            "kill {i}"
+        );
+        if let Ok(new) = std::fs::read(dir.join(SEED_FILE_NAMED)) {
+            assert_eq!(new, whole, "kill {i}: a torn file");
+        }
+        for e in std::fs::read_dir(&dir).expect("dir").flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            assert!(
+                name == SEED_FILE || name == SEED_FILE_NAMED || name.starts_with('.'),
+                "kill {i}: {name}"
+            );
+        }
+    }
+}
+
+#[test]
+fn no_default_regression_directory_outside_the_current_directory() {
+    let dir = tempdir("outside");
+    let file = dir.join("x.toml");
+    std::fs::copy(root().join(FAILING), &file).expect("copy");
+    let out = wakesim_to(
+        &[
+            "replay",
+            file.to_str().expect("utf-8"),
+            "--seed",
+            "3",
+            "--record",
+        ],
+        Stdio::null(),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("is outside the current directory"), "{err}");
+    assert!(err.contains("--out DIR"), "{err}");
+    let parent = dir.parent().expect("parent").join("regressions");
+    assert!(!parent.join("x-seed-3.toml").exists());
+}

@@ -8,8 +8,9 @@ use super::args::Format;
 use crate::engine::Runner;
 use crate::engine::explore::{Explored, explore};
 use crate::engine::regression::{self, Keep};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::family::Registry;
+use crate::limits::{EXPLORE_DEVIATIONS_MAX, EXPLORE_MESSAGES_MAX};
 use crate::report::explore::{Exploration, json, text};
 use crate::scenario::{Expect, Scenario, Scope};
 
@@ -38,6 +39,14 @@ pub struct Args {
 
 pub fn main(registry: &Registry, args: Args) -> Result<i32> {
     let scn = Scenario::load(&args.file, registry)?;
+    bounded("--messages", args.messages, 1, EXPLORE_MESSAGES_MAX)?;
+    bounded(
+        "--deviations",
+        args.deviations.map(|d| d as u64),
+        0,
+        EXPLORE_DEVIATIONS_MAX as u64,
+    )?;
+    bounded("--runs-max", args.runs_max, 1, u64::MAX)?;
     let scope = Scope {
         messages_max: args.messages.unwrap_or(scn.explore.messages_max),
         deviations_max: args.deviations.unwrap_or(scn.explore.deviations_max),
@@ -67,6 +76,16 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
         Format::Text => text(&e),
     })?;
     Ok(if met { 0 } else { 1 })
+}
+
+/// A scope given on the command line keeps the bounds a scenario's `[explore]` must.
+fn bounded(flag: &str, v: Option<u64>, lo: u64, hi: u64) -> Result<()> {
+    match v {
+        Some(v) if v < lo || v > hi => Err(Error::Usage(format!(
+            "{flag} {v} is out of range {lo}..={hi}"
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// Keep the smallest run showing the expected failure (or the smallest failure) as

@@ -12,7 +12,8 @@ MODE: exit-at-once | never-answer (reads hello, never answers) | garbage (hello 
       fork-holding-stdout (a child keeps stdout open, the parent exits) |
       sleeper-child (starts a detached sleeper, then hangs) |
       unknown-id | future-id (carries an id not produced yet) | out-of-turn (`ready` in a handler) |
-      unknown-call
+      unknown-call | drops-then-crashes (drops every message in the first run, crashes in the
+      second)
 """
 import json
 import os
@@ -52,6 +53,7 @@ if MODE == "flood-stderr":
     threading.Thread(target=flood, daemon=True).start()
 
 messages = 0
+runs = 0
 for line in sys.stdin:
     msg = json.loads(line)
     t = msg["type"]
@@ -65,6 +67,7 @@ for line in sys.stdin:
         out({"type": "hello", "protocol": 99 if MODE == "wrong-protocol" else 1, "adapter": "evil"})
     elif t == "reset":
         messages = 0
+        runs += 1
         out({"type": "ready", "events": ["message"]})
     elif t == "event":
         if msg["event"] != "message":
@@ -72,6 +75,11 @@ for line in sys.stdin:
             continue
         messages += 1
         mid = msg["message"]["id"]
+        if MODE == "drops-then-crashes":
+            if runs > 1:
+                os._exit(1)
+            out({"type": "done"})
+            continue
         if messages < 2:
             out({"type": "send_user_message", "carries": [mid], "deliver_as": "followUp"})
             out({"type": "done"})
