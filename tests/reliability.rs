@@ -653,3 +653,322 @@ fn no_default_regression_directory_outside_the_current_directory() {
     let parent = dir.parent().expect("parent").join("regressions");
     assert!(!parent.join("x-seed-3.toml").exists());
 }
+
+// ---------------------------------------------------------------------------------------------
+// The bad-scenario corpus and the fuzz of scenario text.
+
+#[test]
+fn bad_input_files_name_file_line_and_key_and_exit_2() {
+    let all = common::bad_file_errors("tests/data/bad-input", 50);
+    common::insta_settings().bind(|| insta::assert_snapshot!("reliability__bad-input", all));
+}
+
+/// Files that are not scenario text at all, made here (a FIFO or a 2 MB file is not committed):
+/// each is a clear exit 2 in bounded time, never a hang on a FIFO or a read of a huge file.
+#[cfg(unix)]
+#[test]
+fn special_files_are_refused_clearly_without_blocking() {
+    let dir = tempdir("special");
+    let at = |name: &str| dir.join(name);
+    for name in [
+        "dir.toml",
+        "loop.toml",
+        "fifo.toml",
+        "binary.toml",
+        "huge.toml",
+        "latin1.toml",
+    ] {
+        let _ = std::fs::remove_file(at(name));
+    }
+    let _ = std::fs::remove_dir_all(at("dir.toml"));
+    std::fs::create_dir_all(at("dir.toml")).expect("dir");
+    std::os::unix::fs::symlink("loop.toml", at("loop.toml")).expect("link");
+    let mk = Command::new("mkfifo")
+        .arg(at("fifo.toml"))
+        .status()
+        .expect("mkfifo");
+    assert!(mk.success());
+    std::fs::write(
+        at("binary.toml"),
+        b"\x7fELF\x02\x01\x01\x00\x00\x00\xff\xfe",
+    )
+    .expect("binary");
+    std::fs::write(at("huge.toml"), "# padding\n".repeat(200_000)).expect("huge");
+    std::fs::write(at("latin1.toml"), b"name = \"caf\xe9\"\n").expect("latin1");
+    let cases: [(&[&str], &str); 8] = [
+        (
+            &["explore", "dir.toml"],
+            "dir.toml: not a regular file (a directory)",
+        ),
+        (
+            &["replay", "dir.toml", "--seed", "1"],
+            "not a regular file (a directory)",
+        ),
+        (
+            &["run", "loop.toml"],
+            "loop.toml: Too many levels of symbolic links",
+        ),
+        (
+            &["run", "fifo.toml"],
+            "fifo.toml: not a regular file (a FIFO)",
+        ),
+        (
+            &["shrink", "fifo.toml", "--seed", "1"],
+            "not a regular file (a FIFO)",
+        ),
+        (
+            &["run", "binary.toml"],
+            "binary.toml: not UTF-8 text (an invalid byte at offset 10)",
+        ),
+        (
+            &["run", "huge.toml"],
+            "huge.toml: 2000000 bytes, more than the 1048576",
+        ),
+        (
+            &["run", "latin1.toml"],
+            "latin1.toml: not UTF-8 text (an invalid byte at offset 11)",
+        ),
+    ];
+    for (args, says) in cases {
+        let ran = run_bounded(args, &dir);
+        let err = String::from_utf8_lossy(&ran.out.stderr);
+        assert!(!ran.hung, "{args:?} hung");
+        assert_eq!(ran.out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    // A directory with a link cycle and a second link to one scenario: each file runs once.
+    let tree = at("tree");
+    let _ = std::fs::remove_dir_all(&tree);
+    std::fs::create_dir_all(tree.join("a")).expect("tree");
+    std::fs::copy(root().join(PASSING), tree.join("a/p.toml")).expect("copy");
+    std::os::unix::fs::symlink("..", tree.join("a/up")).expect("link");
+    std::os::unix::fs::symlink("p.toml", tree.join("a/again.toml")).expect("link");
+    let ran = run_bounded(&["run", "tree", "--seeds", "0..2"], &dir);
+    let out = String::from_utf8_lossy(&ran.out.stdout);
+    assert_eq!(ran.out.status.code(), Some(0), "{out}");
+    assert!(out.contains("1 scenarios, 2 seeds"), "{out}");
+}
+
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+    use wakesim::engine::Runner;
+    use wakesim::family::Registry;
+    use wakesim::scenario::Scenario;
+
+    const KEYS: &[&str] = &[
+        "name",
+        "description",
+        "host",
+        "wake",
+        "seeds",
+        "snapshot_seed",
+        "duration_ms",
+        "quiesce_ms_max",
+        "steps_max",
+        "messages",
+        "events",
+        "spacing_ms",
+        "start_ms",
+        "kinds",
+        "subagents",
+        "auth_error",
+        "retries",
+        "persist_failure",
+        "latency_ms_max",
+        "must_reach",
+        "verdict",
+        "invariant",
+        "also",
+        "requests",
+        "deviations",
+        "runs_max",
+        "step_ms",
+        "tool_turns",
+        "command",
+        "timeout_ms",
+        "format",
+        "choices",
+        "colour",
+    ];
+    const HEADERS: &[&str] = &[
+        "[producers]",
+        "[faults]",
+        "[timing]",
+        "[check]",
+        "[coverage]",
+        "[explore]",
+        "[expect]",
+        "[[expect]]",
+        "[wake]",
+        "[producers.messages]",
+        "[",
+        "[]",
+    ];
+    const VALUES: &[&str] = &[
+        "\"pi\"",
+        "\"pi-0.58\"",
+        "\"gptme-server\"",
+        "\"gptme-cli\"",
+        "\"pi.gentle\"",
+        "\"pi.is-idle\"",
+        "\"gptme.w2-one-wake-per-burst\"",
+        "\"gptme.b1-idle-wait\"",
+        "0",
+        "1",
+        "2",
+        "3",
+        "-1",
+        "7",
+        "100",
+        "10000",
+        "100000001",
+        "18446744073709551615",
+        "99999999999999999999",
+        "1.5",
+        "nan",
+        "inf",
+        "true",
+        "\"\"",
+        "\"pass\"",
+        "\"fail\"",
+        "\"panic\"",
+        "\"adapter-fault\"",
+        "\"no-loss\"",
+        "\"fifo\"",
+        "\"no-spin\"",
+        "\"1/2\"",
+        "\"3/2\"",
+        "\"1/0\"",
+        "\"0/0\"",
+        "[]",
+        "[1, 2]",
+        "[\"stale-ctx\"]",
+        "[\"burst-drained\"]",
+        "{ min = 1, max = 2 }",
+        "{ min = 5, max = 1 }",
+        "{ min = 0, max = 86400000 }",
+        "{ share = \"1/1\", rate = \"1/2\", max = 1 }",
+        "{ command = [] }",
+        "{ command = [\"/nonexistent\"] }",
+        "\"\\u0000\"",
+        "'''x'''",
+        "1979-05-27",
+    ];
+
+    /// A valid scenario the line fuzz starts from half the time.
+    const BASE: &str =
+        "name = \"x\"\nhost = \"pi\"\nwake = \"pi.gentle\"\nseeds = 3\nsnapshot_seed = 0\n";
+
+    fn line() -> impl Strategy<Value = String> {
+        prop_oneof![
+            1 => proptest::sample::select(HEADERS).prop_map(str::to_string),
+            4 => (proptest::sample::select(KEYS), proptest::sample::select(VALUES))
+                .prop_map(|(k, v)| format!("{k} = {v}")),
+            1 => "[ -~]{0,30}",
+        ]
+    }
+
+    fn text() -> impl Strategy<Value = String> {
+        prop_oneof![
+            // Lines from the vocabulary, after a valid head or alone.
+            (any::<bool>(), proptest::collection::vec(line(), 0..14)).prop_map(|(head, lines)| {
+                let mut t = if head {
+                    BASE.to_string()
+                } else {
+                    String::new()
+                };
+                for l in lines {
+                    t += &l;
+                    t.push('\n');
+                }
+                t
+            }),
+            // A whole valid scenario with bytes cut, doubled or replaced.
+            proptest::collection::vec((any::<prop::sample::Index>(), 0u8..3, any::<u8>()), 1..6)
+                .prop_map(|edits| {
+                    let mut b = std::fs::read(root().join(PASSING)).expect("base");
+                    for (i, op, byte) in edits {
+                        let at = i.index(b.len().max(1)).min(b.len().saturating_sub(1));
+                        match op {
+                            0 if !b.is_empty() => {
+                                b.remove(at);
+                            }
+                            1 => b.insert(at, byte),
+                            _ if !b.is_empty() => b[at] = byte,
+                            _ => {}
+                        }
+                    }
+                    String::from_utf8_lossy(&b).into_owned()
+                }),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: 400,
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        })]
+
+        /// In-process: parsing never panics, and a scenario that parses runs two seeds without
+        /// panicking out of the runner.
+        #[test]
+        fn scenario_text_never_panics_the_parser_or_the_runner(t in text()) {
+            let registry = Registry::builtin();
+            let parsed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                Scenario::parse(Path::new("fuzz.toml"), &t, &registry)
+            }));
+            let parsed = parsed.map_err(|_| TestCaseError::fail(format!("parse panicked on:\n{t}")))?;
+            if let Ok(scn) = parsed {
+                // Adapters are the evil suite's: a fuzzed command is not run here.
+                if scn.adapter.is_none() {
+                    let mut runner = Runner::new(&registry);
+                    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        runner.run_scenario(&scn, 0..2)
+                    }));
+                    prop_assert!(r.is_ok(), "the runner panicked on:\n{}", t);
+                }
+            } else if let Err(e) = parsed {
+                prop_assert_eq!(e.exit_code(), 2);
+                prop_assert!(e.to_string().starts_with("fuzz.toml:"), "{}", e);
+            }
+        }
+    }
+
+    /// Through the binary, fewer cases: exit 0, 1 or 2, no panic, no hang.
+    #[test]
+    fn the_binary_exits_0_1_or_2_on_fuzzed_files() {
+        use proptest::strategy::ValueTree;
+        use proptest::test_runner::{Config, TestRng, TestRunner};
+        let dir = tempdir("fuzz-bin");
+        let config = Config {
+            failure_persistence: None,
+            ..Config::default()
+        };
+        // A fixed seed: the same 40 files every time.
+        let mut runner = TestRunner::new_with_rng(config, TestRng::deterministic_rng(config_rng()));
+        for i in 0..40 {
+            let t = text().new_tree(&mut runner).expect("a case").current();
+            let file = dir.join(format!("case-{i}.toml"));
+            std::fs::write(&file, &t).expect("write");
+            let ran = run_bounded(
+                &["run", file.to_str().expect("utf-8"), "--seeds", "0..2"],
+                &dir,
+            );
+            let err = String::from_utf8_lossy(&ran.out.stderr);
+            assert!(!ran.hung, "hung on:\n{t}");
+            assert!(!err.contains("panicked"), "panicked on:\n{t}\n{err}");
+            assert!(
+                matches!(ran.out.status.code(), Some(0..=2)),
+                "exit {:?} on:\n{t}\n{err}",
+                ran.out.status.code()
+            );
+        }
+    }
+
+    fn config_rng() -> proptest::test_runner::RngAlgorithm {
+        proptest::test_runner::RngAlgorithm::ChaCha
+    }
+}

@@ -133,10 +133,8 @@ impl Regression {
     }
 
     pub fn parse(path: &Path, text: &str, registry: &Registry) -> Result<Regression> {
-        let raw: RawRegression = toml::from_str(text).map_err(|e| {
-            let span = e.span().unwrap_or(0..0);
-            located(path, text, span, e.message().to_string())
-        })?;
+        let raw: RawRegression =
+            toml::from_str(text).map_err(|e| crate::input::Cx { path, text }.toml(e))?;
         let err = |span: std::ops::Range<usize>, msg: String| located(path, text, span, msg);
         if raw.format.get_ref() != FORMAT {
             return Err(err(
