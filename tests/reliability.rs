@@ -972,3 +972,41 @@ mod fuzz {
         proptest::test_runner::RngAlgorithm::ChaCha
     }
 }
+
+#[test]
+fn a_gptme_server_wake_carrying_an_unknown_id_is_an_adapter_fault_naming_it() {
+    let dir = tempdir("gptme-unknown-id");
+    let file = dir.join("wake-unknown.toml");
+    std::fs::write(
+        &file,
+        format!(
+            r#"name = "wake-unknown"
+host = "gptme-server"
+wake = {{ command = ["python3", "{}", "wake-unknown"], timeout_ms = 2000 }}
+seeds = 5
+snapshot_seed = 0
+[producers]
+events = {{ min = 2, max = 2 }}
+spacing_ms = {{ min = 0, max = 2000 }}
+[faults]
+user_steps = "1/1"
+[expect]
+verdict = "adapter-fault"
+"#,
+            root()
+                .join("tests/data/adapters/misbehave_gptme.py")
+                .display()
+        ),
+    )
+    .expect("write");
+    let ran = run_bounded(
+        &["run", file.to_str().expect("utf-8"), "--format", "json"],
+        &dir,
+    );
+    let out = String::from_utf8_lossy(&ran.out.stdout);
+    assert_eq!(ran.out.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains("`carries` names m8, a message the simulator has not produced"),
+        "{out}"
+    );
+}
