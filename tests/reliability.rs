@@ -389,11 +389,26 @@ fn merge_refuses_empty_cut_partial_duplicate_and_mixed_shard_sets() {
     let cut = dir.join("cut.jsonl");
     let text = std::fs::read_to_string(&b).expect("read");
     std::fs::write(&cut, text.lines().next().expect("a line")).expect("written");
-    let (empty, cut) = (empty.to_str().unwrap(), cut.to_str().unwrap());
+    let stopped = dir.join("stopped.jsonl");
+    let text = std::fs::read_to_string(&b).expect("read");
+    std::fs::write(
+        &stopped,
+        text.replace(
+            r#""type":"summary","#,
+            r#""type":"summary","stopped":"time budget","#,
+        ),
+    )
+    .expect("written");
+    let (empty, cut, stopped) = (
+        empty.to_str().unwrap(),
+        cut.to_str().unwrap(),
+        stopped.to_str().unwrap(),
+    );
     let refused = [
         (vec![empty], "no summary line"),
         (vec![a.as_str(), cut], "no summary line"),
         (vec![a.as_str()], "shard 2/2 missing"),
+        (vec![a.as_str(), stopped], "this run stopped before its end"),
         (
             vec![a.as_str(), a.as_str(), b.as_str()],
             "shard 1/2 given twice",

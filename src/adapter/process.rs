@@ -91,12 +91,13 @@ impl Process {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        // Its own process group: ending the adapter ends whatever it started (a wrapper script's
+        // child, a module's subprocess). And a Ctrl-C at the terminal reaches the whole foreground
+        // group, and `wakesim run` stops between seeds on it, so the seed in flight must finish
+        // against a live adapter rather than end as an adapter fault. If wakesim exits without
+        // ending it, the adapter reads EOF on its stdin.
         #[cfg(unix)]
-        {
-            use std::os::unix::process::CommandExt;
-            // A group of its own, so ending the adapter ends whatever it started.
-            cmd.process_group(0);
-        }
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
         let mut child = cmd
             .spawn()
             .map_err(|e| format!("cannot start `{}`: {e}", resolved.display()))?;

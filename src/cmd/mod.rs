@@ -9,6 +9,7 @@ mod merge;
 mod replay;
 mod run;
 mod shrink;
+mod sweep;
 
 use std::io::Write;
 
@@ -55,11 +56,6 @@ enum Cmd {
 fn print(text: &str) -> Result<()> {
     let mut out = std::io::stdout().lock();
     checked(out.write_all(text.as_bytes()).and_then(|()| out.flush()))
-}
-
-/// Print one line of a report as it is ready (see [`print`]).
-fn emit(out: &mut impl Write, line: &str) -> Result<()> {
-    checked(writeln!(out, "{line}").and_then(|()| out.flush()))
 }
 
 fn checked(r: std::io::Result<()>) -> Result<()> {

@@ -52,6 +52,12 @@ fn read(files: &[PathBuf]) -> Result<Shards> {
                 ));
             }
             if let RunLine::Summary(sum) = &parsed {
+                if let Some(why) = &sum.stopped {
+                    return Err(bad(format!(
+                        "this run stopped before its end ({why}): merging it would report part \
+                         of a run as the whole"
+                    )));
+                }
                 shard = Some(sum.shard.map_or((1, 1), |[k, n]| (k, n)));
             }
             shards.add(parsed);
@@ -174,6 +180,9 @@ pub fn merge(registry: &Registry, files: &[PathBuf]) -> Result<(String, bool)> {
         secs: shards.secs,
         unmet,
         shard: None,
+        stopped: None,
+        not_run: 0,
+        seeds_planned: seeds,
     });
     out.push('\n');
     Ok((out, unmet == 0))
