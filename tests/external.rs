@@ -231,6 +231,58 @@ fn g4_races_through_node_give_the_builtin_traces_and_find_the_bugs() {
     }
 }
 
+/// The fixed G4's later fixes (a wake withdrawn at `input` in favour of a user prompt, held
+/// orchestrator messages kept in order, slow user prompts and promoted steers expected as long as
+/// a wake window, windows kept open through a compaction) act only in scenarios too large to copy
+/// through a process:
+/// their built-in scenarios run through `g4-gentle.ts` with `fixed` here, seed for seed, over a
+/// range that includes a seed where the withdrawal happens. The quick gate samples every fifth
+/// seed of the others (`common::sample`) but keeps the withdrawal's whole range.
+const G4_FIXED_HERE: [(&str, u64); 5] = [
+    ("scenarios/pi/g4-fixed-user-prompt-races.toml", 260),
+    ("scenarios/pi/g4-fixed-orchestrator-in-order.toml", 100),
+    ("scenarios/pi/g4-fixed-slow-user-prompts.toml", 100),
+    ("scenarios/pi/g4-fixed-long-compaction.toml", 100),
+    ("scenarios/pi/g4-fixed-steers-become-prompts.toml", 100),
+];
+
+#[test]
+fn the_fixed_g4_through_node_gives_the_builtin_traces_where_its_fixes_act() {
+    let registry = Registry::builtin();
+    let mut runner = Runner::new(&registry);
+    let model = scenario("scenarios/external/node-g4-fixed-passes.toml", &registry);
+    let model = model.adapter.expect("an adapter");
+    let mut withdrawn = 0;
+    for (file, seeds) in G4_FIXED_HERE {
+        let twin = scenario(file, &registry);
+        assert_eq!(twin.wake, "pi.gentle-fixed");
+        let ext = Scenario {
+            wake: "node:g4-gentle.ts".to_string(),
+            adapter: Some(model.clone()),
+            ..twin.clone()
+        };
+        let stride = if file.ends_with("user-prompt-races.toml") {
+            1
+        } else {
+            5
+        };
+        for seed in sample(0..seeds, stride) {
+            let a = runner.run_seed(&ext, seed, true);
+            let b = runner.run_seed(&twin, seed, true);
+            assert_eq!(a.outcome, b.outcome, "{file} seed {seed}");
+            assert_eq!(a.trace_hash, b.trace_hash, "{file} seed {seed}");
+            let text = report::text::timeline(&twin, &b);
+            withdrawn += text
+                .matches("handled by the wake logic's input handler")
+                .count();
+        }
+    }
+    assert!(
+        withdrawn > 0,
+        "no seed withdrew a wake: the range misses the fix"
+    );
+}
+
 #[test]
 fn the_twin_table_covers_every_external_variant_scenario() {
     let mut files: Vec<String> = std::fs::read_dir(root().join("scenarios/external"))
