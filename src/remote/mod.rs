@@ -171,8 +171,14 @@ impl Slot {
     }
 
     fn write(&mut self, line: &str, doing: &str) -> Result<(), AdapterFault> {
+        // A driver that stops reading its stdin fills the pipe: the write is bounded like a read.
+        let ms = if self.starting {
+            self.spec.start_timeout_ms
+        } else {
+            self.spec.timeout_ms
+        };
         let p = self.proc.as_mut().expect("a live process");
-        if let Err(e) = p.write_line(line) {
+        if let Err(e) = p.write_line(line, Duration::from_millis(ms)) {
             let detail = format!("cannot write to the driver while {doing}: {e}");
             return Err(self.fail(FaultKind::Exited, detail));
         }

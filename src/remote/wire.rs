@@ -382,7 +382,12 @@ pub fn line(ty: &str, v: &Value, vocab: &Vocab, k: &mut RemoteKernel) -> Result<
                         .ok_or("a producer kind is not a string")
                 })
                 .collect::<Result<Vec<_>, &str>>()?;
-            Ok(Step::Mix(Mix { faults, producers }))
+            // Drivers do not count an opportunity fault's firings (yet): coverage reads none.
+            Ok(Step::Mix(Mix {
+                faults,
+                producers,
+                fired: Vec::new(),
+            }))
         }
         "end" => {
             let t = uint(v, "t")?;
