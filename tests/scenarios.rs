@@ -9,8 +9,9 @@
 //!
 //! A snapshot that changes on purpose: `cargo insta review` (cargo-insta, see the README).
 //!
-//! Each test runs the scenario's seed budget (times `WAKESIM_SEEDS_MULTIPLIER`, for nightly runs)
-//! and asserts its expectation; a failure prints the line that replays the offending seed. Then it
+//! Each test runs the scenario's seed budget (times `WAKESIM_SEEDS_MULTIPLIER`, for nightly runs;
+//! a real host's failing scenario its first [`REAL_SEEDS`], a passing one's scope explored only
+//! in the release run, the main job running every whole budget) and asserts its expectation; a failure prints the line that replays the offending seed. Then it
 //! replays the scenario's `snapshot_seed` and compares its timeline with the committed insta
 //! snapshot in `snapshots/` (CI never writes snapshots: commit each accepted `.snap`). For a
 //! scenario that expects a failure, the snapshot seed must show that failure, so every snapshot
@@ -32,6 +33,21 @@ const DETERMINISM_SAMPLE: u64 = 8;
 /// In the quick gate, for an external scenario: each seed's first run starts a fresh adapter
 /// process, the dearest thing in the gate.
 const DETERMINISM_SAMPLE_QUICK: u64 = 2;
+
+/// Seeds of a real host's *failing* scenario this gate runs (times `WAKESIM_SEEDS_MULTIPLIER`):
+/// each seed is a run of the real host in its driver process, milliseconds where a model seed
+/// takes microseconds, so the gate takes the first ones (every real scenario's bug, and the race
+/// windows it must reach, show within them) and the main job (`wakesim run`) runs the whole
+/// budget. A passing scenario keeps its whole budget in the full gate: that is its assurance,
+/// and some of its required windows are rare (`g3-passes-without-failed-wake` on 0.99.1 reaches
+/// `message-between-inner-runs` only after seed 200).
+const REAL_SEEDS: u64 = 100;
+
+/// Whether this gate explores a real host's *passing* scenario exhaustively: tens of thousands of
+/// real runs (`g4-fixed-passes`: 31,135), so only the release run of the gate does (`.ci/run`
+/// runs this target in both profiles). A failing scenario's exploration stops at its first
+/// failing run and is cheap, so both runs do it.
+const REAL_PASS_EXPLORED: bool = !cfg!(debug_assertions);
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -77,8 +93,9 @@ const EXTERNAL_SAMPLE_SEEDS: u64 = 200;
 /// while `tests/external.rs` checks module and twin trace for trace. The full gate (a release
 /// build or `WAKESIM_FULL_GATE=1`, both in `.ci/run`), a seed multiplier and the main job
 /// (`wakesim run`) run every seed and explore the scope.
+/// A real host's scenario (its driver process sets the pace even more) is sampled alike.
 fn quick(scn: &Scenario, multiplier: u64) -> bool {
-    scn.adapter.is_some() && multiplier == 1 && !common::full_gate()
+    (scn.adapter.is_some() || scn.remote.is_some()) && multiplier == 1 && !common::full_gate()
 }
 
 fn check(rel: &Path) -> Result<(), Failed> {
@@ -87,9 +104,13 @@ fn check(rel: &Path) -> Result<(), Failed> {
     let multiplier = wakesim::cmd::seeds_multiplier().map_err(|e| e.to_string())?;
     let mut runner = Runner::new(&registry);
     let quick = quick(&scn, multiplier);
-    let budget = match quick {
-        true => scn.seeds.min(EXTERNAL_SAMPLE_SEEDS),
-        false => scn.seeds.saturating_mul(multiplier),
+    let real = scn.remote.is_some();
+    let passing = matches!(scn.expect, wakesim::scenario::Expect::Pass);
+    let budget = match (quick, real) {
+        (true, false) => scn.seeds.min(EXTERNAL_SAMPLE_SEEDS),
+        (true, true) => scn.seeds.min(REAL_SEEDS),
+        (false, true) if !passing => scn.seeds.min(REAL_SEEDS).saturating_mul(multiplier),
+        (false, _) => scn.seeds.saturating_mul(multiplier),
     };
     let mut rep = runner.run_range(&scn, 0..budget);
     // A sample need not reach every required window; the full gate judges those.
@@ -109,7 +130,7 @@ fn check(rel: &Path) -> Result<(), Failed> {
 
     // Exhaustive exploration of the scenario's scope finds its bug, or proves the scope clean.
     let stop_when_found = !matches!(scn.expect, wakesim::scenario::Expect::Pass);
-    let ex = match quick {
+    let ex = match quick || (real && passing && !REAL_PASS_EXPLORED) {
         true => None,
         false => Some(wakesim::engine::explore::explore_until(
             &mut runner,

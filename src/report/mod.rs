@@ -3,6 +3,7 @@
 //! outputs, and the progress line. The engine hands over values; only this layer formats them.
 
 pub mod colour;
+pub mod conform;
 pub mod explore;
 pub mod html;
 pub mod json;
