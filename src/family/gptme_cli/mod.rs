@@ -133,6 +133,8 @@ impl Family for CliFamily {
         Invariant::AliveWhileOwed,
         Invariant::NoSpin,
         Invariant::Isolation,
+        // Only a real gptme under the thread scheduler can deadlock; the model cannot.
+        Invariant::NoDeadlock,
     ]);
     const WINDOWS: &'static [Window] = vocab::WINDOWS;
     const STATES: &'static [&'static str] = note::STATES;

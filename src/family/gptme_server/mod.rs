@@ -92,8 +92,10 @@ impl Family for ServerFamily {
         },
         (),
     )];
-    /// `wake-systems.md` §1.3, §4.
-    const INVARIANTS: InvariantSet = InvariantSet::delivery_and(&[Invariant::NoSelfRefusal]);
+    /// `wake-systems.md` §1.3, §4; NO-DEADLOCK, which only a real gptme under the thread
+    /// scheduler can break (the model cannot block).
+    const INVARIANTS: InvariantSet =
+        InvariantSet::delivery_and(&[Invariant::NoSelfRefusal, Invariant::NoDeadlock]);
     const WINDOWS: &'static [Window] = vocab::WINDOWS;
     const STATES: &'static [&'static str] = note::STATES;
     const COMPACT_RUNS: bool = true;
