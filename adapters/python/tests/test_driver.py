@@ -103,6 +103,32 @@ class Driver(unittest.TestCase):
         self.assertEqual(produced, 1)
         w.close()
 
+    def test_a_deadlocking_patch_ends_its_runs_with_the_cause_deadlock(self):
+        # scenarios/real-gptme/patches/w2-step-lock-held.py holds step_lock across the retry,
+        # which request_watch_wake takes again: the run ends `deadlock` (a verdict wakesim
+        # judges, NO-DEADLOCK), with what each thread waits for in a note just before.
+        patch = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(HERE))),
+                             "scenarios", "real-gptme", "patches", "w2-step-lock-held.py")
+        w = FakeWakesim()
+        self.assertEqual(w.hello("gptme-server", {"patch": patch})["type"], "hello")
+        ends = []
+        for seed in range(12):
+            lines, _ = w.run(seed)
+            end = lines[-1]
+            ends.append(end["cause"])
+            if end["cause"] == "deadlock":
+                self.assertGreaterEqual(end["threads"], 1, end)
+                self.assertIn("state", end)
+                self.assertTrue(lines[-2]["type"] == "note"
+                                and lines[-2]["text"].startswith("deadlock: "), lines[-2])
+                # Locks are named by where gptme made them, never by address (the note is in
+                # the trace): the session's step_lock is a dataclass field made at
+                # create_session.
+                self.assertNotIn("0x", lines[-2]["text"])
+                self.assertIn("waits for Lock from session_models.py:", lines[-2]["text"])
+        w.close()
+        self.assertIn("deadlock", ends)
+
     def test_bad_hello_is_an_error_line(self):
         w = FakeWakesim()
         m = w.hello("pi")

@@ -117,6 +117,8 @@ class Deadlocks(unittest.TestCase):
         detail = verdicts[Verdict.DEADLOCK].detail
         self.assertIn("one waits for Lock B", detail)
         self.assertIn("two waits for Lock A", detail)
+        self.assertEqual(verdicts[Verdict.DEADLOCK].stuck, 3, detail)  # main joins them too
+        self.assertEqual(verdicts[Verdict.QUIET].stuck, 0)
 
     def test_no_thread_of_a_run_outlives_it(self):
         before = _thread._count()
@@ -153,6 +155,7 @@ class Deadlocks(unittest.TestCase):
         out = SCHED.run(main, SeededChooser(0), horizon_ms=10_000)
         self.assertEqual(out.verdict, Verdict.DEADLOCK, out)
         self.assertIn("blocked waits for Lock L, held by taker, which ended", out.detail)
+        self.assertEqual(out.stuck, 1)
 
 
 class ThreadState(unittest.TestCase):

@@ -444,16 +444,17 @@ class Driver:
         if out.errors:
             name, e = out.errors[0]
             raise Fatal(f"thread {name} of gptme raised {e!r}")
+        end = {"type": "end", "t": out.now_ms, "cause": out.verdict,
+               # The run's steps, as wakesim counts events: its scheduling points.
+               "steps": min(out.points, self.limits["steps_max"])}
         if out.verdict == sched.Verdict.DEADLOCK:
-            # No thread of gptme can run again: a verdict of its own. Protocol 1 has no end
-            # cause for it, so wakesim takes this line as a protocol fault (loud, never a
-            # pass); the report proposes the cause `deadlock`.
+            # No thread of gptme can run again: the end cause `deadlock`, which wakesim judges
+            # as a NO-DEADLOCK violation with the stuck threads' count; the note before it says
+            # what each one waits for.
             wire.send({"type": "note", "t": out.now_ms, "actor": "check", "state": state(),
                        "text": f"deadlock: {out.detail}"})
-        cause = out.verdict
-        # The run's steps, as wakesim counts events: its scheduling points.
-        wire.send({"type": "end", "t": out.now_ms, "cause": cause,
-                   "steps": min(out.points, self.limits["steps_max"])})
+            end.update(threads=out.stuck, state=state())
+        wire.send(end)
         if self.patch is not None and hasattr(self.patch, "undo"):
             self.patch.undo(R.G)
         return run, out

@@ -86,8 +86,9 @@ class Verdict:
 
 
 class Outcome:
-    def __init__(self, verdict, now_ns, points, detail="", error=None, errors=()):
+    def __init__(self, verdict, now_ns, points, detail="", error=None, errors=(), stuck=0):
         self.verdict = verdict
+        self.stuck = stuck          # a deadlock's threads that can never run again
         self.now_ns = now_ns
         self.points = points
         self.detail = detail
@@ -216,8 +217,9 @@ class Scheduler:
         finally:
             self.active = False
             self.current = None
-        verdict, detail, error = end
-        out = Outcome(verdict, self.now_ns, self.points, detail, error, self._errors)
+        verdict, detail, error = end[:3]
+        stuck = end[3] if len(end) > 3 else 0
+        out = Outcome(verdict, self.now_ns, self.points, detail, error, self._errors, stuck)
         out.result = result.get("value")
         return out
 
@@ -412,7 +414,7 @@ class Scheduler:
             waiting = [x for x in self.tasks if x.state in (BLOCKED, NEW)]
             if waiting:
                 self._finish((Verdict.DEADLOCK, "every thread is blocked: " + "; ".join(
-                    f"{x.name} waits for {x.what}" for x in waiting), None))
+                    f"{x.name} waits for {x.what}" for x in waiting), None, len(waiting)))
             else:
                 self._finish((Verdict.QUIET, "", None))
             return False
@@ -421,7 +423,7 @@ class Scheduler:
             self.now_ns = max(self.now_ns, self.horizon_ns)
             dead = self._dead_holders()
             if dead:
-                self._finish((Verdict.DEADLOCK, dead, None))
+                self._finish((Verdict.DEADLOCK, "; ".join(dead), None, len(dead)))
             else:
                 self._finish((Verdict.HORIZON, "", None))
             return False
@@ -437,7 +439,7 @@ class Scheduler:
             lock = getattr(x.waitlist, "lock", None) if x.state == BLOCKED else None
             if lock is not None and isinstance(lock._owner, _Task) and lock._owner.state == DONE:
                 out.append(f"{x.name} waits for {x.what}, held by {lock._owner.name}, which ended")
-        return "; ".join(out)
+        return out
 
     def _park(self, cur):
         """The run is over: give control back to the controller, wait to be unwound."""
@@ -490,6 +492,18 @@ class _Waitlist(list):
         self.lock = lock
 
 
+def _creation_site():
+    """`file.py:line` of the first caller outside this module and generated code (a dataclass's
+    `__init__` is `<string>`): where gptme made a lock, for what a deadlock names."""
+    f = sys._getframe(2)
+    while f is not None and (f.f_code.co_filename == __file__
+                             or f.f_code.co_filename.startswith("<")):
+        f = f.f_back
+    if f is None:
+        return "?"
+    return f"{f.f_code.co_filename.rsplit('/', 1)[-1]}:{f.f_lineno}"
+
+
 class SimLock:
     """`threading.Lock` (and `RLock` with `reentrant`) under the scheduler."""
 
@@ -499,6 +513,7 @@ class SimLock:
         self._owner = None
         self._count = 0
         self._waiters = _Waitlist(self)
+        self._site = _creation_site()
 
     def acquire(self, blocking=True, timeout=-1):
         s = SCHED
@@ -601,7 +616,9 @@ class SimLock:
 
     def _describe(self):
         kind = "RLock" if self._reentrant else "Lock"
-        return f"{kind} {getattr(self, 'label', None) or hex(id(self))}"
+        # Never the object's address: a deadlock's note is part of the trace, which must be the
+        # same in every process. An unlabelled lock is named by where it was created.
+        return f"{kind} {getattr(self, 'label', None) or 'from ' + self._site}"
 
     def __repr__(self):
         owner = self._owner.name if isinstance(self._owner, _Task) else self._owner
