@@ -129,6 +129,13 @@ class Driver(unittest.TestCase):
         w.close()
         self.assertIn("deadlock", ends)
 
+    def test_a_fault_the_plan_cannot_act_on_is_refused(self):
+        w = FakeWakesim()
+        m = w.hello("gptme-cli", {}, {"faults": [{"name": "sigterm", "share": [1, 1]}]})
+        self.assertEqual(m["type"], "error")
+        self.assertIn("does not implement the fault 'sigterm'", m["message"])
+        w.close()
+
     def test_bad_hello_is_an_error_line(self):
         w = FakeWakesim()
         m = w.hello("pi")

@@ -230,8 +230,14 @@ SERVER_DEFAULTS = {
                "confirm_ms": {"min": 500, "max": 20_000}, "command_ms": {"min": 100, "max": 5_000}},
     "faults": [{"name": n, "share": [1, 2]} for n in (
         "watch_tool", "user_steps", "tool_confirmation", "tool_calls", "slash_commands",
-        "persist_failure", "dispatch_failure")],
+        "persist_failure", "dispatch_failure")],  # SERVER_FAULTS, below
 }
+
+# The faults each plan acts on (the model's others are not implemented on the real host).
+SERVER_FAULTS = ("watch_tool", "user_steps", "tool_confirmation", "tool_calls", "slash_commands",
+                 "persist_failure", "dispatch_failure")
+CLI_FAULTS = ("stale_control", "control_writes", "prompt_writes", "steer_writes",
+              "teardown_reset", "auto_reply")
 
 CLI_DEFAULTS = {
     "producers": {"script": ["job", "text"]},
@@ -379,6 +385,12 @@ class Driver:
             spec.loader.exec_module(self.patch)
         defaults = SERVER_DEFAULTS if family == "gptme-server" else CLI_DEFAULTS
         self.sections = _merge(defaults, msg.get("scenario") or {})
+        # A fault the plan cannot act on would be drawn and silently do nothing: refuse it.
+        known = SERVER_FAULTS if family == "gptme-server" else CLI_FAULTS
+        for f in self.sections.get("faults", []):
+            if f.get("name") not in known:
+                raise Fatal(f"the real {family} driver does not implement the fault "
+                            f"{f.get('name')!r} (it implements {', '.join(known)})")
         self.limits.update(msg.get("limits") or {})
         R.load()
         self.wire.send({"type": "hello", "protocol": PROTOCOL, "driver": DRIVER, "host": HOST})
