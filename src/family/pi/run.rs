@@ -146,11 +146,12 @@ impl PiHost {
         let inner = self.core.runs[i].inner;
         match generation {
             Gen::V099 => {
-                // Handlers are awaited before the agent finishes its run.
+                // Handlers are awaited before the agent finishes its run: the agent stays busy
+                // through the handlers' delay and is freed in `post_run` (pi 0.99.1:
+                // `finishRun` clears `activeRun` after the executor has awaited every agent_end
+                // listener; found by `wakesim conform`).
                 self.run_note(k, id, RunNote::AgentEnd { inner });
                 self.hook(k, Hook::AgentEnd);
-                self.core.agent_active = None;
-                self.core.emit(k, Actor::Host, Ev::AgentRun { on: false });
             }
             Gen::V058 => {
                 // The agent's finally clears isStreaming before un-awaited listeners run.
@@ -292,6 +293,10 @@ impl PiHost {
         let i = id as usize - 1;
         let generation = self.core.generation;
         let timing = self.core.cfg.timing;
+        if generation == Gen::V099 && self.core.agent_active == Some(id) {
+            self.core.agent_active = None;
+            self.core.emit(k, Actor::Host, Ev::AgentRun { on: false });
+        }
         // 0.58 schedules continue() with setTimeout: an ordinary event, never a microtask.
         let continue_after = |k: &mut PiKernel, d: u64, ev: PiEv| match generation {
             Gen::V058 => k.schedule(d, ev),
