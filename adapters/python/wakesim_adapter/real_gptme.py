@@ -499,12 +499,18 @@ class Run:
     # ---- observations
 
     def obs(self, actor, ev):
+        if SCHED.ended:
+            # A thread unwound after the run ended (its `finally` reports a pass's end, say):
+            # not something the host did, so not a record.
+            return
         rec = (self.now_ms(), actor, ev)
         self.records.append(rec)
         if self.emit is not None:
             self.emit("obs", rec)
 
     def note(self, actor, text):
+        if SCHED.ended:
+            return
         rec = (self.now_ms(), actor, {"Note": text})
         self.records.append(rec)
         if self.emit is not None:

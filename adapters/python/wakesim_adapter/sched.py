@@ -326,6 +326,12 @@ class Scheduler:
 
     # ---- scheduling
 
+    @property
+    def ended(self):
+        """The run is over (a deadlock, the horizon, the budget) and its threads are being
+        unwound: what they do now (finally blocks) is not part of the run."""
+        return self.active and self._end is not None
+
     def task(self):
         """The managed thread calling, or None (outside a run, or a foreign thread)."""
         if not self.active:
