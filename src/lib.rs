@@ -16,7 +16,9 @@
 //!   and its step budget, the records of a run and their versioned hash, the sink records go to.
 //! - [`check`]: the invariants, their checkers and the monitor (the sink every run uses);
 //!   [`input`]: reading checked TOML; [`adapter`]: the adapter protocol as types, its processes.
-//! - [`outcome`]: driving one world to its end: `Outcome`, `RunResult`.
+//! - [`outcome`]: driving one world to its end: `Outcome`, `RunResult`; [`remote`]: real hosts
+//!   (pi's own `AgentSession` from npm) run by a driver process over the remote-host protocol of
+//!   `docs/remote-host.md`, judged by the same checkers.
 //! - [`family`]: host families, one module each ([`family::pi`], [`family::gptme_server`],
 //!   [`family::gptme_cli`]) with its model, wake-logic API, configuration, narration, faults,
 //!   adapter side and built-in wake logics; [`family::Registry`], the wake logics a run can name.
@@ -43,6 +45,7 @@ pub mod family;
 pub mod input;
 pub mod limits;
 pub mod outcome;
+pub mod remote;
 pub mod report;
 pub mod scenario;
 pub mod sim;

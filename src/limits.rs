@@ -78,6 +78,18 @@ pub const HANDLER_ERROR_CHARS_MAX: usize = 2000;
 pub const ADAPTER_NAMES_MAX: usize = 256;
 pub const ADAPTER_NAME_BYTES_MAX: usize = 64;
 
+/// The remote-host protocol version wakesim speaks with real hosts' drivers.
+pub const REMOTE_PROTOCOL_VERSION: u64 = 1;
+/// The default wall-clock bound on one line of a driver during a run.
+pub const REMOTE_TIMEOUT_MS_DEFAULT: u64 = 10_000;
+/// The default bound on a driver's `hello`: it may install its pinned packages first (`npm ci`),
+/// then imports the host.
+pub const REMOTE_START_TIMEOUT_MS_DEFAULT: u64 = 600_000;
+/// Lines one real-host run may have per step of its budget (draws, notes, observations).
+pub const REMOTE_LINES_PER_STEP_MAX: u64 = 64;
+/// Live driver processes a runner keeps; the least recently used beyond it is stopped.
+pub const REMOTES_LIVE_MAX: usize = 8;
+
 /// A parallel sweep cuts a seed range into this many chunks per thread, each of this many
 /// seeds at least and at most.
 pub const PARALLEL_CHUNKS_PER_THREAD: u64 = 8;

@@ -1,7 +1,7 @@
 //! The golden trace hashes: a lasting gate that a change to the code base is a refactor.
 //!
-//! For every scenario file under `scenarios/` (the built-in ones and, through their adapter
-//! processes, the external ones) the test runs a fixed range of seeds, one after another in one
+//! For every scenario file under `scenarios/` (the built-in ones, through their adapter
+//! processes the external ones, and through their drivers the real hosts' ones) the test runs a fixed range of seeds, one after another in one
 //! runner, and folds the trace hash of each seed into one hash per scenario; a regression file
 //! contributes the hash of its replayed run. The list is committed in
 //! `tests/data/trace-hashes.txt`. A change that alters any run (an extra draw, a reordered
@@ -24,6 +24,9 @@ const SEEDS: u64 = 2_000;
 /// Seeds each external scenario contributes (every seed is a round trip per handler through a
 /// Node or Python process, so fewer).
 const EXTERNAL_SEEDS: u64 = 30;
+/// Seeds each real-host scenario contributes (every seed is a run of the real host in its
+/// driver process, milliseconds each, so fewer again).
+const REAL_SEEDS: u64 = 10;
 
 const GOLDEN: &str = "tests/data/trace-hashes.txt";
 
@@ -48,6 +51,14 @@ fn is_external(rel: &Path) -> bool {
     rel.starts_with("scenarios/external")
 }
 
+/// A real host's scenario (`scenarios/real-*/`) or regression (`regressions/real-*.toml`).
+fn is_real(rel: &Path) -> bool {
+    let name = rel.file_name().map(|n| n.to_string_lossy().into_owned());
+    rel.to_string_lossy().starts_with("scenarios/real-")
+        || (rel.starts_with("scenarios/regressions")
+            && name.is_some_and(|n| n.starts_with("real-")))
+}
+
 /// One line per file of `scenarios/` that `which` selects: `path seeds hash`.
 fn lines(which: impl Fn(&Path) -> bool) -> Vec<String> {
     let registry = Registry::builtin();
@@ -69,6 +80,8 @@ fn lines(which: impl Fn(&Path) -> bool) -> Vec<String> {
             runner.prepare(&scn).expect("the adapter starts");
             let seeds = if is_external(&rel) {
                 EXTERNAL_SEEDS
+            } else if is_real(&rel) {
+                REAL_SEEDS
             } else {
                 SEEDS
             };
@@ -138,7 +151,12 @@ fn gate(which: fn(&Path) -> bool) {
 
 #[test]
 fn built_in_scenarios_and_regressions_keep_their_trace_hashes() {
-    gate(|p| !is_external(p));
+    gate(|p| !is_external(p) && !is_real(p));
+}
+
+#[test]
+fn real_host_scenarios_and_regressions_keep_their_trace_hashes() {
+    gate(is_real);
 }
 
 #[test]
@@ -155,7 +173,8 @@ fn write_the_golden_file_when_asked() {
     std::env::set_current_dir(root()).expect("the crate root");
     let mut text = format!(
         "# Golden trace hashes (tests/golden.rs): per scenario file, the FNV-1a fold of the trace\n\
-         # hashes of seeds 0..{SEEDS} (external scenarios 0..{EXTERNAL_SEEDS}), run in order in one\n\
+         # hashes of seeds 0..{SEEDS} (external scenarios 0..{EXTERNAL_SEEDS}, real hosts'\n\
+         # 0..{REAL_SEEDS}), run in order in one\n\
          # runner; per regression file, its replayed run. Trace-hash encoding: version 1.\n"
     );
     for l in lines(|_| true) {

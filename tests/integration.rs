@@ -238,6 +238,8 @@ fn list_names_hosts_wakes_invariants_and_faults() {
     let text = String::from_utf8_lossy(&out.stdout);
     for name in [
         "pi-0.58",
+        "pi@0.99.1",
+        "pi@1.6.0",
         "pi.gentle-fixed",
         "single-starter",
         "flag-coherence",

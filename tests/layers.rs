@@ -15,6 +15,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("input", 2),
     ("adapter", 2),
     ("outcome", 3),
+    ("remote", 3),
     ("family", 4),
     ("scenario", 5),
     ("engine", 6),

@@ -3,7 +3,9 @@
 //! A run is a pure function of (scenario, seed): the kernel, the host model and a fresh wake logic
 //! are built from the scenario and driven to the end by the scenario's family (`family::Runs`).
 //! The runner keeps one family runner (and so one kernel) per family it meets, and the adapter
-//! processes of external wake logics, across seeds.
+//! processes of external wake logics, across seeds. A real host's seeds run through the remote
+//! lane instead (`remote`): its driver process plays the host, kept across seeds too, and its
+//! runs are judged by the host's family's invariants.
 
 use std::ops::Range;
 
@@ -11,7 +13,8 @@ use super::verdict::{ScenarioReport, indent};
 use crate::adapter::{Peer, Pool};
 use crate::error::{Error, Result};
 use crate::family::{HostKind, Job, Registry, Runs, WakeSource};
-use crate::outcome::{Outcome, RunResult};
+use crate::outcome::{Drive, Outcome, RunResult};
+use crate::remote::{self, RemoteKernel, RemoteWorld};
 use crate::scenario::Scenario;
 use crate::sim::choice::{Choice, Choices, Profile};
 
@@ -22,6 +25,9 @@ pub struct Runner<'r> {
     runs: Vec<(&'static str, Box<dyn Runs>)>,
     /// Adapter processes of external wake logics, kept alive across seeds.
     adapters: Pool,
+    /// Real hosts' driver processes, kept alive across seeds, and the kernel their runs record on.
+    remotes: remote::Pool,
+    remote_kernel: Option<RemoteKernel>,
 }
 
 impl<'r> Runner<'r> {
@@ -30,19 +36,31 @@ impl<'r> Runner<'r> {
             registry,
             runs: Vec::new(),
             adapters: Pool::default(),
+            remotes: remote::Pool::default(),
+            remote_kernel: None,
         }
     }
 
-    /// Start the adapter of an external wake logic and run its first reset, so a command or a
-    /// module that cannot start is reported as an error of the scenario (exit 2) before any seed
-    /// runs. Built-in wake logics need nothing.
+    /// Start the adapter of an external wake logic and run its first reset (or a real host's
+    /// driver and its handshake), so a command or a module that cannot start is reported as an
+    /// error of the scenario (exit 2) before any seed runs. Built-in wake logics need nothing.
     pub fn prepare(&mut self, scn: &Scenario) -> Result<()> {
-        let Some(spec) = &scn.adapter else {
-            return Ok(());
+        let (started, origin, what) = match (&scn.adapter, &scn.remote) {
+            (Some(spec), _) => (
+                self.adapters.prepare(spec, peer(scn.host)),
+                &spec.origin,
+                "adapter",
+            ),
+            (None, Some(spec)) => (
+                self.remotes.prepare(spec, scn.limits),
+                &spec.origin,
+                "real host's driver",
+            ),
+            (None, None) => return Ok(()),
         };
-        self.adapters.prepare(spec, peer(scn.host)).map_err(|f| {
-            let (file, line, column) = spec.origin.clone();
-            let mut message = format!("the adapter did not start: {f}");
+        started.map_err(|f| {
+            let (file, line, column) = origin.clone();
+            let mut message = format!("the {what} did not start: {f}");
             if !f.stderr_tail.is_empty() {
                 message += &format!("; its stderr ends with:\n{}", indent(&f.stderr_tail));
             }
@@ -102,6 +120,19 @@ impl<'r> Runner<'r> {
         choices: Choices,
         tracing: bool,
     ) -> RunResult {
+        // A real host: its driver plays the host and the wake logic it loaded.
+        if let Some(spec) = &scn.remote {
+            let slot = self.remotes.slot(spec, scn.limits);
+            let drive = Drive {
+                seed,
+                choices,
+                limits: scn.limits,
+                enabled: scn.host.invariants(),
+                check: scn.check,
+                tracing,
+            };
+            return drive.run(&mut self.remote_kernel, || RemoteWorld::new(slot, spec));
+        }
         // A wake logic in another language runs in its adapter process.
         let wake = match &scn.adapter {
             Some(spec) => WakeSource::Adapter(

@@ -9,6 +9,11 @@
 //! family implements [`Family`]; everything else ([`AnyFamily`], running its seeds on a reused
 //! kernel) follows from it. Its fault enum is matched exhaustively wherever a fault acts, so a
 //! new fault does not compile until it is handled.
+//!
+//! A family may also declare *real hosts* ([`RealHost`]: `pi@0.99.1`): a pinned release of the
+//! real system, run by a driver process through the family-agnostic remote lane (`remote`),
+//! judged by the same family's invariants, windows and states, configured by the same scenario
+//! sections. A real host is a [`HostKind`] of its family like the models.
 
 pub mod common;
 pub mod gptme_cli;
@@ -35,6 +40,7 @@ use crate::input::Cx;
 use crate::input::values::FaultValue;
 use crate::limits::Limits;
 use crate::outcome::{Drive, RunResult};
+use crate::remote::Vocab;
 use crate::sim::choice::Choices;
 use crate::sim::record::{Note, Window};
 use crate::sim::{Kernel, World};
@@ -55,6 +61,35 @@ pub struct Host {
     /// The version it plays, for timelines and the adapter's `hello`.
     pub version_label: &'static str,
     pub describe: &'static str,
+}
+
+/// A real host of a family: a pinned release of the real system (`hosts/<family>/<version>/`),
+/// run by the family's driver over the remote-host protocol (`docs/remote-host.md`).
+#[derive(Debug)]
+pub struct RealHost {
+    /// Its name is `family@version`.
+    pub host: Host,
+    pub version: &'static str,
+    /// The model host it is compared with (`wakesim conform`): the twin runs its wake logic on
+    /// this host of the family through the family's adapter.
+    pub model: &'static str,
+}
+
+/// The names a family's drivers use on the wire for its documented drops, refusal reasons and
+/// session ends (`docs/remote-host.md`, `obs` lines).
+#[derive(Clone, Copy, Debug)]
+pub struct WireNames {
+    pub drops: &'static [(&'static str, crate::sim::record::Reason)],
+    pub refusals: &'static [(&'static str, crate::sim::record::Reason)],
+    pub ends: &'static [(&'static str, crate::sim::record::EndCause)],
+}
+
+impl WireNames {
+    pub const NONE: WireNames = WireNames {
+        drops: &[],
+        refusals: &[],
+        ends: &[],
+    };
 }
 
 /// A host family, as its module declares it.
@@ -105,6 +140,25 @@ pub trait Family: Sized + 'static {
 
     /// Register the family's built-in wake logics.
     fn builtin_wakes(registry: &mut Registry);
+
+    /// Its real hosts (none unless the family has a driver).
+    const REAL_HOSTS: &'static [RealHost] = &[];
+    /// What its drivers name on the wire.
+    const WIRE: WireNames = WireNames::NONE;
+    /// The labels of its model's per-seed plan draws (producers, faults), which its drivers draw
+    /// first, alike: conformance compares the two lanes' plans by them.
+    const PLAN_LABELS: &'static [&'static str] = &[];
+
+    /// A configuration resolved for a driver's `hello` (`scenario`): every default applied.
+    fn real_sections(_config: &Self::Config) -> serde_json::Value {
+        serde_json::Value::Object(Default::default())
+    }
+
+    /// The model twin of a real host's wake (`hello.wake`): the adapter command that runs the
+    /// same code on the family's model host.
+    fn twin(_wake: &serde_json::Value) -> std::result::Result<Vec<String>, String> {
+        Err(format!("{} real hosts have no model twin yet", Self::NAME))
+    }
 }
 
 /// A family as the rest of wakesim sees it: object-safe, one static instance per family.
@@ -125,6 +179,16 @@ pub trait AnyFamily: Sync {
     fn runs(&self) -> Box<dyn Runs>;
     /// Register the family's built-in wake logics.
     fn builtin_wakes(&self, registry: &mut Registry);
+    /// Its real hosts.
+    fn real_hosts(&self) -> &'static [RealHost];
+    /// What its drivers may name: its states, windows, drops, refusals and session ends.
+    fn vocab(&self) -> Vocab;
+    /// `config` resolved for a driver (see [`Family::real_sections`]).
+    fn real_sections(&self, config: &Config) -> serde_json::Value;
+    /// The model twin's adapter command (see [`Family::twin`]).
+    fn twin(&self, wake: &serde_json::Value) -> std::result::Result<Vec<String>, String>;
+    /// Its plan's draw labels (see [`Family::PLAN_LABELS`]).
+    fn plan_labels(&self) -> &'static [&'static str];
 }
 
 /// One fault of a family, for `wakesim list`.
@@ -134,16 +198,17 @@ pub struct FaultInfo {
     pub describe: &'static str,
 }
 
-/// A host of a family: what a scenario's `host` names.
+/// A host of a family: what a scenario's `host` names. A model host, or a real one.
 #[derive(Clone, Copy)]
 pub struct HostKind {
     family: &'static dyn AnyFamily,
     index: usize,
     host: &'static Host,
+    real: Option<&'static RealHost>,
 }
 
 impl HostKind {
-    /// Every host, family by family.
+    /// Every model host, family by family.
     pub fn all() -> impl Iterator<Item = HostKind> {
         FAMILIES.iter().flat_map(|&family| {
             family
@@ -154,12 +219,49 @@ impl HostKind {
                     family,
                     index,
                     host,
+                    real: None,
                 })
         })
     }
 
+    /// Every real host, family by family.
+    pub fn real_hosts() -> impl Iterator<Item = HostKind> {
+        FAMILIES.iter().flat_map(|&family| {
+            (family.real_hosts().iter())
+                .enumerate()
+                .map(move |(index, real)| HostKind {
+                    family,
+                    index,
+                    host: &real.host,
+                    real: Some(real),
+                })
+        })
+    }
+
+    /// A model host or a real one (`family@version`) by name.
     pub fn from_name(name: &str) -> Option<HostKind> {
-        HostKind::all().find(|h| h.name() == name)
+        HostKind::all()
+            .chain(HostKind::real_hosts())
+            .find(|h| h.name() == name)
+    }
+
+    /// The real host this is, if it is one.
+    pub fn real(self) -> Option<&'static RealHost> {
+        self.real
+    }
+
+    /// The model host of the family a real host is compared with (a model host is its own).
+    pub fn model(self) -> HostKind {
+        let Some(real) = self.real else { return self };
+        HostKind::from_name(real.model)
+            .filter(|h| h.real.is_none() && h.family.name() == self.family.name())
+            .unwrap_or_else(|| {
+                panic!(
+                    "{}: model host {} is not in its family",
+                    self.name(),
+                    real.model
+                )
+            })
     }
 
     pub fn name(self) -> &'static str {
@@ -184,7 +286,7 @@ impl HostKind {
         self.family.invariants()
     }
 
-    /// Which of its family's hosts it is.
+    /// Which of its family's hosts (or, for a real host, of its real hosts) it is.
     pub fn index(self) -> usize {
         self.index
     }
@@ -364,6 +466,32 @@ impl<F: Family> AnyFamily for Of<F> {
     fn builtin_wakes(&self, registry: &mut Registry) {
         F::builtin_wakes(registry);
     }
+
+    fn real_hosts(&self) -> &'static [RealHost] {
+        F::REAL_HOSTS
+    }
+
+    fn vocab(&self) -> Vocab {
+        Vocab {
+            states: F::STATES,
+            windows: F::WINDOWS,
+            drops: F::WIRE.drops,
+            refusals: F::WIRE.refusals,
+            ends: F::WIRE.ends,
+        }
+    }
+
+    fn real_sections(&self, config: &Config) -> serde_json::Value {
+        F::real_sections(typed::<F>(config))
+    }
+
+    fn twin(&self, wake: &serde_json::Value) -> std::result::Result<Vec<String>, String> {
+        F::twin(wake)
+    }
+
+    fn plan_labels(&self) -> &'static [&'static str] {
+        F::PLAN_LABELS
+    }
 }
 
 /// A configuration of family `F`. Scenarios are read by their host's family, so any other is a
@@ -449,5 +577,14 @@ mod tests {
             assert_eq!(HostKind::from_name(n).map(|h| h.name()), Some(*n));
         }
         assert_eq!(names, ["pi", "pi-0.58", "gptme-server", "gptme-cli"]);
+        for h in HostKind::real_hosts() {
+            assert_eq!(
+                HostKind::from_name(h.name()).map(|h| h.name()),
+                Some(h.name())
+            );
+            let real = h.real().expect("a real host");
+            assert_eq!(h.name(), format!("{}@{}", h.family().name(), real.version));
+            assert!(h.model().real().is_none(), "{}", h.name());
+        }
     }
 }

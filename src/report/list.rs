@@ -46,9 +46,14 @@ enum ListLine {
     },
 }
 
+/// Every host: the models, then the real hosts (`family@version`).
+fn hosts() -> impl Iterator<Item = HostKind> {
+    HostKind::all().chain(HostKind::real_hosts())
+}
+
 /// The hosts judged by `i`.
 fn hosts_judging(i: Invariant) -> Vec<&'static str> {
-    HostKind::all()
+    hosts()
         .filter(|h| h.invariants().contains(i))
         .map(|h| h.name())
         .collect()
@@ -68,7 +73,7 @@ fn windows() -> Vec<Window> {
 /// `wakesim list --format json`.
 pub fn json(registry: &Registry) -> String {
     let mut lines = Vec::new();
-    for h in HostKind::all() {
+    for h in hosts() {
         lines.push(ListLine::Host {
             format: FORMAT,
             name: h.name(),
@@ -122,7 +127,7 @@ pub fn json(registry: &Registry) -> String {
 /// `wakesim list`.
 pub fn text(registry: &Registry) -> String {
     let mut s = String::from("hosts:\n");
-    for h in HostKind::all() {
+    for h in hosts() {
         let _ = writeln!(s, "  {:<24} {}", h.name(), h.describe());
     }
     let _ = writeln!(s, "\nwake logics (by host family):");

@@ -1,4 +1,6 @@
-//! `wake` as a table: an external wake logic's adapter process (`docs/protocol.md`).
+//! `wake` as a table: an external wake logic's adapter process (`docs/protocol.md`), or the
+//! extension a real host loads itself (`remote.rs`). One table type serves both, read straight
+//! from the document, so every error keeps its span.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -17,10 +19,12 @@ use crate::limits::{
     DURATION_MS_MAX,
 };
 
-/// `wake`: a registered name, or a table naming an external adapter.
+/// `wake`: a registered name, a table naming an external adapter (`command`), or a table naming
+/// the extension a real host loads (`extension`).
 pub(super) enum WakeValue {
     Name(String),
     External(Box<RawExternal>),
+    Remote(Box<RawExternal>),
 }
 
 impl<'de> Deserialize<'de> for WakeValue {
@@ -29,7 +33,9 @@ impl<'de> Deserialize<'de> for WakeValue {
         impl<'de> Visitor<'de> for V {
             type Value = WakeValue;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a wake logic's name or a table { command = [...] }")
+                f.write_str(
+                    "a wake logic's name, a table { command = [...] } or a table { extension = \"...\" }",
+                )
             }
             fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<WakeValue, E> {
                 Ok(WakeValue::Name(v.to_string()))
@@ -38,8 +44,21 @@ impl<'de> Deserialize<'de> for WakeValue {
                 self,
                 map: A,
             ) -> std::result::Result<WakeValue, A::Error> {
-                RawExternal::deserialize(de::value::MapAccessDeserializer::new(map))
-                    .map(|x| WakeValue::External(Box::new(x)))
+                let x = RawExternal::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                let remote_only = x.deliver.is_some() || x.fresh_modules.is_some();
+                match (&x.command, &x.extension) {
+                    (Some(_), Some(_)) => Err(de::Error::custom(
+                        "give either `command` (an adapter) or `extension` (an extension a real host loads), not both",
+                    )),
+                    (None, Some(_)) => Ok(WakeValue::Remote(Box::new(x))),
+                    (None, None) => Err(de::Error::custom(
+                        "give `command` (an adapter's program and arguments) or `extension` (an extension a real host loads)",
+                    )),
+                    (Some(_), None) if remote_only => Err(de::Error::custom(
+                        "`deliver` and `fresh_modules` are for a real host's `extension`, not an adapter's `command`",
+                    )),
+                    (Some(_), None) => Ok(WakeValue::External(Box::new(x))),
+                }
             }
         }
         d.deserialize_any(V)
@@ -47,11 +66,22 @@ impl<'de> Deserialize<'de> for WakeValue {
 }
 
 /// `wake = { command = [...], cwd = "..", name = "..", constants_ms = [..], timeout_ms = n,
-/// start_timeout_ms = n, options = { .. } }`: an adapter process speaking `docs/protocol.md`.
+/// start_timeout_ms = n, options = { .. } }`: an adapter process speaking `docs/protocol.md`;
+/// or, with `extension = ".."` in place of `command` (and optionally `deliver = "factory" |
+/// "export:NAME" | "event:NAME"` and `fresh_modules = true`), the extension a real host loads.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawExternal {
-    command: Spanned<Vec<String>>,
+    #[serde(default)]
+    command: Option<Spanned<Vec<String>>>,
+    #[serde(default)]
+    pub(super) extension: Option<Spanned<String>>,
+    #[serde(default)]
+    pub(super) deliver: Option<Spanned<String>>,
+    /// Re-import the extension's modules for every run (its module-level state starts fresh; a
+    /// factory's closure state always does).
+    #[serde(default)]
+    pub(super) fresh_modules: Option<bool>,
     /// The adapter's working directory, relative to the scenario file's directory (default: that
     /// directory). The program and its arguments are taken relative to it.
     #[serde(default)]
@@ -61,15 +91,15 @@ pub(super) struct RawExternal {
     #[serde(default)]
     constants_ms: Option<Spanned<Vec<u64>>>,
     #[serde(default)]
-    timeout_ms: Option<Spanned<u64>>,
+    pub(super) timeout_ms: Option<Spanned<u64>>,
     #[serde(default)]
-    start_timeout_ms: Option<Spanned<u64>>,
+    pub(super) start_timeout_ms: Option<Spanned<u64>>,
     #[serde(default)]
-    options: Option<toml::Table>,
+    pub(super) options: Option<toml::Table>,
 }
 
 /// Locates an error at a span of the file being read.
-type Err<'a> = &'a dyn Fn(std::ops::Range<usize>, String) -> Error;
+pub(super) type Err<'a> = &'a dyn Fn(std::ops::Range<usize>, String) -> Error;
 
 impl RawExternal {
     pub(super) fn validate(
@@ -78,46 +108,47 @@ impl RawExternal {
         origin: (PathBuf, usize, usize),
         err: Err<'_>,
     ) -> Result<AdapterSpec> {
-        let command = self.command.get_ref().clone();
+        let Some(command_value) = &self.command else {
+            unreachable!("a table without `command` is read as a real host's wake");
+        };
+        let command = command_value.get_ref().clone();
         let Some(program) = command.first() else {
             let message = "the command is empty: give the program and its arguments";
-            return Err(err(self.command.span(), message.to_string()));
+            return Err(err(command_value.span(), message.to_string()));
         };
         let cwd = self.cwd(path, err)?;
         self.program(program, &cwd, err)?;
         let timeout_ms = bound(&self.timeout_ms, TIMEOUT_MS_DEFAULT, err)?;
         let start_timeout_ms = bound(&self.start_timeout_ms, START_TIMEOUT_MS_DEFAULT, err)?;
-        let constants_ms = match &self.constants_ms {
-            Some(c) => {
-                let v = c.get_ref();
-                if v.len() > CONSTANTS_MAX || v.iter().any(|&ms| ms > DURATION_MS_MAX) {
-                    let message = format!(
-                        "at most {CONSTANTS_MAX} constants, each at most {DURATION_MS_MAX} ms"
-                    );
-                    return Err(err(c.span(), message));
-                }
-                v.clone()
-            }
-            None => Vec::new(),
-        };
-        let options = match &self.options {
-            Some(t) => serde_json::to_value(t).unwrap_or_default(),
-            None => serde_json::Value::Object(Default::default()),
-        };
+        let constants_ms = self.constants(err)?;
         Ok(AdapterSpec {
             command,
             cwd,
             constants_ms,
             timeout_ms,
             start_timeout_ms,
-            options,
+            options: self.options_json(),
             origin,
         })
     }
 
+    /// `constants_ms`: a few, each within a run's longest duration.
+    pub(super) fn constants(&self, err: Err<'_>) -> Result<Vec<u64>> {
+        let Some(c) = &self.constants_ms else {
+            return Ok(Vec::new());
+        };
+        let v = c.get_ref();
+        if v.len() > CONSTANTS_MAX || v.iter().any(|&ms| ms > DURATION_MS_MAX) {
+            let message =
+                format!("at most {CONSTANTS_MAX} constants, each at most {DURATION_MS_MAX} ms");
+            return Err(err(c.span(), message));
+        }
+        Ok(v.clone())
+    }
+
     /// The adapter's directory: `cwd` relative to the scenario file's directory (default: that
     /// directory). It must exist.
-    fn cwd(&self, path: &Path, err: Err<'_>) -> Result<PathBuf> {
+    pub(super) fn cwd(&self, path: &Path, err: Err<'_>) -> Result<PathBuf> {
         let dir = match path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
@@ -135,7 +166,7 @@ impl RawExternal {
 
     /// The command's program must be there: a path relative to `cwd`, or a name on `PATH`.
     fn program(&self, program: &str, cwd: &Path, err: Err<'_>) -> Result<()> {
-        let span = self.command.span();
+        let span = self.command.as_ref().map_or(0..0, |c| c.span());
         if resolve_program(program, cwd).is_some() {
             return Ok(());
         }
@@ -149,7 +180,7 @@ impl RawExternal {
 }
 
 /// A wall-clock bound in `1..=TIMEOUT_MS_MAX`, or its default.
-fn bound(t: &Option<Spanned<u64>>, default: u64, err: Err<'_>) -> Result<u64> {
+pub(super) fn bound(t: &Option<Spanned<u64>>, default: u64, err: Err<'_>) -> Result<u64> {
     let Some(t) = t else { return Ok(default) };
     let v = *t.get_ref();
     if v == 0 || v > TIMEOUT_MS_MAX {

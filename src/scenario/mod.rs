@@ -3,7 +3,8 @@
 //!
 //! ```toml
 //! name = "two wakes during prompt preparation"
-//! host = "pi"                      # pi | pi-0.58 | gptme-server | gptme-cli
+//! host = "pi"                      # pi | pi-0.58 | gptme-server | gptme-cli, or a real host
+//!                                  # (pi@0.99.1, pi@1.6.0) with wake = { extension = "..." }
 //! wake = "pi.is-idle"              # a registered wake logic
 //! seeds = 2000                     # seed budget: seeds 0..2000
 //! snapshot_seed = 31               # the seed whose timeline is snapshotted
@@ -44,6 +45,7 @@
 mod adapter;
 mod expect;
 mod raw;
+mod remote;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -55,6 +57,7 @@ use crate::family::pi::PiFamily;
 use crate::family::{Config, Family, HostKind, Registry};
 use crate::input::Cx;
 use crate::limits::Limits;
+use crate::remote::RemoteSpec;
 use crate::sim::record::Window;
 
 pub(crate) use expect::RawExpect;
@@ -131,6 +134,9 @@ pub struct Scenario {
     pub explore: Scope,
     /// The adapter of an external wake logic (`wake = { command = [...] }`).
     pub adapter: Option<AdapterSpec>,
+    /// A real host (`host = "pi@0.99.1"`, `wake = { extension = "..." }`): its driver runs the
+    /// run.
+    pub remote: Option<RemoteSpec>,
 }
 
 impl Scenario {
@@ -155,10 +161,17 @@ impl Scenario {
     }
 
     /// The scenario restricted to explore's scope: every producer count at most
-    /// `messages_max`.
+    /// `messages_max` (a real host's driver reads the scoped sections too).
     pub fn scoped(&self, messages_max: u64) -> Scenario {
+        let family = self.host.family();
+        let config = family.scoped(&self.config, messages_max);
+        let remote = self.remote.clone().map(|mut spec| {
+            spec.sections = family.real_sections(&config);
+            spec
+        });
         Scenario {
-            config: self.host.family().scoped(&self.config, messages_max),
+            config,
+            remote,
             ..self.clone()
         }
     }

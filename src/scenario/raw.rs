@@ -15,6 +15,7 @@ use crate::input::{Cx, located};
 use crate::limits::{
     DURATION_MS_MAX, EXPLORE_DEVIATIONS_MAX, EXPLORE_MESSAGES_MAX, Limits, SEEDS_MAX, STEPS_MAX,
 };
+use crate::remote::RemoteSpec;
 use crate::sim::record::Window;
 
 /// Parse and validate a scenario file.
@@ -22,7 +23,9 @@ pub(super) fn parse(cx: Cx<'_>, wakes: Wakes<'_>) -> Result<Scenario> {
     // The host decides which family's sections the rest of the file may use.
     let head: Head = toml::from_str(cx.text).map_err(|e| cx.toml(e))?;
     let host = HostKind::from_name(head.host.get_ref()).ok_or_else(|| {
-        let names: Vec<_> = HostKind::all().map(|h| h.name()).collect();
+        let names: Vec<_> = (HostKind::all().chain(HostKind::real_hosts()))
+            .map(|h| h.name())
+            .collect();
         cx.err(
             head.host.span(),
             format!(
@@ -35,6 +38,9 @@ pub(super) fn parse(cx: Cx<'_>, wakes: Wakes<'_>) -> Result<Scenario> {
     let raw: RawScenario = toml::from_str(cx.text).map_err(|e| cx.toml(e))?;
     raw.validate(cx, host, wakes)
 }
+
+/// A scenario's wake: its label, and the adapter or real host that runs it, if any.
+type WakeOf = (String, Option<AdapterSpec>, Option<RemoteSpec>);
 
 /// The first pass: only the host (every other key is read by the second pass).
 #[derive(Deserialize)]
@@ -105,7 +111,7 @@ impl RawScenario {
     /// Every value checked, in the order the keys were always checked (so a file with one error
     /// reports it whatever else it has).
     fn validate(self, cx: Cx<'_>, host: HostKind, wakes: Wakes<'_>) -> Result<Scenario> {
-        let (wake, adapter) = self.wake(cx, host, wakes)?;
+        let (wake, adapter, mut remote) = self.wake(cx, host, wakes)?;
         let seeds = *self.seeds.get_ref();
         if seeds == 0 || seeds > SEEDS_MAX {
             let message = format!("{seeds} is out of range 1..={SEEDS_MAX}");
@@ -113,6 +119,9 @@ impl RawScenario {
         }
         let limits = self.limits(cx)?;
         let config = host.family().config(cx)?;
+        if let Some(spec) = &mut remote {
+            spec.sections = host.family().real_sections(&config);
+        }
         let mut check = CheckParams::default();
         if let Some(v) = &self.check.latency_ms_max {
             check.latency_ms_max = *v.get_ref();
@@ -127,6 +136,7 @@ impl RawScenario {
         let explore = self.explore(cx)?;
         Ok(Scenario {
             adapter,
+            remote,
             explore,
             path: cx.path.to_path_buf(),
             name: self.name,
@@ -144,28 +154,45 @@ impl RawScenario {
         })
     }
 
-    /// `wake`: a logic of the host's family, or an adapter (its label and its spec).
-    fn wake(
-        &self,
-        cx: Cx<'_>,
-        host: HostKind,
-        wakes: Wakes<'_>,
-    ) -> Result<(String, Option<AdapterSpec>)> {
-        match self.wake.get_ref() {
-            WakeValue::Name(wake) => {
-                (wakes.check(wake, host)).map_err(|m| cx.err(self.wake.span(), m))?;
-                Ok((wake.clone(), None))
+    /// `wake`: a logic of the host's family, an adapter, or on a real host the extension it
+    /// loads (its label and its spec).
+    fn wake(&self, cx: Cx<'_>, host: HostKind, wakes: Wakes<'_>) -> Result<WakeOf> {
+        let origin = || match located(cx.path, cx.text, self.wake.span(), String::new()) {
+            Error::Scenario {
+                file, line, column, ..
+            } => (file, line, column),
+            _ => unreachable!("located gives a scenario error"),
+        };
+        let err = |span, msg| cx.err(span, msg);
+        match (self.wake.get_ref(), host.real()) {
+            (WakeValue::Remote(x), Some(_)) => {
+                let (spec, label) = x.validate_remote(cx.path, host, origin(), &err)?;
+                Ok((label, None, Some(spec)))
             }
-            WakeValue::External(x) => {
-                let origin = match located(cx.path, cx.text, self.wake.span(), String::new()) {
-                    Error::Scenario {
-                        file, line, column, ..
-                    } => (file, line, column),
-                    _ => unreachable!("located gives a scenario error"),
-                };
-                let spec = x.validate(cx.path, origin, &|span, msg| cx.err(span, msg))?;
+            (WakeValue::Remote(_), None) => {
+                let example =
+                    HostKind::real_hosts().find(|h| h.family().name() == host.family().name());
+                let message = format!(
+                    "`extension` names code a real host loads: give `host` as family@version{}",
+                    example.map_or(String::new(), |h| format!(" (e.g. \"{}\")", h.name()))
+                );
+                Err(cx.err(self.wake.span(), message))
+            }
+            (_, Some(_)) => {
+                let message = format!(
+                    "the real host {} loads its wake logic itself: give `wake = {{ extension = \"...\" }}`",
+                    host.name()
+                );
+                Err(cx.err(self.wake.span(), message))
+            }
+            (WakeValue::Name(wake), None) => {
+                (wakes.check(wake, host)).map_err(|m| cx.err(self.wake.span(), m))?;
+                Ok((wake.clone(), None, None))
+            }
+            (WakeValue::External(x), None) => {
+                let spec = x.validate(cx.path, origin(), &err)?;
                 let label = x.name.clone().unwrap_or_else(|| spec.command.join(" "));
-                Ok((label, Some(spec)))
+                Ok((label, Some(spec), None))
             }
         }
     }

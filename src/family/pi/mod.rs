@@ -14,7 +14,8 @@
 //!   wake logic calls;
 //! - `api.rs`: the public wake-logic API; `note.rs` and `encode.rs`: the narration and its
 //!   trace-hash encoding; `vocab.rs`: windows and drops; `config.rs` and `sections.rs`: what a
-//!   scenario configures; `adapter.rs`: the adapter side; `wakes/`: the built-in variants.
+//!   scenario configures; `adapter.rs`: the adapter side; `wakes/`: the built-in variants;
+//!   `real.rs`: the real pi releases (`pi@0.99.1`, `pi@1.6.0`) its driver runs.
 
 pub mod adapter;
 pub mod api;
@@ -26,6 +27,7 @@ pub mod handle;
 pub mod host;
 pub mod note;
 mod prompt;
+pub mod real;
 mod run;
 pub mod sections;
 pub mod vocab;
@@ -42,7 +44,7 @@ use crate::adapter::SlotRef;
 use crate::check::{Invariant, InvariantSet, Monitor};
 use crate::error::Result;
 use crate::family::common::faults::FaultSpec;
-use crate::family::{Family, Host, Registry};
+use crate::family::{Family, Host, RealHost, Registry, WireNames};
 use crate::input::Cx;
 use crate::sim::Kernel;
 use crate::sim::record::Window;
@@ -149,6 +151,18 @@ impl Family for PiFamily {
 
     fn builtin_wakes(registry: &mut Registry) {
         wakes::register(registry);
+    }
+
+    const REAL_HOSTS: &'static [RealHost] = real::REAL_HOSTS;
+    const WIRE: WireNames = real::WIRE;
+    const PLAN_LABELS: &'static [&'static str] = real::PLAN_LABELS;
+
+    fn real_sections(config: &PiConfig) -> serde_json::Value {
+        real::sections(config)
+    }
+
+    fn twin(wake: &serde_json::Value) -> std::result::Result<Vec<String>, String> {
+        real::twin(wake)
     }
 }
 
