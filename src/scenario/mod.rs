@@ -44,6 +44,7 @@
 
 mod adapter;
 mod expect;
+mod own_driver;
 mod raw;
 mod remote;
 
