@@ -4,6 +4,10 @@
 //! What this proves:
 //! - determinism: a seed gives the same trace alone, after other seeds, and in another driver
 //!   process; `wakesim replay` prints the same bytes run to run;
+//! - conformance: the first seeds of the real-pi scenarios without retries (G0, G2, G3's and
+//!   G4's failed wake, P-9), on the real host and on its model twin, give the same observation
+//!   streams (`wakesim conform`; nightly runs multiply the seeds with
+//!   `WAKESIM_SEEDS_MULTIPLIER`);
 //! - the reference's minimal interleavings the real lane can inject reproduce on the real host
 //!   (P-1, P-3 with H-2, P-4 with H-1 and its inference about the harness, P-5, P-9, P-11; H-3
 //!   is P-1's mechanism), each asserted on the observations of a seed;
@@ -16,11 +20,16 @@
 mod common;
 
 use common::{root, scenario, wakesim};
+use wakesim::engine::conform::{Verdict, conform_seed, twin};
 use wakesim::engine::{Outcome, RunResult, Runner};
 use wakesim::family::Registry;
 use wakesim::sim::record::{Ev, Starter};
 
 const G2: &str = "scenarios/real-pi/g2-two-wakes-during-preparation.toml";
+
+fn multiplier() -> u64 {
+    wakesim::cmd::seeds_multiplier().expect("a valid WAKESIM_SEEDS_MULTIPLIER")
+}
 
 #[test]
 fn a_seed_gives_the_same_trace_alone_after_others_and_in_another_driver() {
@@ -56,6 +65,62 @@ fn a_replay_prints_the_same_bytes_run_to_run() {
         "{text}"
     );
     assert!(text.contains("✗ single-starter"), "{text}");
+}
+
+/// Every seed of the first `n` (times the multiplier) conforms: the model twin gives the real
+/// host's observations with the same choices, some other orders, or the same observations at
+/// other times (a pairing of delays the search cannot tell apart).
+fn conforms(rel: &str, n: u64) {
+    let registry = Registry::builtin();
+    let real = scenario(rel, &registry);
+    let model = twin(&real).expect("a model twin");
+    let mut runner = Runner::new(&registry);
+    let mut strong = 0;
+    for seed in 0..n * multiplier() {
+        match conform_seed(&mut runner, &real, &model, seed, 200) {
+            Verdict::Strong => strong += 1,
+            Verdict::Match { .. } | Verdict::Weak { .. } => {}
+            v @ Verdict::Diverged { .. } => panic!(
+                "{rel}: {}",
+                wakesim::report::conform::divergence(&real, &model, &v)
+            ),
+            Verdict::PlanMismatch { .. } => panic!("{rel} seed {seed}: the plans differ"),
+        }
+    }
+    assert!(strong > 0, "{rel}: some seed matches with the same choices");
+}
+
+#[test]
+fn conformance_g0_idle_wake() {
+    conforms("scenarios/real-pi/g0-idle-wake-skips-harness.toml", 40);
+}
+
+#[test]
+fn conformance_g0_follow_up() {
+    conforms(
+        "scenarios/real-pi/g0-follow-up-while-parent-calls-tools.toml",
+        10,
+    );
+}
+
+#[test]
+fn conformance_g2_two_wakes() {
+    conforms(G2, 60);
+}
+
+#[test]
+fn conformance_g3_failed_wake() {
+    conforms("scenarios/real-pi/g3-failed-wake-strands.toml", 30);
+}
+
+#[test]
+fn conformance_g4_failed_wake() {
+    conforms("scenarios/real-pi/g4-failed-wake-prompt-strands.toml", 30);
+}
+
+#[test]
+fn conformance_g4_pre_t3() {
+    conforms("scenarios/real-pi/g4-pre-t3-user-prompt-race.toml", 30);
 }
 
 /// One seed of a real-pi scenario, traced.

@@ -3,6 +3,7 @@
 //! is not, 2 for usage or input errors.
 
 mod args;
+mod conform;
 mod explore;
 mod list;
 mod merge;
@@ -47,6 +48,10 @@ enum Cmd {
     Replay(replay::Args),
     /// List hosts, wake logics, invariants and faults.
     List(list::Args),
+    /// Conformance: run a real-host scenario's seeds on the real host and on its model twin (the
+    /// family's model host, the same code through the family's adapter), compare the
+    /// observation streams, and print the first divergence with both timelines.
+    Conform(conform::Args),
 }
 
 /// Print to stdout, ignoring a closed pipe (`wakesim ... | head` must not panic).
@@ -71,6 +76,7 @@ pub fn main() -> i32 {
         Cmd::Shrink(a) => shrink::main(&registry, a),
         Cmd::Replay(a) => replay::main(&registry, a),
         Cmd::List(a) => list::main(&registry, a),
+        Cmd::Conform(a) => conform::main(&registry, a),
     };
     match result {
         Ok(code) => code,

@@ -1,8 +1,10 @@
 //! The engine: running seeds ([`runner`]), judging expectations ([`verdict`]), parallel and
 //! sharded runs ([`parallel`]), findability, the determinism self-check, exhaustive exploration
-//! ([`explore`]), shrinking and regression files. It produces values (reports, results,
+//! ([`explore`]), shrinking and regression files, and conformance of a model host with a real
+//! one ([`conform`]). It produces values (reports, results,
 //! regression texts); `report` renders them and `cmd` prints them.
 
+pub mod conform;
 pub mod determinism;
 pub mod explore;
 pub mod findability;

@@ -2,6 +2,7 @@
 //! (typed, versioned by [`json::FORMAT`]), Mermaid, exploration results, `list`, merging shard
 //! outputs, and the progress line. The engine hands over values; only this layer formats them.
 
+pub mod conform;
 pub mod explore;
 pub mod json;
 pub mod lines;
