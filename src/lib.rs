@@ -43,6 +43,7 @@ pub mod engine;
 pub mod error;
 pub mod family;
 pub mod input;
+pub mod io;
 pub mod limits;
 pub mod outcome;
 pub mod remote;

@@ -3,7 +3,11 @@
 //!
 //! Per scenario: its seed budget and expectation, its required race windows, an exhaustive
 //! exploration of its scope (which must find a failing scenario's bug, and find nothing in a
-//! passing one), a determinism check on a sample of seeds, and its snapshot.
+//! passing one), a determinism check on a sample of seeds, and its snapshot. In the quick gate
+//! (a debug `cargo test` without `WAKESIM_FULL_GATE=1`) an external scenario runs a sample of
+//! its seeds and no exploration, see [`quick`]; `.ci/run` runs the full gate.
+//!
+//! A snapshot that changes on purpose: `cargo insta review` (cargo-insta, see the README).
 //!
 //! Each test runs the scenario's seed budget (times `WAKESIM_SEEDS_MULTIPLIER`, for nightly runs;
 //! a real host's failing scenario its first [`REAL_SEEDS`], a passing one's scope explored only
@@ -12,6 +16,8 @@
 //! snapshot in `snapshots/` (CI never writes snapshots: commit each accepted `.snap`). For a
 //! scenario that expects a failure, the snapshot seed must show that failure, so every snapshot
 //! illustrates its race.
+
+mod common;
 
 use std::path::{Path, PathBuf};
 
@@ -24,6 +30,9 @@ use wakesim::scenario::{Scenario, discover};
 
 /// Seeds per scenario the gate runs twice and compares trace by trace.
 const DETERMINISM_SAMPLE: u64 = 8;
+/// In the quick gate, for an external scenario: each seed's first run starts a fresh adapter
+/// process, the dearest thing in the gate.
+const DETERMINISM_SAMPLE_QUICK: u64 = 2;
 
 /// Seeds of a real host's *failing* scenario this gate runs (times `WAKESIM_SEEDS_MULTIPLIER`):
 /// each seed is a run of the real host in its driver process, milliseconds where a model seed
@@ -74,19 +83,36 @@ fn versionless(text: &str) -> String {
     )
 }
 
+/// Seeds of an external scenario the quick gate runs (see [`quick`]).
+const EXTERNAL_SAMPLE_SEEDS: u64 = 200;
+
+/// Does this run of the gate take only a sample of an external scenario (a wake logic behind an
+/// adapter process)? In a debug `cargo test`, the gate people run all day, yes: there the process
+/// boundary, not the simulator, sets the pace (most of the gate's time went to them), and each
+/// external scenario's built-in twin runs its full budget and its exploration in this same gate,
+/// while `tests/external.rs` checks module and twin trace for trace. The full gate (a release
+/// build or `WAKESIM_FULL_GATE=1`, both in `.ci/run`), a seed multiplier and the main job
+/// (`wakesim run`) run every seed and explore the scope.
+fn quick(scn: &Scenario, multiplier: u64) -> bool {
+    scn.adapter.is_some() && multiplier == 1 && !common::full_gate()
+}
+
 fn check(rel: &Path) -> Result<(), Failed> {
     let registry = Registry::builtin();
     let scn = Scenario::load(rel, &registry).map_err(|e| e.to_string())?;
     let multiplier = wakesim::cmd::seeds_multiplier().map_err(|e| e.to_string())?;
     let mut runner = Runner::new(&registry);
+    let quick = quick(&scn, multiplier);
     let real = scn.remote.is_some();
     let passing = matches!(scn.expect, wakesim::scenario::Expect::Pass);
-    let budget = if real && !passing {
-        scn.seeds.min(REAL_SEEDS)
-    } else {
-        scn.seeds
+    let budget = match quick {
+        true => scn.seeds.min(EXTERNAL_SAMPLE_SEEDS),
+        false if real && !passing => scn.seeds.min(REAL_SEEDS).saturating_mul(multiplier),
+        false => scn.seeds.saturating_mul(multiplier),
     };
-    let rep = runner.run_scenario(&scn, 0..budget.saturating_mul(multiplier));
+    let mut rep = runner.run_range(&scn, 0..budget);
+    // A sample need not reach every required window; the full gate judges those.
+    rep.judge(&scn.expect, if quick { &[] } else { &scn.must_reach });
     if !rep.met {
         let mut msg = format!(
             "{}: expected {}, but {}",
@@ -102,11 +128,33 @@ fn check(rel: &Path) -> Result<(), Failed> {
 
     // Exhaustive exploration of the scenario's scope finds its bug, or proves the scope clean.
     let stop_when_found = !matches!(scn.expect, wakesim::scenario::Expect::Pass);
-    if real && !stop_when_found && !REAL_PASS_EXPLORED {
-        return determinism_and_snapshot(rel, &registry, &scn, &mut runner, &rep);
+    // A real host's passing scope is explored only in the release run (REAL_PASS_EXPLORED).
+    let skip = quick || (real && !stop_when_found && !REAL_PASS_EXPLORED);
+    let ex = match skip {
+        true => None,
+        false => Some(wakesim::engine::explore::explore_until(
+            &mut runner,
+            &scn,
+            scn.explore,
+            stop_when_found,
+        )),
+    };
+    if let Some(ex) = &ex {
+        explored(rel, &scn, ex)?;
     }
-    let ex =
-        wakesim::engine::explore::explore_until(&mut runner, &scn, scn.explore, stop_when_found);
+    let sample = match quick {
+        true => DETERMINISM_SAMPLE_QUICK,
+        false => DETERMINISM_SAMPLE,
+    };
+    determinism_and_snapshot(rel, &registry, &mut runner, &scn, &rep, sample)
+}
+
+/// What exploring the scope must find: the scenario's bug, or nothing in a passing one.
+fn explored(
+    rel: &Path,
+    scn: &Scenario,
+    ex: &wakesim::engine::explore::Explored,
+) -> Result<(), Failed> {
     match &scn.expect {
         wakesim::scenario::Expect::Pass if ex.failing > 0 || !ex.exhausted => {
             let why = ex
@@ -135,21 +183,20 @@ fn check(rel: &Path) -> Result<(), Failed> {
         }
         _ => {}
     }
-
-    determinism_and_snapshot(rel, &registry, &scn, &mut runner, &rep)
+    Ok(())
 }
 
-/// The determinism self-check on a sample (each seed twice, in a fresh and a warm runner), then
-/// the snapshot seed's timeline against its committed snapshot.
+/// The determinism self-check and the snapshot of `snapshot_seed`'s timeline.
 fn determinism_and_snapshot(
     rel: &Path,
     registry: &Registry,
-    scn: &Scenario,
     runner: &mut Runner<'_>,
+    scn: &Scenario,
     rep: &wakesim::engine::ScenarioReport,
+    sample: u64,
 ) -> Result<(), Failed> {
-    let divergences =
-        wakesim::engine::determinism::check_determinism(registry, scn, 0..DETERMINISM_SAMPLE);
+    // Determinism self-check on a sample: each seed twice, in a fresh and a warm runner.
+    let divergences = wakesim::engine::determinism::check_determinism(registry, scn, 0..sample);
     if let Some(d) = divergences.first() {
         return Err(format!("{}: nondeterministic: {d}", rel.display()).into());
     }

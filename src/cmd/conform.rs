@@ -47,11 +47,11 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
             let text = report::conform::divergence(&real, &model, &v);
             if shown < args.show {
                 shown += 1;
-                print(&format!("{text}\n"));
+                print(&format!("{text}\n"))?;
             } else {
                 // Beyond the ones shown in full: the divergence itself, three lines.
                 let head: Vec<&str> = text.lines().take(3).collect();
-                print(&format!("{}\n", head.join("\n")));
+                print(&format!("{}\n", head.join("\n")))?;
             }
         }
     }
@@ -60,6 +60,6 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
     print(&format!(
         "{}\n",
         report::conform::summary(&real, &model, n, secs, &tally)
-    ));
+    ))?;
     Ok(if tally.diverged == 0 { 0 } else { 1 })
 }

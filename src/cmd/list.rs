@@ -15,6 +15,6 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
     super::print(&match args.format {
         Format::Json => report::list::json(registry),
         Format::Text => report::list::text(registry),
-    });
+    })?;
     Ok(0)
 }

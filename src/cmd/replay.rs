@@ -1,12 +1,12 @@
 //! `wakesim replay FILE --seed N` (a scenario's seed) or `wakesim replay REGRESSION.toml` (its
-//! recorded choices): the timeline, as text, JSON Lines or Mermaid; `--record` keeps the run.
+//! recorded choices): the timeline, as text, JSON Lines, Mermaid or an HTML page; `--record` keeps the run.
 
 use std::path::{Path, PathBuf};
 
 use clap::ValueEnum;
 
 use super::args::parse_seed;
-use crate::engine::regression::{self, Keep, Regression, Replayed, is_regression};
+use crate::engine::regression::{self, Keep, Kept, Regression, Replayed, is_regression};
 use crate::engine::{RunResult, Runner, describe};
 use crate::error::{Error, Result};
 use crate::family::Registry;
@@ -18,6 +18,8 @@ enum Format {
     Text,
     Json,
     Mermaid,
+    /// One self-contained HTML page: swimlanes, host-state bands, message arrows, violations.
+    Html,
 }
 
 #[derive(clap::Args)]
@@ -39,10 +41,11 @@ pub struct Args {
 
 pub fn main(registry: &Registry, args: Args) -> Result<i32> {
     let file = args.file.as_path();
-    let text = std::fs::read_to_string(file).map_err(|source| Error::Io {
-        path: file.to_path_buf(),
-        source,
-    })?;
+    let text =
+        crate::io::read_text(file, crate::limits::INPUT_BYTES_MAX).map_err(|source| Error::Io {
+            path: file.to_path_buf(),
+            source,
+        })?;
     let mut runner = Runner::new(registry);
     let (scn, r, stale) = if is_regression(&text) {
         let reg = Regression::parse(file, &text, registry)?;
@@ -65,7 +68,8 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
         Format::Text => report::text::timeline(&scn, &r),
         Format::Json => report::json::replay(&scn, &r),
         Format::Mermaid => report::mermaid::diagram(&scn, &r),
-    });
+        Format::Html => report::html::page(&scn, &r),
+    })?;
     if let Some(why) = stale {
         eprintln!(
             "error: {} is stale: {why}; the model no longer consumes its choices the same way, so this is not the recorded run. Re-shrink: wakesim shrink {} --seed {}",
@@ -94,15 +98,18 @@ fn replay_seed(runner: &mut Runner<'_>, args: &Args, text: &str) -> Result<(Scen
     runner.prepare(&scn)?;
     let r = runner.run_seed(&scn, seed, true);
     if args.record {
-        let dir = (args.out.clone()).unwrap_or_else(|| regression::default_dir(file));
+        let dir = match args.out.clone() {
+            Some(d) => d,
+            None => regression::default_dir(file)?,
+        };
         let path = regression::seed_path(file, &dir, seed);
-        record(file, seed, &r, &path)?;
-        eprintln!("wrote {}", path.display());
+        let kept = record(file, seed, &r, &path)?;
+        eprint!("{}", kept.describe());
     }
     Ok((scn, r))
 }
 
-fn record(file: &Path, seed: u64, r: &RunResult, path: &Path) -> Result<()> {
+fn record(file: &Path, seed: u64, r: &RunResult, path: &Path) -> Result<Kept> {
     Keep {
         scenario: file,
         seed,

@@ -49,7 +49,10 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
         )
         .len()
     };
-    let dir = (args.out.clone()).unwrap_or_else(|| regression::default_dir(file));
+    let dir = match args.out.clone() {
+        Some(d) => d,
+        None => regression::default_dir(file)?,
+    };
     let path = regression::seed_path(file, &dir, seed);
     let sizes = format!(
         "{} -> {} choices, a story of {} -> {} lines",
@@ -59,13 +62,12 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
         lines(&sh.minimal),
     );
     let comment = format!(
-        "wakesim regression: seed {seed} of {}, shrunk while it breaks {}:\n{sizes} ({} runs tried).\nThe gate replays it exactly; `wakesim replay {}` prints its timeline.",
+        "wakesim regression: seed {seed} of {}, shrunk while it breaks {}:\n{sizes} ({} runs tried).\nThe gate replays it exactly; `wakesim replay` of this file prints its timeline.",
         file.display(),
         sh.invariant,
         sh.runs,
-        path.display(),
     );
-    Keep {
+    let kept = Keep {
         scenario: file,
         seed,
         run: &sh.minimal,
@@ -74,15 +76,16 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
         explored: None,
     }
     .write(&path)?;
+    let path = kept.path.clone();
     let mut minimal = sh.minimal;
     minimal.replay = Some(format!("wakesim replay {}", path.display()));
-    super::print(&report::text::story(&scn, &minimal, target));
+    super::print(&report::text::story(&scn, &minimal, target))?;
     super::print(&format!(
-        "shrunk seed {seed} while it breaks {}: {sizes}, {} runs tried\nwrote {}\n",
+        "shrunk seed {seed} while it breaks {}: {sizes}, {} runs tried\n{}",
         sh.invariant,
         sh.runs,
-        path.display()
-    ));
+        kept.describe()
+    ))?;
     Ok(0)
 }
 

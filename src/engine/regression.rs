@@ -122,18 +122,19 @@ fn parse_choice(s: &str) -> std::result::Result<Choice, String> {
 
 impl Regression {
     pub fn load(path: &Path, registry: &Registry) -> Result<Regression> {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let text =
+            crate::io::read_text(path, crate::limits::INPUT_BYTES_MAX).map_err(|source| {
+                Error::Io {
+                    path: path.to_path_buf(),
+                    source,
+                }
+            })?;
         Regression::parse(path, &text, registry)
     }
 
     pub fn parse(path: &Path, text: &str, registry: &Registry) -> Result<Regression> {
-        let raw: RawRegression = toml::from_str(text).map_err(|e| {
-            let span = e.span().unwrap_or(0..0);
-            located(path, text, span, e.message().to_string())
-        })?;
+        let raw: RawRegression =
+            toml::from_str(text).map_err(|e| crate::input::Cx { path, text }.toml(e))?;
         let err = |span: std::ops::Range<usize>, msg: String| located(path, text, span, msg);
         if raw.format.get_ref() != FORMAT {
             return Err(err(
@@ -331,10 +332,35 @@ pub fn expectation_of(r: &RunResult, target: Option<Invariant>) -> Expect {
 }
 
 /// `scenarios/pi/x.toml` → `scenarios/regressions`: the `regressions` directory beside the
-/// scenario's directory, where regressions are kept by default.
-pub fn default_dir(scenario: &Path) -> PathBuf {
+/// scenario's directory, where regressions are kept by default. Only inside the current
+/// directory (the project): for a scenario elsewhere (`/some/dir/x.toml` would give
+/// `/some/regressions`, one at the root `/regressions`) the caller must name a directory.
+pub fn default_dir(scenario: &Path) -> Result<PathBuf> {
     let parent = scenario.parent().unwrap_or(Path::new("."));
-    parent.parent().unwrap_or(parent).join("regressions")
+    let dir = parent.parent().unwrap_or(parent).join("regressions");
+    let outside = || {
+        Error::Usage(format!(
+            "{} is outside the current directory, so its regressions have no default place \
+             (it would be {}): name a directory with --out DIR",
+            scenario.display(),
+            dir.display()
+        ))
+    };
+    let base = dir
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let (Ok(base), Ok(cwd)) = (
+        base.canonicalize(),
+        std::env::current_dir().and_then(|d| d.canonicalize()),
+    ) else {
+        return Err(outside());
+    };
+    if base.starts_with(&cwd) {
+        Ok(dir)
+    } else {
+        Err(outside())
+    }
 }
 
 /// The file a regression of seed `seed` of `scenario` is kept in, in `dir`.
@@ -358,17 +384,46 @@ pub struct Keep<'a> {
     pub explored: Option<u64>,
 }
 
-impl Keep<'_> {
-    /// Write the regression file at `path` (its directory made if need be).
-    pub fn write(&self, path: &Path) -> Result<()> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|source| Error::Io {
-                path: dir.to_path_buf(),
-                source,
-            })?;
+/// Where [`Keep::write`] put a regression.
+#[derive(Debug)]
+pub struct Kept {
+    /// The file written (or found already holding this very regression).
+    pub path: PathBuf,
+    /// A different regression already at the first-choice path, kept untouched.
+    pub kept_existing: Option<PathBuf>,
+    /// The file already held exactly this text: nothing was written.
+    pub unchanged: bool,
+}
+
+impl Kept {
+    /// What to tell the user, one line each.
+    pub fn describe(&self) -> String {
+        let mut s = String::new();
+        if let Some(old) = &self.kept_existing {
+            s += &format!("kept {} (a different regression)\n", old.display());
         }
+        if self.unchanged {
+            s += &format!("{} already holds this regression\n", self.path.display());
+        } else {
+            s += &format!("wrote {}\n", self.path.display());
+        }
+        s
+    }
+}
+
+impl Keep<'_> {
+    /// Write the regression file at `path` (its directory made if need be), atomically and
+    /// never over another file: an existing file at `path` is kept, and the new regression gets
+    /// a distinct name carrying its expectation (`-<invariant>`, then `-2`, `-3`, ...).
+    pub fn write(&self, path: &Path) -> Result<Kept> {
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| Error::Io { path, source }
+        };
+        let dir = path.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
         let expect = expectation_of(self.run, self.target);
-        let rel = relative(path.parent().unwrap_or(Path::new(".")), self.scenario);
+        let rel = relative(dir, self.scenario);
         let text = Regression::render(
             &rel,
             self.seed,
@@ -377,9 +432,51 @@ impl Keep<'_> {
             &self.comment,
             self.explored,
         );
-        std::fs::write(path, text).map_err(|source| Error::Io {
-            path: path.to_path_buf(),
-            source,
-        })
+        let mut kept_existing = None;
+        for candidate in candidates(path, &expect) {
+            if let Ok(old) = std::fs::read(&candidate) {
+                if old == text.as_bytes() {
+                    return Ok(Kept {
+                        path: candidate,
+                        kept_existing,
+                        unchanged: true,
+                    });
+                }
+                kept_existing.get_or_insert_with(|| candidate.clone());
+                continue;
+            }
+            match crate::io::write_new(&candidate, text.as_bytes()) {
+                Ok(()) => {
+                    return Ok(Kept {
+                        path: candidate,
+                        kept_existing,
+                        unchanged: false,
+                    });
+                }
+                // Another writer took the name in between: try the next one.
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(io(&candidate)(e)),
+            }
+        }
+        Err(Error::Usage(format!(
+            "{}: every name for this regression is taken; remove old ones",
+            path.display()
+        )))
     }
+}
+
+/// The names a regression first meant for `path` may take: `path`, then with its expectation
+/// (`x-seed-3-no-loss.toml`), then numbered.
+fn candidates(path: &Path, expect: &Expect) -> impl Iterator<Item = PathBuf> {
+    let stem = path
+        .file_stem()
+        .map_or("regression".into(), |s| s.to_string_lossy().into_owned());
+    let label = match expect {
+        Expect::Fail { invariant, .. } => invariant.name().to_string(),
+        other => other.to_string(),
+    };
+    let at = |name: String| path.with_file_name(name);
+    std::iter::once(path.to_path_buf())
+        .chain(std::iter::once(at(format!("{stem}-{label}.toml"))))
+        .chain((2..100).map(move |n| at(format!("{stem}-{label}-{n}.toml"))))
 }

@@ -171,8 +171,14 @@ impl Slot {
     }
 
     fn write(&mut self, line: &str, doing: &str) -> Result<(), AdapterFault> {
+        // A write is bounded like a read: a driver that stops reading is a fault, not a hang.
+        let bound = Duration::from_millis(if self.starting {
+            self.spec.start_timeout_ms
+        } else {
+            self.spec.timeout_ms
+        });
         let p = self.proc.as_mut().expect("a live process");
-        if let Err(e) = p.write_line(line) {
+        if let Err(e) = p.write_line(line, bound) {
             let detail = format!("cannot write to the driver while {doing}: {e}");
             return Err(self.fail(FaultKind::Exited, detail));
         }

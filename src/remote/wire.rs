@@ -385,7 +385,12 @@ pub fn line(ty: &str, v: &Value, vocab: &Vocab, k: &mut RemoteKernel) -> Result<
                         .ok_or("a producer kind is not a string")
                 })
                 .collect::<Result<Vec<_>, &str>>()?;
-            Ok(Step::Mix(Mix { faults, producers }))
+            Ok(Step::Mix(Mix {
+                faults,
+                producers,
+                // A driver reports what it switched on, not how often each fault fired.
+                fired: Vec::new(),
+            }))
         }
         "end" => {
             let t = uint(v, "t")?;

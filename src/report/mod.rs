@@ -2,8 +2,10 @@
 //! (typed, versioned by [`json::FORMAT`]), Mermaid, exploration results, `list`, merging shard
 //! outputs, and the progress line. The engine hands over values; only this layer formats them.
 
+pub mod colour;
 pub mod conform;
 pub mod explore;
+pub mod html;
 pub mod json;
 pub mod lines;
 pub mod list;
@@ -25,6 +27,10 @@ pub struct Line {
     pub text: String,
     pub state: &'static str,
     pub kind: LineKind,
+    /// The messages this line made (a producer's line), for diagrams.
+    pub produced: Vec<crate::sim::msg::MsgId>,
+    /// The messages this line delivered (a model request carrying them for the first time).
+    pub delivered: Vec<crate::sim::msg::MsgId>,
 }
 
 /// What a line is, for diagrams: a call into the host, a handler call into the wake logic, a
@@ -51,7 +57,7 @@ pub fn reproduce(scn: &Scenario, r: &RunResult) -> String {
 }
 
 /// The totals of a `wakesim run`, for its last line.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Summary {
     pub regressions: usize,
     pub scenarios: usize,
@@ -59,6 +65,14 @@ pub struct Summary {
     pub events: u64,
     pub secs: f64,
     pub unmet: usize,
+    /// `run --shard K/N`: which shard this run is, for `merge` to check the set is whole.
+    pub shard: Option<(u64, u64)>,
+    /// Why the run stopped before its end (Ctrl-C, `--time-budget`, `--fail-fast`), if it did.
+    pub stopped: Option<String>,
+    /// Scenarios and regressions not started because the run stopped.
+    pub not_run: usize,
+    /// Seeds the run planned, of which `seeds` ran.
+    pub seeds_planned: u64,
 }
 
 impl Summary {

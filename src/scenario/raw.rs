@@ -6,11 +6,12 @@ use toml::Spanned;
 
 use super::adapter::WakeValue;
 use super::expect::RawExpect;
-use super::{Scenario, Scope, Wakes};
+use super::{MUST_REACH_SHARE_DEFAULT, Scenario, Scope, Wakes};
 use crate::adapter::AdapterSpec;
 use crate::check::CheckParams;
 use crate::error::{Error, Result};
 use crate::family::HostKind;
+use crate::input::values::RatioValue;
 use crate::input::{Cx, located};
 use crate::limits::{
     DURATION_MS_MAX, EXPLORE_DEVIATIONS_MAX, EXPLORE_MESSAGES_MAX, Limits, SEEDS_MAX, STEPS_MAX,
@@ -22,19 +23,8 @@ use crate::sim::record::Window;
 pub(super) fn parse(cx: Cx<'_>, wakes: Wakes<'_>) -> Result<Scenario> {
     // The host decides which family's sections the rest of the file may use.
     let head: Head = toml::from_str(cx.text).map_err(|e| cx.toml(e))?;
-    let host = HostKind::from_name(head.host.get_ref()).ok_or_else(|| {
-        let names: Vec<_> = (HostKind::all().chain(HostKind::real_hosts()))
-            .map(|h| h.name())
-            .collect();
-        cx.err(
-            head.host.span(),
-            format!(
-                "unknown host `{}`, expected one of {}",
-                head.host.get_ref(),
-                names.join(", ")
-            ),
-        )
-    })?;
+    head.sections(cx)?;
+    let host = head.host(cx)?;
     let raw: RawScenario = toml::from_str(cx.text).map_err(|e| cx.toml(e))?;
     raw.validate(cx, host, wakes)
 }
@@ -42,10 +32,93 @@ pub(super) fn parse(cx: Cx<'_>, wakes: Wakes<'_>) -> Result<Scenario> {
 /// A scenario's wake: its label, and the adapter or real host that runs it, if any.
 type WakeOf = (String, Option<AdapterSpec>, Option<RemoteSpec>);
 
-/// The first pass: only the host (every other key is read by the second pass).
+/// The first pass: the host, and the shape of what the second pass reads as a whole (every
+/// other key is read by the second pass).
 #[derive(Deserialize)]
 struct Head {
-    host: Spanned<String>,
+    #[serde(default)]
+    host: Option<Spanned<String>>,
+    /// A regression file's `format`, for the error that says what the file is.
+    #[serde(default)]
+    format: Option<Spanned<toml::Value>>,
+    #[serde(default)]
+    producers: Option<Spanned<toml::Value>>,
+    #[serde(default)]
+    faults: Option<Spanned<toml::Value>>,
+    #[serde(default)]
+    timing: Option<Spanned<toml::Value>>,
+    #[serde(default)]
+    check: Option<Spanned<toml::Value>>,
+    #[serde(default)]
+    coverage: Option<Spanned<toml::Value>>,
+    #[serde(default)]
+    explore: Option<Spanned<toml::Value>>,
+    #[serde(default)]
+    expect: Option<Spanned<toml::Value>>,
+}
+
+impl Head {
+    /// Each section is a table: `[[expect]]` or `producers = [1, 2]` is said so, not as a
+    /// type the reader expected inside.
+    fn sections(&self, cx: Cx<'_>) -> Result<()> {
+        let sections = [
+            ("producers", &self.producers),
+            ("faults", &self.faults),
+            ("timing", &self.timing),
+            ("check", &self.check),
+            ("coverage", &self.coverage),
+            ("explore", &self.explore),
+            ("expect", &self.expect),
+        ];
+        for (name, v) in sections {
+            let Some(v) = v else { continue };
+            let what = match v.get_ref() {
+                toml::Value::Table(_) => continue,
+                toml::Value::Array(a) if a.iter().all(toml::Value::is_table) && !a.is_empty() => {
+                    format!("an array of tables (`[[{name}]]`)")
+                }
+                other => format!("{} `{other}`", other.type_str()),
+            };
+            let message = format!("`{name}` must be a table (`[{name}]`), not {what}");
+            return Err(cx.err(v.span(), message));
+        }
+        Ok(())
+    }
+
+    /// The host, which must be there: it decides what else the file may hold.
+    fn host(&self, cx: Cx<'_>) -> Result<HostKind> {
+        let Some(host) = &self.host else {
+            let names: Vec<_> = HostKind::all().map(|h| h.name()).collect();
+            let message = match self.format.as_ref().map(|f| f.get_ref()) {
+                Some(toml::Value::String(f)) if f.starts_with("wakesim-regression") => {
+                    "a regression file, not a scenario: give the scenario it names (its \
+                     `scenario` key), or `replay`/`run` it"
+                        .to_string()
+                }
+                _ => format!("missing top-level key `host` (one of {})", names.join(", ")),
+            };
+            return Err(Error::Scenario {
+                file: cx.path.to_path_buf(),
+                line: 1,
+                column: 1,
+                key: None,
+                message,
+            });
+        };
+        HostKind::from_name(host.get_ref()).ok_or_else(|| {
+            let names: Vec<_> = (HostKind::all().chain(HostKind::real_hosts()))
+                .map(|h| h.name())
+                .collect();
+            cx.err(
+                host.span(),
+                format!(
+                    "unknown host `{}`, expected one of {}",
+                    host.get_ref(),
+                    names.join(", ")
+                ),
+            )
+        })
+    }
 }
 
 #[derive(Deserialize)]
@@ -98,6 +171,9 @@ struct RawExplore {
 struct RawCoverage {
     #[serde(default)]
     must_reach: Vec<Spanned<String>>,
+    /// The share of seeds below which a passing scenario's report warns that it reached a
+    /// `must_reach` window too rarely.
+    must_reach_share: Option<RatioValue>,
 }
 
 #[derive(Deserialize, Default)]
@@ -151,6 +227,8 @@ impl RawScenario {
             expect,
             requests,
             must_reach,
+            must_reach_share: (self.coverage.must_reach_share.as_ref())
+                .map_or(MUST_REACH_SHARE_DEFAULT, |r| r.0),
         })
     }
 
