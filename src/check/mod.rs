@@ -15,6 +15,7 @@ mod harness;
 mod isolation;
 mod latency;
 mod ledger;
+mod no_deadlock;
 mod no_loss;
 mod no_self_refusal;
 mod no_spin;
@@ -45,10 +46,11 @@ pub enum Invariant {
     AliveWhileOwed,
     NoSpin,
     Isolation,
+    NoDeadlock,
 }
 
 impl Invariant {
-    pub const ALL: [Invariant; 11] = [
+    pub const ALL: [Invariant; 12] = [
         Invariant::NoLoss,
         Invariant::ExactlyOnce,
         Invariant::Fifo,
@@ -60,6 +62,7 @@ impl Invariant {
         Invariant::AliveWhileOwed,
         Invariant::NoSpin,
         Invariant::Isolation,
+        Invariant::NoDeadlock,
     ];
 
     /// The name used in scenario files, reports and `wakesim list`.
@@ -76,6 +79,7 @@ impl Invariant {
             Invariant::AliveWhileOwed => "alive-while-owed",
             Invariant::NoSpin => "no-spin",
             Invariant::Isolation => "isolation",
+            Invariant::NoDeadlock => "no-deadlock",
         }
     }
 
@@ -111,6 +115,10 @@ impl Invariant {
                 "another conversation's output never enters this one, and its jobs never hold this \
                  session's wait open"
             }
+            Invariant::NoDeadlock => {
+                "the host never reaches a point where no thread can run again while one is \
+                 unfinished (all blocked, or one waiting for a lock whose holder died)"
+            }
         }
     }
 
@@ -131,7 +139,8 @@ impl Invariant {
             | Invariant::NoSelfRefusal
             | Invariant::AliveWhileOwed
             | Invariant::NoSpin
-            | Invariant::Isolation => false,
+            | Invariant::Isolation
+            | Invariant::NoDeadlock => false,
         }
     }
 
@@ -259,6 +268,7 @@ struct Checkers {
     alive: alive_while_owed::AliveWhileOwed,
     no_spin: no_spin::NoSpin,
     isolation: isolation::Isolation,
+    no_deadlock: no_deadlock::NoDeadlock,
 }
 
 /// Run `$call` on every checker of monitor `$m` whose invariant is in `$set` (the live checkers
@@ -290,6 +300,7 @@ macro_rules! each_checker {
         each_checker!(@one set, cs.alive, $c, $call);
         each_checker!(@one set, cs.no_spin, $c, $call);
         each_checker!(@one set, cs.isolation, $c, $call);
+        each_checker!(@one set, cs.no_deadlock, $c, $call);
     }};
     (@one $set:ident, $field:expr, $c:ident, $call:expr) => {{
         let $c = &mut $field;
@@ -333,6 +344,7 @@ impl Checkers {
         route(&self.alive, set, &mut routes);
         route(&self.no_spin, set, &mut routes);
         route(&self.isolation, set, &mut routes);
+        route(&self.no_deadlock, set, &mut routes);
         routes
     }
 
@@ -348,6 +360,7 @@ impl Checkers {
         self.alive.reset();
         self.no_spin.reset();
         self.isolation.reset();
+        self.no_deadlock.reset();
     }
 }
 

@@ -84,6 +84,21 @@ pub struct WireNames {
     pub ends: &'static [(&'static str, crate::sim::record::EndCause)],
 }
 
+/// A family's own driver for its real hosts, in place of `hosts/launch.mjs` and an `extension`
+/// (gptme's: `adapters/python/gptme_driver.py`, which installs its pinned venv on first use).
+/// Its wake table names one of the driver's built-in `variants` (the host's own code, or a
+/// patch of it the driver knows) or a `patch` file the driver applies to the loaded host.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OwnDriver {
+    /// The command that starts it, paths relative to the repository root.
+    pub command: &'static [&'static str],
+    /// The file that pins a version (`{version}` replaced), relative to the repository root.
+    pub pin: &'static str,
+    /// The variants it runs by name, and the one that is the host's own code (the default).
+    pub variants: &'static [&'static str],
+    pub own: &'static str,
+}
+
 impl WireNames {
     pub const NONE: WireNames = WireNames {
         drops: &[],
@@ -148,6 +163,8 @@ pub trait Family: Sized + 'static {
     /// The labels of its model's per-seed plan draws (producers, faults), which its drivers draw
     /// first, alike: conformance compares the two lanes' plans by them.
     const PLAN_LABELS: &'static [&'static str] = &[];
+    /// Its own driver, when `hosts/launch.mjs` does not start its real hosts.
+    const OWN_DRIVER: Option<OwnDriver> = None;
 
     /// A configuration resolved for a driver's `hello` (`scenario`): every default applied.
     fn real_sections(_config: &Self::Config) -> serde_json::Value {
@@ -189,6 +206,8 @@ pub trait AnyFamily: Sync {
     fn twin(&self, wake: &serde_json::Value) -> std::result::Result<Vec<String>, String>;
     /// Its plan's draw labels (see [`Family::PLAN_LABELS`]).
     fn plan_labels(&self) -> &'static [&'static str];
+    /// Its own driver (see [`Family::OWN_DRIVER`]).
+    fn own_driver(&self) -> Option<OwnDriver>;
 }
 
 /// One fault of a family, for `wakesim list`.
@@ -492,6 +511,10 @@ impl<F: Family> AnyFamily for Of<F> {
 
     fn plan_labels(&self) -> &'static [&'static str] {
         F::PLAN_LABELS
+    }
+
+    fn own_driver(&self) -> Option<OwnDriver> {
+        F::OWN_DRIVER
     }
 }
 

@@ -48,6 +48,9 @@ pub enum EndCause {
     Quiet,
     Horizon,
     Steps,
+    /// No thread of the host can run again (a driver with a thread scheduler): a verdict,
+    /// NO-DEADLOCK's, recorded as `Ev::Deadlock` at the end.
+    Deadlock,
 }
 
 /// How a run ended and how many events (the driver's virtual steps: timer callbacks) it took.
@@ -396,8 +399,16 @@ pub fn line(ty: &str, v: &Value, vocab: &Vocab, k: &mut RemoteKernel) -> Result<
                 "quiet" => EndCause::Quiet,
                 "horizon" => EndCause::Horizon,
                 "steps" => EndCause::Steps,
+                "deadlock" => EndCause::Deadlock,
                 other => return Err(format!("unknown end cause `{other}`").into()),
             };
+            if cause == EndCause::Deadlock {
+                // The stuck threads' count and the state the host was left in.
+                let ev = Ev::Deadlock {
+                    threads: u32_of(v, "threads")?,
+                };
+                k.emit(Actor::Check, state(v, vocab)?, ev);
+            }
             let steps = uint_or(v, "steps", 0)?;
             if steps > k.limits().steps_max {
                 return Err(format!("`steps` {steps} is over steps_max").into());

@@ -130,6 +130,9 @@ impl Texts<'_> {
             Ev::InputInterrupt { input } => {
                 format!("outside input interrupts the idle wait (fingerprint {input:016x})")
             }
+            Ev::Deadlock { threads } => {
+                format!("deadlock: {threads} thread(s) can never run again")
+            }
             Ev::Idle { .. }
             | Ev::RunFlag { .. }
             | Ev::AgentRun { .. }

@@ -46,7 +46,12 @@ impl<'de> Deserialize<'de> for WakeValue {
             ) -> std::result::Result<WakeValue, A::Error> {
                 let x = RawExternal::deserialize(de::value::MapAccessDeserializer::new(map))?;
                 let remote_only = x.deliver.is_some() || x.fresh_modules.is_some();
-                match (&x.command, &x.extension) {
+                // A family with its own driver (gptme) names its real host's code by `variant`
+                // or `patch` instead of `extension`; `remote.rs` checks which the host takes.
+                let code = (x.extension.as_ref().map(|_| ()))
+                    .or(x.variant.as_ref().map(|_| ()))
+                    .or(x.patch.as_ref().map(|_| ()));
+                match (&x.command, &code) {
                     (Some(_), Some(_)) => Err(de::Error::custom(
                         "give either `command` (an adapter) or `extension` (an extension a real host loads), not both",
                     )),
@@ -78,6 +83,12 @@ pub(super) struct RawExternal {
     pub(super) extension: Option<Spanned<String>>,
     #[serde(default)]
     pub(super) deliver: Option<Spanned<String>>,
+    /// A real host with its own driver (gptme): one of the driver's variants by name, or a patch
+    /// file it applies to the loaded host.
+    #[serde(default)]
+    pub(super) variant: Option<Spanned<String>>,
+    #[serde(default)]
+    pub(super) patch: Option<Spanned<String>>,
     /// Re-import the extension's modules for every run (its module-level state starts fresh; a
     /// factory's closure state always does).
     #[serde(default)]

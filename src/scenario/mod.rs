@@ -45,6 +45,7 @@
 
 mod adapter;
 mod expect;
+mod own_driver;
 mod raw;
 mod remote;
 

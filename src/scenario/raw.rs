@@ -250,17 +250,29 @@ impl RawScenario {
             (WakeValue::Remote(_), None) => {
                 let example =
                     HostKind::real_hosts().find(|h| h.family().name() == host.family().name());
+                let key = match host.family().own_driver() {
+                    Some(_) => "`variant` and `patch` name the code a real host runs",
+                    None => "`extension` names code a real host loads",
+                };
                 let message = format!(
-                    "`extension` names code a real host loads: give `host` as family@version{}",
+                    "{key}: give `host` as family@version{}",
                     example.map_or(String::new(), |h| format!(" (e.g. \"{}\")", h.name()))
                 );
                 Err(cx.err(self.wake.span(), message))
             }
             (_, Some(_)) => {
-                let message = format!(
-                    "the real host {} loads its wake logic itself: give `wake = {{ extension = \"...\" }}`",
-                    host.name()
-                );
+                let message = match host.family().own_driver() {
+                    Some(d) => format!(
+                        "the real host {} runs its own code or a patch of it: give `wake = {{ variant = \"{}\" }}` (one of {}) or `{{ patch = \"...\" }}`",
+                        host.name(),
+                        d.own,
+                        d.variants.join(", ")
+                    ),
+                    None => format!(
+                        "the real host {} loads its wake logic itself: give `wake = {{ extension = \"...\" }}`",
+                        host.name()
+                    ),
+                };
                 Err(cx.err(self.wake.span(), message))
             }
             (WakeValue::Name(wake), None) => {

@@ -29,6 +29,17 @@ impl RawExternal {
     ) -> Result<(RemoteSpec, String)> {
         let real = host.real().expect("a real host");
         let family = host.family();
+        // A family with a driver of its own (gptme) reads its wake table there.
+        if let Some(driver) = family.own_driver() {
+            return self.validate_own(path, host, driver, origin, err);
+        }
+        if let Some(key) = self.variant.as_ref().or(self.patch.as_ref()) {
+            let message = format!(
+                "`variant` and `patch` are for a real host with a driver of its own; {} loads `extension = \"...\"`",
+                host.name()
+            );
+            return Err(err(key.span(), message));
+        }
         let Some(ext) = &self.extension else {
             unreachable!("a table without `extension` is read as an adapter's")
         };

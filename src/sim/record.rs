@@ -235,6 +235,10 @@ pub enum Ev<N = Narration> {
     SessionEnd { cause: EndCause },
     /// Another conversation's owner took its own message (it is delivered there, not here).
     OwnerClaimed { msg: MsgId },
+    /// No thread of the host can ever run again while `threads` are unfinished: every one is
+    /// blocked with nothing timed to wake it, or waits for a lock whose holder died. A real host
+    /// under a thread scheduler reports it as its run's end; the run cannot go on.
+    Deadlock { threads: u32 },
 }
 
 /// The kind of an observation, without its fields: what a checker declares it reads
@@ -261,6 +265,7 @@ pub enum EvKind {
     InputInterrupt,
     SessionEnd,
     OwnerClaimed,
+    Deadlock,
 }
 
 impl<N> Ev<N> {
@@ -292,6 +297,7 @@ impl<N> Ev<N> {
             Ev::InputInterrupt { .. } => EvKind::InputInterrupt,
             Ev::SessionEnd { .. } => EvKind::SessionEnd,
             Ev::OwnerClaimed { .. } => EvKind::OwnerClaimed,
+            Ev::Deadlock { .. } => EvKind::Deadlock,
         }
     }
 }
@@ -339,6 +345,7 @@ impl<N: Note> Ev<N> {
             Ev::InputInterrupt { input } => Ev::InputInterrupt { input },
             Ev::SessionEnd { cause } => Ev::SessionEnd { cause },
             Ev::OwnerClaimed { msg } => Ev::OwnerClaimed { msg },
+            Ev::Deadlock { threads } => Ev::Deadlock { threads },
         }
     }
 }
@@ -388,6 +395,7 @@ impl<N> Ev<N> {
             Ev::InputInterrupt { input } => Ev::InputInterrupt { input },
             Ev::SessionEnd { cause } => Ev::SessionEnd { cause },
             Ev::OwnerClaimed { msg } => Ev::OwnerClaimed { msg },
+            Ev::Deadlock { threads } => Ev::Deadlock { threads },
         }
     }
 }
@@ -650,6 +658,11 @@ impl<N: Note> Encode for Ev<N> {
             Ev::OwnerClaimed { msg } => {
                 h.tag(18);
                 msg.encode(h);
+            }
+            // 19 and 20 are the gptme families' and the remote lane's note tags.
+            Ev::Deadlock { threads } => {
+                h.tag(21);
+                h.u32(*threads);
             }
         }
     }

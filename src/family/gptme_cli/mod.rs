@@ -20,7 +20,8 @@
 //! - `api.rs`: the public wake-logic API; `note.rs` and `encode.rs`: the narration and its
 //!   trace-hash encoding; `vocab.rs`: windows, drops and end causes; `config.rs` and
 //!   `sections.rs`: what a scenario configures; `adapter.rs`: the adapter side; `wakes/`: the
-//!   built-in variants.
+//!   built-in variants; `real.rs`: the real gptme 0.35.1 chat loop (`gptme-cli@0.35.1`), run by the Python
+//!   adapter's driver under its thread scheduler.
 
 pub mod adapter;
 pub mod api;
@@ -34,6 +35,7 @@ mod hooks;
 pub mod host;
 mod jobs;
 pub mod note;
+pub mod real;
 pub mod sections;
 pub mod vocab;
 pub mod wakes;
@@ -50,7 +52,7 @@ use crate::adapter::SlotRef;
 use crate::check::{Invariant, InvariantSet, Monitor};
 use crate::error::Result;
 use crate::family::common::faults::FaultSpec;
-use crate::family::{Family, Host, Registry};
+use crate::family::{Family, Host, OwnDriver, RealHost, Registry, WireNames};
 use crate::input::Cx;
 use crate::sim::Kernel;
 use crate::sim::record::Window;
@@ -133,6 +135,8 @@ impl Family for CliFamily {
         Invariant::AliveWhileOwed,
         Invariant::NoSpin,
         Invariant::Isolation,
+        // Only a real gptme under the thread scheduler can deadlock; the model cannot.
+        Invariant::NoDeadlock,
     ]);
     const WINDOWS: &'static [Window] = vocab::WINDOWS;
     const STATES: &'static [&'static str] = note::STATES;
@@ -175,6 +179,14 @@ impl Family for CliFamily {
 
     fn builtin_wakes(registry: &mut Registry) {
         wakes::register(registry);
+    }
+
+    const REAL_HOSTS: &'static [RealHost] = real::REAL_HOSTS;
+    const WIRE: WireNames = real::WIRE;
+    const OWN_DRIVER: Option<OwnDriver> = Some(real::DRIVER);
+
+    fn real_sections(config: &CliConfig) -> serde_json::Value {
+        real::sections(config)
     }
 }
 

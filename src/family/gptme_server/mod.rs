@@ -15,7 +15,8 @@
 //! - `api.rs`: the public wake-logic API; `note.rs` and `encode.rs`: the narration and its
 //!   trace-hash encoding; `vocab.rs`: windows, drops and refusals; `config.rs` and
 //!   `sections.rs`: what a scenario configures; `adapter.rs`: the adapter side; `wakes/`: the
-//!   built-in variants.
+//!   built-in variants; `real.rs`: the real gptme 0.35.1 server (`gptme-server@0.35.1`), run by the Python
+//!   adapter's driver under its thread scheduler.
 
 pub mod adapter;
 pub mod api;
@@ -26,6 +27,7 @@ pub mod faults;
 pub mod handle;
 pub mod host;
 pub mod note;
+pub mod real;
 pub mod sections;
 mod steps;
 pub mod vocab;
@@ -44,7 +46,7 @@ use crate::check::{Invariant, InvariantSet, Monitor};
 use crate::error::Result;
 use crate::family::common::conv::ConvId;
 use crate::family::common::faults::FaultSpec;
-use crate::family::{Family, Host, Registry};
+use crate::family::{Family, Host, OwnDriver, RealHost, Registry, WireNames};
 use crate::input::Cx;
 use crate::sim::Kernel;
 use crate::sim::record::Window;
@@ -92,8 +94,10 @@ impl Family for ServerFamily {
         },
         (),
     )];
-    /// `wake-systems.md` §1.3, §4.
-    const INVARIANTS: InvariantSet = InvariantSet::delivery_and(&[Invariant::NoSelfRefusal]);
+    /// `wake-systems.md` §1.3, §4; NO-DEADLOCK, which only a real gptme under the thread
+    /// scheduler can break (the model cannot block).
+    const INVARIANTS: InvariantSet =
+        InvariantSet::delivery_and(&[Invariant::NoSelfRefusal, Invariant::NoDeadlock]);
     const WINDOWS: &'static [Window] = vocab::WINDOWS;
     const STATES: &'static [&'static str] = note::STATES;
     const COMPACT_RUNS: bool = true;
@@ -135,6 +139,14 @@ impl Family for ServerFamily {
 
     fn builtin_wakes(registry: &mut Registry) {
         wakes::register(registry);
+    }
+
+    const REAL_HOSTS: &'static [RealHost] = real::REAL_HOSTS;
+    const WIRE: WireNames = real::WIRE;
+    const OWN_DRIVER: Option<OwnDriver> = Some(real::DRIVER);
+
+    fn real_sections(config: &ServerConfig) -> serde_json::Value {
+        real::sections(config)
     }
 }
 

@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Throughput of the real-gptme lane on one core: `python3 adapters/python/bench.py [SEEDS]`.
+
+Runs the driver's drawn plans (server with gptme's own retry, CLI with its own wait hook) with a
+seeded in-process chooser (no protocol), and the scheduler's own costs: a scheduling point
+without a switch, a switch between two threads, a thread start and join. Wall-clock figures for
+the README: they vary with the machine's load, and no test asserts them.
+"""
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+
+def main():
+    from wakesim_adapter import venv
+    if os.path.realpath(sys.prefix) != os.path.realpath(venv.VENV) or \
+            os.environ.get("PYTHONHASHSEED") != "0":
+        python = venv.ensure()
+        os.execve(python, [python, os.path.abspath(__file__), *sys.argv[1:]],
+                  {**os.environ, "PYTHONHASHSEED": "0"})
+    from wakesim_adapter import real_driver as D, real_gptme as R, sched
+    import threading
+    import time
+    pc = sched._REAL_TIME["perf_counter"]
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 500
+    t0 = pc()
+    R.load()
+    print(f"import and patch gptme: {pc() - t0:.2f} s (once per process)")
+
+    class Quiet:
+        def send(self, obj):
+            pass
+
+    for family, variant in (("gptme-server", "w2"), ("gptme-cli", "b1")):
+        d = D.Driver(Quiet())
+        d.family = family
+        d.variant = variant
+        d.sections = D._merge(D.SERVER_DEFAULTS if family == "gptme-server" else D.CLI_DEFAULTS, {})
+        d.limits = {"active_ms": 600_000, "quiesce_ms_max": 600_000, "steps_max": 200_000}
+        points = 0
+        a = os.times()
+        t0 = pc()
+        for seed in range(n):
+            _, out = d.run(D.LocalChooser(seed))
+            points += out.points
+        dt = pc() - t0
+        b = os.times()
+        cpu = (b.user - a.user) + (b.system - a.system)
+        print(f"{family} ({variant}): {n / dt:.0f} seeds/s wall, {n / cpu:.0f} seeds/s of CPU, "
+              f"{points / n:.0f} scheduling points/seed, {dt / points * 1e6:.1f} us/point")
+
+    class Alternate:
+        def choose(self, bound, label):
+            return 1   # candidate 0 is the running thread: always the other one
+
+    def ping_pong():
+        def w():
+            for _ in range(5000):
+                time.sleep(0)
+        ts = [threading.Thread(target=w) for _ in range(2)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+
+    t0 = pc()
+    out = sched.SCHED.run(ping_pong, Alternate())
+    print(f"a switch between two threads: {(pc() - t0) / out.points * 1e6:.1f} us")
+
+    def alone():
+        for _ in range(20000):
+            time.sleep(0)
+    t0 = pc()
+    out = sched.SCHED.run(alone, sched.FirstChooser())
+    print(f"a scheduling point without a switch: {(pc() - t0) / out.points * 1e6:.2f} us")
+
+    def spawner():
+        for _ in range(2000):
+            t = threading.Thread(target=lambda: None)
+            t.start()
+            t.join()
+    t0 = pc()
+    sched.SCHED.run(spawner, sched.FirstChooser())
+    print(f"a thread start and join: {(pc() - t0) / 2000 * 1e6:.1f} us")
+
+
+if __name__ == "__main__":
+    main()

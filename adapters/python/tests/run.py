@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""Run the Python adapter's test suites with the pinned real gptme.
+
+    python3 adapters/python/tests/run.py [unittest names...]
+
+Installs the pinned venv first if needed (`wakesim_adapter.venv`, under its lock), then runs the
+suites with the venv's python and PYTHONHASHSEED=0 (set and hashes are part of what a run may
+iterate). Nothing is skipped: a venv that cannot be installed is a failure naming the package.
+Prints `N passed, N failed` last and exits 0 only when every test passed.
+"""
+
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)  # adapters/python
+SUITES = ["tests.test_sched", "tests.test_real_gptme", "tests.test_driver"]
+
+INNER = r"""
+import sys, unittest
+names = sys.argv[1:]
+loader = unittest.TestLoader()
+suite = loader.loadTestsFromNames(names)
+result = unittest.TextTestRunner(verbosity=1).run(suite)
+n = result.testsRun
+bad = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
+skipped = len(result.skipped)
+print(f"{n - bad - skipped} passed, {bad} failed" + (f", {skipped} skipped" if skipped else ""))
+sys.exit(0 if bad == 0 and skipped == 0 else 1)
+"""
+
+
+def main(argv):
+    sys.path.insert(0, ROOT)
+    from wakesim_adapter import venv
+    try:
+        python = venv.ensure()
+    except venv.InstallError as e:
+        print(f"wakesim-python: {e}", file=sys.stderr)
+        print("0 passed, 1 failed")
+        return 2
+    names = argv or SUITES
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    return subprocess.run([python, "-c", INNER, *names], cwd=ROOT, env=env).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

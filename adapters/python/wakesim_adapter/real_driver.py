@@ -1,0 +1,493 @@
+"""The remote-host driver of the real gptme 0.35.1 (docs/remote-host.md, protocol 1).
+
+wakesim sends `hello` (the family, `gptme-server` or `gptme-cli`; the version; the `wake` table;
+the scenario's resolved sections; the limits), then one `run` per seed. For each run the driver
+draws the plan with `choose` (faults switched on, producer instants, reply kinds, durations), runs
+gptme's own code under the deterministic scheduler (every choice of which thread goes next is a
+`choose` of kind `order`), asks `produce` for each producer message's id, reports what happens as
+`obs` and `note` lines, and ends with `end`. It never reads a clock or a random source of its own.
+
+The `wake` table of a gptme scenario names the wake logic: `{"variant": NAME}` with NAME one of
+`real_variants.NAMES` (`w2` and `b1`, gptme's own code, by default), or `{"patch": PATH}`, a
+Python file whose `apply(G, RUN)` patches the loaded modules for one run (it must only replace
+functions, as the variants do; the next run's reset undoes what `real_variants` knows about, and
+a patch file's `undo(G)` the rest).
+
+The sections default to the model host's defaults (`src/host/gptme/server/config.rs`,
+`src/host/gptme/cli/config.rs`) where the Rust side sends none. The plan's draws are the driver's
+own labels (`gptme.plan.*`); drawing them in the model's order and with its labels (so that one
+seed gives the same producer messages in both lanes, for conformance) is left to do.
+"""
+
+import json
+import os
+import sys
+
+from . import real_gptme as R
+from . import real_variants, sched
+
+PROTOCOL = 1
+DRIVER = "wakesim-gptme-driver/0.1.0"
+HOST = "gptme[server]@0.35.1"
+
+
+class Fatal(Exception):
+    pass
+
+
+class Wire:
+    """Lines on stdin/stdout; stdout is the protocol, so `sys.stdout` points at stderr."""
+
+    def __init__(self, inp=None, out=None):
+        self._in = inp or sys.stdin.buffer
+        self._out = out or os.fdopen(os.dup(1), "wb", buffering=0)
+        self._buf = []
+        sys.stdout = sys.stderr
+
+    def send(self, obj):
+        """A line that needs no answer waits in a buffer; a line that does (`choose`,
+        `produce`), and the run's `end`, `hello` and `error`, flush it: one write a turn."""
+        self._buf.append(json.dumps(obj, separators=(",", ":")))
+        if obj.get("type") not in ("obs", "note"):
+            self._out.write(("\n".join(self._buf) + "\n").encode())
+            self._buf = []
+
+    def read(self):
+        line = self._in.readline()
+        if not line:
+            sys.exit(0)
+        try:
+            return json.loads(line)
+        except ValueError:
+            raise Fatal(f"wakesim sent a line that is not JSON: {line[:200]!r}")
+
+    def value(self):
+        msg = self.read()
+        if msg.get("type") != "value" or not isinstance(msg.get("value"), int):
+            raise Fatal(f"expected a value, got {msg!r}")
+        return msg["value"]
+
+
+class RemoteChooser:
+    """Every draw is wakesim's: `choose` lines answered by `value`."""
+
+    def __init__(self, wire):
+        self.wire = wire
+
+    def choose(self, bound, label):
+        # The scheduler's thread choices are same-instant orders.
+        kind = "order" if label.startswith("py.thread.") else "choose"
+        self.wire.send({"type": "choose", "label": label, "kind": kind, "bound": bound})
+        v = self.wire.value()
+        if not 0 <= v < bound:
+            raise Fatal(f"value {v} out of range for {label} (bound {bound})")
+        return v
+
+    def delay(self, lo, hi, label):
+        if lo >= hi:
+            return lo
+        self.wire.send({"type": "choose", "label": label, "kind": "delay", "lo": lo, "hi": hi})
+        v = self.wire.value()
+        if not lo <= v <= hi:
+            raise Fatal(f"delay {v} out of {lo}..={hi} for {label}")
+        return v
+
+    def chance(self, num, den, label):
+        if num <= 0:
+            return False
+        if num >= den:
+            return True
+        self.wire.send({"type": "choose", "label": label, "kind": "chance", "num": num, "den": den})
+        return self.wire.value() == 1
+
+
+def SCHED_NOW():
+    return sched.SCHED.now_ns // 1_000_000
+
+
+class LocalChooser(sched.SeededChooser):
+    """The same interface without wakesim (the driver's tests, benchmarks)."""
+
+    def delay(self, lo, hi, label):
+        if lo >= hi:
+            return lo
+        k = self.choose(3, label + ".class")
+        return lo if k == 0 else hi if k == 1 else lo + self.choose(hi - lo + 1, label)
+
+    def chance(self, num, den, label):
+        if num <= 0:
+            return False
+        if num >= den:
+            return True
+        return self.choose(den, label) < num
+
+
+# ---- observations in the protocol's names
+
+_REFUSED = {"Run": "run", "Tools": "tools", "Command": "command", "PersistFailed": "persist-failed",
+            # watch_autowake off or no model: protocol 1 has no name for it (proposal: "disabled").
+            "Disabled": "disabled"}
+
+
+def _wire_obs(ev, ids):
+    """A Run record's observation as the protocol's `ev` and fields (None: not an observation
+    the protocol carries, such as `Produced`, which `produce` records)."""
+    (name, body), = ev.items()
+    mid = ids.get
+    if name == "Appended":
+        return {"ev": "appended", "msg": mid(body["msg"])}
+    if name == "Request":
+        return {"ev": "request", "req": body["req"] + 1, "harness": True}
+    if name == "Dropped":
+        return {"ev": "dropped", "msg": mid(body["msg"]), "reason": "storm-coalesced"}
+    if name == "Pass":
+        return {"ev": "pass", "pass": body["pass"], "on": body["on"]}
+    if name == "Wake":
+        r = body["refused"]
+        refused = None if r is None else {"wake": r["Wake"]} if isinstance(r, dict) else _REFUSED[r]
+        return {"ev": "wake", "pass": body["pass"], "wake": body["wake"],
+                "msgs": [mid(m) for m in body["msgs"]], "refused": refused}
+    if name == "Work":
+        op = body["op"]
+        op = ({"finished": mid(op["Finished"])} if isinstance(op, dict)
+              else {"Started": "started", "Killed": "killed"}[op])
+        return {"ev": "work", "work": body["work"], "shown": body["shown"],
+                "conv": 0 if body["conv"] == "A" else 1, "op": op}
+    if name == "InputInterrupt":
+        return {"ev": "input_interrupt", "input": body["input"]}
+    if name == "SessionEnd":
+        return {"ev": "session_end",
+                "cause": {"QueueEmpty": "queue-empty", "SessionComplete": "session-complete"}[body["cause"]]}
+    return None
+
+
+def _names(ms):
+    return " ".join(f"m{m}" for m in ms) or "nothing"
+
+
+def _narrate(ev):
+    """The timeline's line for an observation the report does not render itself."""
+    (name, b), = ev.items()
+    if name == "Pass":
+        return f"retry_deferred_watch_wakes({b['conv']}): pass {b['pass']} " + \
+            ("starts" if b["on"] else "ends")
+    if name == "Wake":
+        r = b["refused"]
+        if r is None:
+            res = "True: persisted, generating set, step thread started"
+        elif isinstance(r, dict):
+            res = f"False (busy: generating, set by wake #{r['Wake']})"
+        else:
+            res = {"Run": "False (busy: generating, a step the user or a tool started)",
+                   "Tools": "False (busy: a tool call pending or executing)",
+                   "Command": "False (busy: a slash command owns it)",
+                   "PersistFailed": "False (persisting failed: OSError)",
+                   "Disabled": "False (watch_autowake off or no model)"}[r]
+        return f"request_watch_wake({b['conv']}, [{_names(b['msgs'])}]) = wake #{b['wake']} → {res}"
+    if name == "Appended":
+        return f"m{b['msg']} appended to {b['conv']}'s log"
+    if name == "Work":
+        op = b["op"]
+        what = "started" if op == "Started" else "killed" if op == "Killed" else \
+            f"finished (m{op['Finished']})"
+        return f"background job #{b['shown']} of {b['conv']} {what}"
+    if name == "Dropped":
+        return f"m{b['msg']} coalesced by the watch's storm guard"
+    return None
+
+
+def server_state():
+    SM = R.G.SessionManager
+    sessions = [s for sid in SM._conversation_sessions.get("A", ()) for s in [SM._sessions.get(sid)]
+                if s is not None]
+    if any(s.generating for s in sessions):
+        return "GENERATING"
+    if any(s.pending_tools or s._executing_tools for s in sessions):
+        return "TOOLS"
+    if "A" in SM._active_commands:
+        return "COMMAND"
+    return "IDLE"
+
+
+def cli_state():
+    run = R.RUN
+    if run.session_end is not None:
+        return "ENDED"
+    if any(c._waiters for c in R.G.shell_background._job_conditions.values()):
+        return "WAITING"
+    if run.generating:
+        return "GENERATING"
+    return "LOOP"
+
+
+# ---- plans (the model host's defaults where the sections say nothing)
+
+SERVER_DEFAULTS = {
+    "producers": {"events": {"min": 1, "max": 6}, "watches": 2, "start_ms": {"min": 1, "max": 10_000},
+                  "spacing_ms": {"min": 0, "max": 5_000}, "completions": {"min": 0, "max": 0},
+                  "completion_ms": {"min": 1, "max": 60_000}},
+    "timing": {"model_ms": {"min": 200, "max": 6_000}, "tool_ms": {"min": 10, "max": 3_000},
+               "confirm_ms": {"min": 500, "max": 20_000}, "command_ms": {"min": 100, "max": 5_000}},
+    "faults": [{"name": n, "share": [1, 2]} for n in (
+        "watch_tool", "user_steps", "tool_confirmation", "tool_calls", "slash_commands",
+        "persist_failure", "dispatch_failure")],  # SERVER_FAULTS, below
+}
+
+# The faults each plan acts on (the model's others are not implemented on the real host).
+SERVER_FAULTS = ("watch_tool", "user_steps", "tool_confirmation", "tool_calls", "slash_commands",
+                 "persist_failure", "dispatch_failure")
+CLI_FAULTS = ("stale_control", "control_writes", "prompt_writes", "steer_writes",
+              "teardown_reset", "auto_reply")
+
+CLI_DEFAULTS = {
+    "producers": {"script": ["job", "text"]},
+    "timing": {"model_ms": {"min": 200, "max": 6_000}, "job_ms": {"min": 1_000, "max": 60_000},
+               "idle_max_ms": 1_800_000},
+    "faults": [],
+}
+
+
+def _merge(defaults, given):
+    out = json.loads(json.dumps(defaults))
+    for k, v in (given or {}).items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k].update(v)
+        else:
+            out[k] = v
+    return out
+
+
+def _span(s):
+    return (s["min"], s["max"]) if isinstance(s, dict) else (s, s)
+
+
+def _mix(ch, on, producers):
+    """Tell wakesim which faults this seed switched on (the timeline's header), as `mix`."""
+    wire = getattr(ch, "wire", None)
+    if wire is not None:
+        wire.send({"type": "mix", "faults": [[n, 1, 1] for n, v in on.items() if v],
+                   "producers": producers})
+
+
+def server_plan(ch, sc):
+    """Draw a server run: which faults are on, the producers' instants, the user's activity."""
+    on = {f["name"]: ch.chance(f["share"][0], f["share"][1], "gptme.plan.fault." + f["name"])
+          for f in sc["faults"]}
+    _mix(ch, on, ["watch", "completion"])
+    p, t = sc["producers"], sc["timing"]
+    lo, hi = _span(p["events"])
+    n_events = lo + ch.choose(hi - lo + 1, "gptme.plan.events") if hi > lo else lo
+    first = ch.delay(*_span(p["start_ms"]), "gptme.plan.start")
+    instants = [first] if n_events else []
+    for _ in range(n_events - 1):
+        instants.append(instants[-1] + ch.delay(*_span(p["spacing_ms"]), "gptme.plan.spacing"))
+    watches = max(1, int(p.get("watches", 1)))
+    which = [ch.choose(watches, "gptme.plan.watch") for _ in instants]
+    lo, hi = _span(p["completions"])
+    n_comp = lo + ch.choose(hi - lo + 1, "gptme.plan.completions") if hi > lo else lo
+    comps = [ch.delay(*_span(p["completion_ms"]), "gptme.plan.completion") for _ in range(n_comp)]
+    user = ch.delay(0, max(1, first), "gptme.plan.user") if on.get("user_steps") else None
+    command = None
+    if on.get("slash_commands"):
+        command = (ch.delay(0, first + 5_000, "gptme.plan.command"),
+                   ch.delay(*_span(t["command_ms"]), "gptme.plan.command-ms"))
+    reply = "tool" if on.get("tool_confirmation") or on.get("tool_calls") else "text"
+    confirm = ch.delay(*_span(t["confirm_ms"]), "gptme.plan.confirm") if reply == "tool" else None
+    kwargs = dict(
+        tools=("watch", "shell") if on.get("watch_tool") else ("shell",),
+        replies={"A": [reply]}, model_ms=_span(t["model_ms"]), tool_ms=_span(t["tool_ms"]),
+        confirm_ms=confirm,
+        persist_fails={"A"} if on.get("persist_failure") else set(),
+        dispatch_fails=1 if on.get("dispatch_failure") else 0)
+
+    def plan():
+        R.session("A")
+        ws = [R.arm_watch("A") for _ in range(watches)]
+        if user is not None:
+            R.at(user, R.user_step, "A")
+        if command is not None:
+            R.at(command[0], R.command, "A", command[1])
+        # One producer thread per FIFO stream (the logdir's watch events; its completions).
+        if instants:
+            R.producer([(t_, R.fire, (ws[w],)) for t_, w in zip(instants, which)], "watch:A")
+        if comps:
+            R.producer([(t_, R.subagent_done, ("A", f"agent{i + 1}")) for i, t_ in enumerate(comps)],
+                       "subagent:A")
+    return plan, kwargs
+
+
+def cli_plan(ch, sc):
+    """Draw a CLI run: the faults switched on and their instants; the reply script and timing."""
+    on = {f["name"]: ch.chance(f["share"][0], f["share"][1], "gptme.plan.fault." + f["name"])
+          for f in sc.get("faults", [])}
+    _mix(ch, on, ["job", "prompt"])
+    t = sc["timing"]
+    script = ["bg" if k == "job" else k for k in sc["producers"].get("script", ["job", "text"])]
+    idle_max_s = t.get("idle_max_ms", 1_800_000) / 1000
+    horizon = 60_000
+    actions = []
+    if on.get("stale_control"):
+        actions.append((0, R.write_control, ("A", '{"op":"status"}\n')))
+    if on.get("control_writes"):
+        at_ = ch.delay(0, horizon, "gptme.plan.control")
+        actions.append((at_, R.write_control, ("A", '{"op":"status"}\n')))
+        if ch.chance(1, 2, "gptme.plan.control-rewrite"):
+            at2 = at_ + ch.delay(0, horizon, "gptme.plan.control-rewrite-ms")
+            actions.append((at2, R.write_control, ("A", '{"op":"statu2"}\n')))
+    for kind, steer in (("prompt_writes", False), ("steer_writes", True)):
+        if on.get(kind):
+            at_ = ch.delay(0, horizon, "gptme.plan." + kind)
+            actions.append((at_, R.queue_prompt, ("A", "Also check the logs.", steer)))
+    if on.get("teardown_reset"):
+        at_ = ch.delay(0, horizon, "gptme.plan.reset")
+        actions.append((at_, lambda: R.G.shell_background.reset_background_jobs(
+            "A", all_conversations=False), ()))
+    tools = ("shell", "complete") if on.get("auto_reply") else ("shell",)
+
+    def plan():
+        if actions:
+            R.producer(actions, name="outside")
+        R.cli_session("A", ["Do the task."], idle_max_s=idle_max_s)
+    return plan, dict(tools=tools, replies={"A": script}, model_ms=_span(t["model_ms"]),
+                      job_ms=_span(t["job_ms"]))
+
+
+# ---- the driver
+
+
+class Driver:
+    def __init__(self, wire):
+        self.wire = wire
+        self.family = None
+        self.variant = None
+        self.patch = None
+        self.sections = None
+        self.limits = {"active_ms": 3_600_000, "quiesce_ms_max": 0, "steps_max": 200_000}
+
+    def hello(self, msg):
+        if msg.get("protocol") != PROTOCOL:
+            raise Fatal(f"{DRIVER} speaks protocol {PROTOCOL}, not {msg.get('protocol')}")
+        family = msg.get("host")
+        if family not in ("gptme-server", "gptme-cli"):
+            raise Fatal(f"{DRIVER} drives gptme-server and gptme-cli, not {family!r}")
+        if msg.get("host_version") != "0.35.1":
+            raise Fatal(f"{DRIVER} has gptme 0.35.1 pinned, not {msg.get('host_version')!r}")
+        self.family = family
+        wake = msg.get("wake") or {}
+        self.variant = wake.get("variant") or ("w2" if family == "gptme-server" else "b1")
+        if self.variant not in real_variants.NAMES:
+            raise Fatal(f"unknown gptme variant {self.variant!r}; known: "
+                        f"{', '.join(real_variants.NAMES)}")
+        if wake.get("patch"):
+            import importlib.util
+            spec = importlib.util.spec_from_file_location("wakesim_gptme_patch", wake["patch"])
+            self.patch = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(self.patch)
+        defaults = SERVER_DEFAULTS if family == "gptme-server" else CLI_DEFAULTS
+        self.sections = _merge(defaults, msg.get("scenario") or {})
+        # A fault the plan cannot act on would be drawn and silently do nothing: refuse it.
+        known = SERVER_FAULTS if family == "gptme-server" else CLI_FAULTS
+        for f in self.sections.get("faults", []):
+            if f.get("name") not in known:
+                raise Fatal(f"the real {family} driver does not implement the fault "
+                            f"{f.get('name')!r} (it implements {', '.join(known)})")
+        self.limits.update(msg.get("limits") or {})
+        R.load()
+        self.wire.send({"type": "hello", "protocol": PROTOCOL, "driver": DRIVER, "host": HOST})
+
+    def run(self, chooser=None):
+        ch = chooser or RemoteChooser(self.wire)
+        make = server_plan if self.family == "gptme-server" else cli_plan
+        plan, kwargs = make(ch, self.sections)
+        state = server_state if self.family == "gptme-server" else cli_state
+        ids = {}
+        streams = {}
+        wire = self.wire
+        remote = chooser is None
+
+        def emit(kind, rec):
+            t, actor, ev = rec
+            if kind == "note":
+                wire.send({"type": "note", "t": t, "actor": actor, "state": state(),
+                           "text": ev["Note"]})
+                return
+            if "Produced" in ev:
+                return
+            body = _wire_obs(ev, ids)
+            if body is not None:
+                st = state()
+                wire.send({"type": "obs", "t": t, "actor": actor, "state": st, **body})
+                text = _narrate(ev)
+                if text is not None:
+                    wire.send({"type": "note", "t": t, "actor": actor, "state": st, "text": text})
+
+        run = R.Run(ch, emit=emit, **kwargs)
+
+        origins = {}
+
+        def produce(stream, conversation, kind="watch", origin=None):
+            # wakesim numbers the message; the marker is m<id+1>, the local id id+1.
+            src = streams.setdefault(stream, len(streams))
+            org = origins.setdefault(origin or stream, len(origins))
+            t = SCHED_NOW()
+            if remote:
+                wire.send({"type": "produce", "t": t, "kind": kind, "source": src,
+                           "origin": org, "conv": 0 if conversation == "A" else 1,
+                           "stream": stream, "state": state()})
+                pid = wire.value()
+            else:
+                pid = len(ids)
+            m = pid + 1
+            ids[m] = pid
+            run.produced[m] = (stream, conversation)
+            run.next_msg = max(run.next_msg, m + 1)
+            return m
+
+        run.produce = produce
+        R.reset(run)
+        real_variants.apply(self.variant)
+        if self.patch is not None:
+            self.patch.apply(R.G, run)
+        R.ready()
+        horizon = self.limits["active_ms"] + self.limits.get("quiesce_ms_max", 0)
+        out = sched.SCHED.run(plan, ch, horizon_ms=horizon, steps_max=self.limits["steps_max"])
+        if out.verdict == sched.Verdict.ERROR:
+            raise Fatal(f"the plan failed: {out.error!r}")
+        if out.errors:
+            name, e = out.errors[0]
+            raise Fatal(f"thread {name} of gptme raised {e!r}")
+        end = {"type": "end", "t": out.now_ms, "cause": out.verdict,
+               # The run's steps, as wakesim counts events: its scheduling points.
+               "steps": min(out.points, self.limits["steps_max"])}
+        if out.verdict == sched.Verdict.DEADLOCK:
+            # No thread of gptme can run again: the end cause `deadlock`, which wakesim judges
+            # as a NO-DEADLOCK violation with the stuck threads' count; the note before it says
+            # what each one waits for.
+            wire.send({"type": "note", "t": out.now_ms, "actor": "check", "state": state(),
+                       "text": f"deadlock: {out.detail}"})
+            end.update(threads=out.stuck, state=state())
+        wire.send(end)
+        if self.patch is not None and hasattr(self.patch, "undo"):
+            self.patch.undo(R.G)
+        return run, out
+
+    def serve(self):
+        try:
+            while True:
+                msg = self.wire.read()
+                kind = msg.get("type")
+                if kind == "hello":
+                    self.hello(msg)
+                elif self.family is None:
+                    raise Fatal("wakesim did not say hello first")
+                elif kind == "run":
+                    self.run()
+                else:
+                    raise Fatal(f"unexpected message from wakesim: {msg!r}")
+        except Fatal as f:
+            self.wire.send({"type": "error", "message": str(f)})
+            sys.exit(1)
+
+
+def main():
+    Driver(Wire()).serve()

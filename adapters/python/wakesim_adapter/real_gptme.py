@@ -1,0 +1,947 @@
+"""The real gptme 0.35.1 under the deterministic thread scheduler.
+
+gptme's own modules, imported from the pinned package (`venv.py`), run unchanged: the server's
+`SessionManager` (`request_watch_wake`, `retry_deferred_watch_wakes`, `finish_command`),
+`session_step` (`_start_step_thread`, `step` with its compare-and-clear and the retry at step end,
+`start_tool_execution`), the watch tool's `_fire`/`_record_event`/`_deliver`,
+`_pending_deliveries`, `take_queued_watch_events` and `requeue_watch_event`, the subagent
+`notify_completion`, `take_queued_completions` and hooks, and the shell tool's background-job
+registry (`register_background_job`, `complete_background_job`, `_notify_completion`,
+`background_job_completion_hook`, `background_job_wait_hook` with `GPTME_WATCH_IDLE_MAX`) and the
+prompt-queue files. Their threads (step threads, tool threads, the producers' threads) are real
+threads on `sched.SCHED`; every lock, condition, event, queue, sleep and clock read is a
+scheduling point whose order is the chooser's.
+
+What is faked is what lies outside the process or the code under test, at its boundary:
+
+- the model: `session_step._chat_complete`/`_stream` return a scripted or drawn reply (plain text,
+  or a shell tool call) after a drawn virtual delay, and report a `Request`;
+- tool execution: `ToolUse.execute` sleeps a drawn delay and returns one system message;
+- the conversation log: `LogManager.load` returns an in-memory log per conversation (appends
+  report `Appended` for the producer messages a message carries; `write` can fail with OSError as
+  a fault); `ChatConfig.load_or_create` an in-memory config;
+- tool loading: `prepare_execution_environment` registers the hooks of the tools the run enables
+  (`ToolSpec.register_hooks`, gptme's own hook tables) in the calling context, as gptme's
+  `init_tools` does, without reading the workspace's config files; the default hooks
+  (`init_hooks`: time and token awareness ...) are left out;
+- naming the conversation (`_try_auto_name_and_notify`, a model call), `record_runtime_selection`;
+- the producers: a watch source fires by calling gptme's own `watch._fire` at a planned instant
+  (the probe or timer loop that would call it is the boundary); a subagent finishes by calling
+  gptme's `notify_completion`; a background job is a fake process registered with gptme's
+  `register_background_job` and finished with `complete_background_job`.
+
+Producer messages carry a marker `[wakesim mN]` in their text, so every observation says which
+producer messages a model request, a log append or a wake carried, in wakesim's vocabulary
+(`Produced`, `Appended`, `Request`, `Dropped`, `Pass`, `Wake`, `Work`, `SessionEnd`, notes).
+
+Module and class globals are reset between runs without re-importing gptme (`reset`), so a run
+costs milliseconds.
+"""
+
+import contextvars
+import itertools
+import logging
+import os
+import re
+import sys
+
+from . import sched
+from .sched import SCHED
+
+MARK = re.compile(r"\[wakesim m(\d+)\]")
+MODEL = "anthropic/claude-sonnet-4-5"
+TOOL_REPLY = "Running it.\n\n```shell\necho hello\n```\n"
+TEXT_REPLY = "Done for now."
+YIELDED = "Background wait yielded to pending session input."
+
+
+def carries(text):
+    return [int(x) for x in MARK.findall(text or "")]
+
+
+G = None       # the loaded gptme modules (a namespace), once per process
+RUN = None     # the current Run
+
+
+class _Namespace:
+    pass
+
+
+def load():
+    """Install the scheduler, import gptme, patch its boundaries (once per process)."""
+    global G
+    if G is not None:
+        return G
+    sched.install()
+    logging.disable(logging.CRITICAL)
+    # gptme reads the user's config and data directories: point them at an empty sandbox, so
+    # no configuration of this machine's user enters a run.
+    import tempfile
+    sandbox = tempfile.mkdtemp(prefix="wakesim-gptme-")
+    for var, sub in (("HOME", "home"), ("XDG_CONFIG_HOME", "config"), ("XDG_DATA_HOME", "data"),
+                     ("XDG_CACHE_HOME", "cache"), ("GPTME_LOGS_HOME", "logs")):
+        os.makedirs(os.path.join(sandbox, sub), exist_ok=True)
+        os.environ[var] = os.path.join(sandbox, sub)
+    for var in [v for v in os.environ if v.startswith("GPTME_") and v != "GPTME_LOGS_HOME"]:
+        del os.environ[var]
+    import uuid
+
+    import gptme.config as config
+    import gptme.hooks as hooks
+    import gptme.hooks.registry as hooks_registry
+    import gptme.llm.models as models
+    import gptme.logmanager as logmanager
+    import gptme.model_attestation as attestation
+    import gptme.prompt_queue as prompt_queue
+    import gptme.server.session_models as session_models
+    import gptme.server.session_step as session_step
+    import gptme.tools as tools_pkg
+    import gptme.tools.base as tools_base
+    import gptme.tools.shell as shell
+    import gptme.tools.shell_background as shell_background
+    import gptme.tools.subagent as subagent
+    import gptme.tools.subagent.hooks as subagent_hooks
+    import gptme.tools.subagent.types as subagent_types
+    import gptme.tools.watch as watch
+    import gptme.util.cost_tracker as cost_tracker
+
+    g = _Namespace()
+    for name, value in list(locals().items()):
+        if not name.startswith("_") and name not in ("g",):
+            setattr(g, name, value)
+    g.SessionManager = session_models.SessionManager
+    sched.patch_package("gptme")
+    # An outside input that ends the background wait (the control-file notice) is reported
+    # with the file's fingerprint, as the model reports it: NO-SPIN judges repeats.
+    real_wait_input = shell_background._background_wait_input
+
+    def wait_input(manager):
+        r = real_wait_input(manager)
+        if isinstance(r, list) and any(getattr(m, "content", None) == YIELDED for m in r):
+            import hashlib
+            try:
+                with open(os.path.join(str(manager.logdir), "control.jsonl"), "rb") as f:
+                    data = f.read()
+            except OSError:
+                data = b""
+            fp = int.from_bytes(hashlib.sha256(data).digest()[:8], "big")
+            RUN.obs("host", {"InputInterrupt": {"input": fp}})
+        return r
+
+    shell_background._background_wait_input = wait_input
+    g.shell_background_originals = {
+        n: getattr(shell_background, n) for n in (
+            "_control_wait_keys", "_background_wait_input", "background_job_completion_hook",
+            "_pending_wait_jobs")}
+    # The user configuration, loaded once (from the empty sandbox): a Config made in a fresh
+    # context (every step thread has one) would read the files again at each step.
+    import gptme.config.core as config_core
+    g.user_config = config.load_user_config()
+    _set_factory(config_core.Config, "user", lambda: G.user_config)
+
+    # Deterministic ids: uuid4 draws from a per-run counter (session and tool ids are dict keys
+    # and set members whose order decides which session a wake picks).
+    uuid.uuid4 = lambda: uuid.UUID(int=RUN.next_uuid() if RUN is not None else 0)
+
+    # ---- boundaries
+    session_step.prepare_execution_environment = _prepare_execution_environment
+    session_step.prepare_messages = lambda msgs, logdir=None, **kw: list(msgs)
+    session_step._chat_complete = _chat_complete
+    session_step._stream = _stream
+    session_step._try_auto_name_and_notify = lambda *a, **k: None
+    attestation.record_runtime_selection = lambda *a, **k: None
+    session_step.LogManager = FakeLogManager
+    logmanager.LogManager = FakeLogManager
+    config.ChatConfig.load_or_create = classmethod(lambda cls, logdir, default=None: RUN.config(logdir))
+    tools_base.ToolUse.execute = _execute_tool
+    real_start = session_step._start_step_thread
+
+    def start_step_thread(*args, **kwargs):
+        # A fault at the thread boundary: starting a wake's step thread fails (`can't start
+        # new thread`), as `threading.Thread.start` can (the model's DispatchFailure).
+        if RUN.dispatch_fails > 0 and kwargs.get("reserved") and sched._get_ident() in RUN.waking:
+            RUN.dispatch_fails -= 1
+            RUN.note("host", "starting the step thread fails (RuntimeError)")
+            raise RuntimeError("can't start new thread (a wakesim fault)")
+        return real_start(*args, **kwargs)
+
+    session_step._start_step_thread = start_step_thread
+    session_step.get_logs_dir = lambda: RUN.logs_dir
+    import gptme.dirs as dirs
+    dirs.get_logs_dir = lambda: RUN.logs_dir
+    g.dirs = dirs
+    import gptme.chat as chat
+    import gptme.message as message
+    import gptme.tools.complete as complete
+    g.chat = chat
+    g.message = message
+    g.complete = complete
+    g.tools = {"watch": watch.tool, "shell": shell.tool, "subagent": subagent.tool,
+               "complete": complete.tool}
+    # The CLI loop's boundaries: a step is the model call and the tool it asks for; no
+    # compaction, no naming thread (a model call), no cost printing; the chat config in memory.
+    chat.step = _cli_step
+    chat._run_post_tool_compaction = lambda manager: False
+    chat._start_auto_naming_thread = lambda *a, **k: None
+    chat.print_inline_cost = lambda *a, **k: None
+    config.ChatConfig.from_logdir = classmethod(lambda cls, logdir: RUN.config(logdir))
+    # flock between threads of one process would block the process for real: the prompt
+    # queue's file lock is a scheduler lock per lock file (it orders the simulated steering
+    # writer and the loop as the real flock orders two processes).
+    prompt_queue.fcntl = _SimFlock()
+    # Real log directories for the files the CLI reads and writes (prompt queue, control file),
+    # on tmpfs when there is one.
+    import tempfile
+    base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+    g.files_dir = tempfile.mkdtemp(prefix="wakesim-gptme-logs-", dir=base)
+
+    # ---- observation wrappers (they call the real functions, and only report)
+    SM = g.SessionManager
+    real_wake = SM.request_watch_wake.__func__
+    real_retry = SM.retry_deferred_watch_wakes.__func__
+    real_record = watch._record_event
+
+    def request_watch_wake(cls, conversation_id, message, *, branch="main"):
+        return RUN.observe_wake(lambda: real_wake(cls, conversation_id, message, branch=branch),
+                                conversation_id, message)
+
+    def retry_deferred_watch_wakes(cls, conversation_id):
+        return RUN.observe_pass(lambda: g.variant_retry(cls, conversation_id), conversation_id)
+
+    g.real_retry = real_retry
+    g.variant_retry = real_retry
+    SM.request_watch_wake = classmethod(request_watch_wake)
+    SM.retry_deferred_watch_wakes = classmethod(retry_deferred_watch_wakes)
+
+    def record_event(w, text):
+        kept = real_record(w, text)
+        if not kept:
+            for m in carries(text):
+                RUN.obs("host", {"Dropped": {"msg": m, "reason": "Coalesced"}})
+        return kept
+
+    watch._record_event = record_event
+    G = g
+    return g
+
+
+# ---- boundaries
+
+
+class FakeLog:
+    """gptme's `Log`, in memory: its `messages`."""
+
+    def __init__(self):
+        self.messages = []
+
+    def __iter__(self):
+        return iter(self.messages)
+
+    def __reversed__(self):
+        return reversed(self.messages)
+
+    def __len__(self):
+        return len(self.messages)
+
+    def __getitem__(self, i):
+        return self.messages[i]
+
+
+class FakeManager:
+    """What `LogManager.load` returns: a view of the conversation's persisted log. As gptme's,
+    `append` adds to this manager's log and writes; a write that fails (a fault) leaves the
+    message in this manager's memory only: the next `load` does not see it."""
+
+    def __init__(self, conversation_id, logdir, workspace, store=None):
+        self.chat_id = conversation_id
+        self.logdir = logdir
+        self.workspace = workspace
+        self.store = store if store is not None else []
+        self.log = FakeLog()
+        self.log.messages = list(self.store)
+        self._unpersisted = []
+        self.current_view = None
+        self.name = conversation_id
+
+    def append(self, msg):
+        self.log.messages.append(msg)
+        self._unpersisted.append(msg)
+        self.write()
+
+    def write(self, sync=False):
+        if not self._unpersisted:
+            return
+        RUN.log_write(self.chat_id)
+        for msg in self._unpersisted:
+            self.store.append(msg)
+            RUN.appended(self.chat_id, msg)
+        self._unpersisted = []
+
+    def get_last_message_not_role(self, *a, **k):
+        return None
+
+
+class FakeLogManager:
+    @classmethod
+    def load(cls, conversation_id, branch="main", lock=True, create=False, **kwargs):
+        return RUN.load(G.dirs.Path(str(conversation_id)).name)
+
+    @classmethod
+    def get_current_log(cls):
+        # chat() makes the loop's manager current in its context; the loop's conversation here.
+        from gptme.hooks import current_conversation_id
+        cid = current_conversation_id.get()
+        return RUN.manager(cid) if cid else None
+
+
+def _set_factory(cls, field, factory):
+    code = cls.__init__.__code__
+    for name, cell in zip(code.co_freevars, cls.__init__.__closure__):
+        if name == "_dflt_" + field:
+            cell.cell_contents = factory
+            return
+    raise RuntimeError(f"{cls.__name__}.{field} has no default factory to replace")
+
+
+def _prepare_execution_environment(workspace, tools=None, chat_config=None):
+    # What gptme's prepare_execution_environment does that matters here: the configuration of
+    # this context (set_config), and init_tools' registration of the enabled tools' hooks in
+    # this context's registry.
+    G.config.set_config(G.config.Config(user=G.user_config, chat=chat_config))
+    registry = _REGISTRIES[(RUN.tools, RUN.hooks_left_out)]
+    G.hooks_registry.set_registry(registry)
+    G.tools_pkg._loaded_tools_var.set([G.tools[n] for n in RUN.tools])
+    G.tools_pkg._tools_initialized_var.set(True)
+    return None, []
+
+
+_REGISTRIES = {}
+
+
+def ready():
+    """Before a run starts (outside it): the hook registry of the run's tools, built once per
+    set of tools and shared by every context (gptme builds one per context, with the same hooks).
+    Built outside the run, so the first run of a process makes the same scheduling points as
+    any later one."""
+    key = (RUN.tools, RUN.hooks_left_out)
+    if key in _REGISTRIES:
+        return
+    registry = G.hooks_registry.HookRegistry()
+    ctx = contextvars.copy_context()
+
+    def build():
+        G.hooks_registry.set_registry(registry)
+        for name in RUN.tools:
+            G.tools[name].register_hooks()
+        for name in RUN.hooks_left_out:   # a variant without one of gptme's hooks (B0)
+            registry.unregister(name)
+    ctx.run(build)
+    _REGISTRIES[key] = registry
+
+
+def _model_reply(messages, model):
+    return RUN.model(messages)
+
+
+def _chat_complete(messages, model, tools, output_schema=None, max_tokens=None, temperature=None,
+                   top_p=None):
+    return _model_reply(messages, model), None
+
+
+def _stream(messages, model, tools, output_schema=None, max_tokens=None, temperature=None,
+            top_p=None):
+    return iter([_model_reply(messages, model)])
+
+
+def _execute_tool(self, *args, **kwargs):
+    RUN.note("host", f"tool {self.tool} executes")
+    sched.SCHED.sleep(RUN.draw_ms(RUN.tool_ms, "gptme.tool-ms") / 1000)
+    from gptme.message import Message
+    yield Message("system", "Ran command: `echo hello`\nhello", call_id=getattr(self, "call_id", None))
+
+
+class _SimFlock:
+    """`fcntl` for gptme.prompt_queue: `flock` is a scheduler lock per lock file."""
+
+    LOCK_EX = 2
+    LOCK_UN = 8
+
+    def __init__(self):
+        self._locks = {}
+
+    def flock(self, fd, op):
+        key = os.fstat(fd.fileno()).st_ino
+        lock = self._locks.get(key)
+        if lock is None:
+            lock = self._locks[key] = sched.SimLock()
+            lock.label = "flock(.prompt-queue.lock)"
+        if op == self.LOCK_EX:
+            lock.acquire()
+        elif op == self.LOCK_UN:
+            lock.release()
+        else:
+            raise ValueError(f"flock op {op} is not simulated")
+
+
+class FakeProcess:
+    """A background job's process: it exits when the plan says (or when killed)."""
+
+    def __init__(self):
+        self.returncode = None
+        self.pid = 0
+
+    def poll(self):
+        return self.returncode
+
+    def wait(self, timeout=None):
+        return self.returncode
+
+    def kill(self):
+        if self.returncode is None:
+            self.returncode = -9
+            RUN.job_killed(self)
+
+    terminate = kill
+
+
+def _cli_step(log, stream=False, tool_format=None, workspace=None, model=None,
+              output_schema=None, logdir=None):
+    """The CLI's `step`: one model reply, and the tool it asks for. A `bg` reply starts a
+    background job with gptme's own registry (a fake process); a `tool` reply runs a
+    command."""
+    from gptme.message import Message
+    kind = RUN.model(list(log.messages), reply_kind=True)
+    if kind == "bg":
+        yield Message("assistant", "Starting it in the background.\n\n```shell\nbg make test\n```\n")
+        job = RUN.start_job("make test")
+        yield Message("system", f"Started background job #{job.id}: `make test`")
+    elif kind == "tool":
+        yield Message("assistant", TOOL_REPLY)
+        SCHED.sleep(RUN.draw_ms(RUN.tool_ms, "gptme.tool-ms") / 1000)
+        yield Message("system", "Ran command: `echo hello`\nhello")
+    else:
+        yield Message("assistant", TEXT_REPLY if kind == "text" else kind)
+
+
+# ---- a run
+
+
+class Run:
+    """One run's world: choices, observations, logs, configs and the faked boundaries' state."""
+
+    def __init__(self, chooser, *, tools=("watch", "shell"), replies=None, model_ms=(100, 2000),
+                 tool_ms=(10, 500), persist_fails=(), workspace=None, emit=None,
+                 job_ms=(1000, 60_000), dispatch_fails=0, confirm_ms=None):
+        self.chooser = chooser
+        self.tools = tuple(tools)
+        self.replies = {k: list(v) for k, v in (replies or {}).items()}
+        self.model_ms = model_ms
+        self.tool_ms = tool_ms
+        self.persist_fails = set(persist_fails)   # conversation ids whose next write fails
+        self.logs_dir = G.dirs.Path(G.files_dir)
+        self.workspace = G.dirs.Path(workspace or os.getcwd())
+        self.records = []
+        self.emit = emit
+        self._uuid = itertools.count(1)
+        self._managers = {}
+        self._stores = {}
+        self._configs = {}
+        self.requests = []   # (t_ms, conversation, [carried msgs in the request], reply kind)
+        self.next_msg = 1
+        self.passes = 0
+        self.wakes = 0
+        self.pass_stack = {}      # thread ident -> current pass number
+        self.wake_of_seq = {}     # (session id, step_seq) -> wake number that set generating
+        self.produced = {}        # msg id -> (stream, conversation)
+        self.delivered = {}       # msg id -> first request index carrying it
+        self.appended_count = {}  # msg id -> times appended
+        self.jobs = []
+        self.work = 0
+        self.job_ms = list(job_ms) if isinstance(job_ms, list) else job_ms
+        self.exited = False
+        self.session_end = None
+        self.hooks_left_out = ()
+        self.dispatch_fails = dispatch_fails
+        self.confirm_ms = confirm_ms   # the user confirms a tool call this long after the reply
+        self.late_callbacks = []
+        self.waking = set()
+        self.persist_failed = set()
+        self.in_flight = {}       # thread ident -> the wake it is inside
+        self.generating = 0
+
+    # ---- time and choices
+
+    def now_ms(self):
+        return SCHED.now_ns // 1_000_000
+
+    def choose(self, bound, label):
+        if bound <= 1:
+            return 0
+        return self.chooser.choose(bound, label)
+
+    def draw_ms(self, span, label):
+        if isinstance(span, int):
+            return span
+        lo, hi = span
+        if hasattr(self.chooser, "delay"):
+            return self.chooser.delay(lo, hi, label)
+        # Biased to the boundaries, as the kernel's `delay` is: lo, hi, or uniform between.
+        k = self.choose(3, label + ".class")
+        if k == 0:
+            return lo
+        if k == 1:
+            return hi
+        return lo + self.choose(hi - lo + 1, label)
+
+    def next_uuid(self):
+        return next(self._uuid)
+
+    # ---- observations
+
+    def obs(self, actor, ev):
+        if SCHED.ended:
+            # A thread unwound after the run ended (its `finally` reports a pass's end, say):
+            # not something the host did, so not a record.
+            return
+        rec = (self.now_ms(), actor, ev)
+        self.records.append(rec)
+        if self.emit is not None:
+            self.emit("obs", rec)
+
+    def note(self, actor, text):
+        if SCHED.ended:
+            return
+        rec = (self.now_ms(), actor, {"Note": text})
+        self.records.append(rec)
+        if self.emit is not None:
+            self.emit("note", rec)
+
+    def produce(self, stream, conversation, kind="watch", origin=None):
+        """A producer message of FIFO stream `stream` (one queue of one conversation: its
+        deferred watch events, its subagent completions, its job completions, its prompt or
+        steer records), from `origin` (the watch, subagent or job, for its name)."""
+        m = self.next_msg
+        self.next_msg += 1
+        self.produced[m] = (stream, conversation)
+        self.obs("producer", {"Produced": {"msg": m, "kind": kind, "stream": stream,
+                                           "origin": origin or stream, "conv": conversation}})
+        return m
+
+    def appended(self, conversation, msg):
+        for m in carries(msg.content):
+            self.appended_count[m] = self.appended_count.get(m, 0) + 1
+            self.obs("host", {"Appended": {"msg": m, "conv": conversation}})
+
+    def log_write(self, conversation):
+        # The fault is the wake's persist (request_watch_wake writing the watch message), as the
+        # model's PersistFailure is; other writes succeed.
+        if conversation in self.persist_fails and sched._get_ident() in self.waking:
+            self.persist_fails.discard(conversation)
+            self.persist_failed.add(sched._get_ident())
+            self.note("host", f"log write of {conversation} fails (OSError)")
+            raise OSError(28, "No space left on device (a wakesim fault)")
+
+    def store(self, conversation):
+        st = self._stores.get(conversation)
+        if st is None:
+            st = self._stores[conversation] = []
+        return st
+
+    def load(self, conversation):
+        """A fresh view of the persisted log (`LogManager.load`)."""
+        return FakeManager(conversation, self.logs_dir / conversation, self.workspace,
+                           self.store(conversation))
+
+    def manager(self, conversation):
+        """The conversation's long-lived manager (the chat loop's; the plan's)."""
+        m = self._managers.get(conversation)
+        if m is None:
+            m = self._managers[conversation] = self.load(conversation)
+        return m
+
+    def config(self, logdir):
+        name = G.dirs.Path(str(logdir)).name
+        c = self._configs.get(name)
+        if c is None:
+            c = self._configs[name] = G.config.ChatConfig(
+                name=name, model=MODEL, stream=False, workspace=self.workspace,
+                tools=list(self.tools), interactive=False, tool_format="markdown")
+        return c
+
+    def model(self, messages, reply_kind=False):
+        """A model request: report what it carries, take a drawn time, reply."""
+        from gptme.hooks import current_conversation_id
+        cid = current_conversation_id.get() or "?"
+        seen = []
+        for msg in messages:
+            seen.extend(carries(msg.content))
+        req = len(self.requests)
+        kinds = self.replies.get(cid)
+        kind = kinds.pop(0) if kinds else "text"
+        self.requests.append((self.now_ms(), cid, seen, kind))
+        for m in seen:
+            self.delivered.setdefault(m, req)
+        self.generating += 1   # the state a request's line shows is GENERATING
+        self.obs("host", {"Request": {"req": req, "harness": True, "conv": cid, "carries": seen}})
+        self.generating -= 1
+        ms = self.draw_ms(self.model_ms, "gptme.model-ms")
+        if kind == "tool" and self.confirm_ms is not None:
+            # The user confirms the tool call `confirm_ms` after the reply shows it.
+            at(self.now_ms() + ms + self.confirm_ms, confirm_tools, cid, name="user-confirms")
+        self.generating += 1
+        try:
+            SCHED.sleep(ms / 1000)
+        finally:
+            self.generating -= 1
+        if reply_kind:
+            return kind
+        return TOOL_REPLY if kind == "tool" else TEXT_REPLY
+
+    # ---- background jobs (CLI)
+
+    def start_job(self, command, conversation=None):
+        """Register a job with gptme's registry (under the calling context's conversation) and
+        start its reader: it finishes after `job_ms`, unless killed or the process exited."""
+        sb = G.shell_background
+        proc = FakeProcess()
+        job = sb.register_background_job(command, proc, kill_callback=proc.kill)
+        self.jobs.append((job, proc))
+        proc.job = job
+        self.work += 1
+        proc.work = self.work
+        self.obs("host", {"Work": {"work": proc.work, "shown": job.id, "conv": job.conversation_id,
+                                   "op": "Started"}})
+        ms = self.job_ms.pop(0) if isinstance(self.job_ms, list) else self.draw_ms(self.job_ms, "gptme.job-ms")
+        spawn(self._job_reader, job, proc, ms, name=f"reader-{job.conversation_id}-{job.id}")
+        return job
+
+    def _job_reader(self, job, proc, ms):
+        SCHED.sleep(ms / 1000)
+        if self.exited:
+            return   # the process is gone, and its reader threads with it
+        if proc.returncode is not None:
+            # Killed: the reader drains what is left and reports the completion, as gptme's
+            # does; `_notify_completion` drops it when the registry no longer holds the job.
+            self.late_callbacks.append(job.id)
+            G.shell_background.complete_background_job(job, "", "killed")
+            return
+        proc.returncode = 0
+        m = self.produce(f"job:{job.conversation_id}", job.conversation_id, kind="job",
+                         origin=f"job #{job.id}")
+        self.obs("host", {"Work": {"work": proc.work, "shown": job.id, "conv": job.conversation_id,
+                                   "op": {"Finished": m}}})
+        G.shell_background.complete_background_job(job, f"tests passed [wakesim m{m}]\n", "")
+
+    def job_killed(self, proc):
+        self.obs("host", {"Work": {"work": proc.work, "shown": proc.job.id,
+                                   "conv": proc.job.conversation_id, "op": "Killed"}})
+
+    # ---- wake observation
+
+    def observe_pass(self, fn, conversation):
+        self.passes += 1
+        p = self.passes
+        key = sched._get_ident()
+        outer = self.pass_stack.get(key)
+        self.pass_stack[key] = p
+        self.obs("wake", {"Pass": {"pass": p, "on": True, "conv": conversation}})
+        try:
+            return fn()
+        finally:
+            self.obs("wake", {"Pass": {"pass": p, "on": False, "conv": conversation}})
+            if outer is None:
+                self.pass_stack.pop(key, None)
+            else:
+                self.pass_stack[key] = outer
+
+    def busy_reason(self, conversation):
+        SM = G.SessionManager
+        sessions = [s for sid in SM._conversation_sessions.get(conversation, ())
+                    for s in [SM._sessions.get(sid)] if s is not None]
+        for s in sessions:
+            if s.generating:
+                n = self.wake_of_seq.get((s.id, s.step_seq))
+                if n is None:
+                    # A wake still in flight on another thread may have set it (its call has
+                    # not returned yet, so it is not in wake_of_seq).
+                    me = sched._get_ident()
+                    others = [w for ident, w in self.in_flight.items() if ident != me]
+                    if others:
+                        n = max(others)
+                return {"Wake": n} if n is not None else "Run"
+        if conversation in SM._active_commands:
+            return "Command"
+        if any(s.pending_tools or s._executing_tools for s in sessions):
+            return "Tools"
+        return None
+
+    def observe_wake(self, fn, conversation, message):
+        self.wakes += 1
+        n = self.wakes
+        p = self.pass_stack.get(sched._get_ident(), 0)
+        before = self.busy_reason(conversation)
+        msgs = carries(getattr(message, "content", ""))
+        me = sched._get_ident()
+        self.waking.add(me)
+        self.persist_failed.discard(me)
+        self.in_flight[me] = n
+        try:
+            ok = fn()
+        finally:
+            self.waking.discard(me)
+            self.in_flight.pop(me, None)
+        if ok:
+            SM = G.SessionManager
+            for sid in SM._conversation_sessions.get(conversation, ()):
+                s = SM._sessions.get(sid)
+                if s is not None and s.generating:
+                    self.wake_of_seq[(s.id, s.step_seq)] = n
+            refused = None
+        elif me in self.persist_failed:
+            refused = "PersistFailed"
+        else:
+            # What made it busy: the state the refusal leaves (another thread may have taken
+            # the conversation between this call's start and its busy check), else the state
+            # at the call.
+            refused = self.busy_reason(conversation) or before or "Disabled"
+        self.obs("wake", {"Wake": {"pass": p, "wake": n, "msgs": msgs, "refused": refused,
+                                   "conv": conversation}})
+        return ok
+
+    # ---- judgments the tests use (wakesim's checkers judge the same records in a lane)
+
+    def lost(self):
+        """Produced, not dropped by design, never reaching a model request."""
+        dropped = {r[2]["Dropped"]["msg"] for r in self.records if "Dropped" in r[2]}
+        return sorted(m for m in self.produced if m not in self.delivered and m not in dropped)
+
+    def duplicated(self):
+        return sorted(m for m, n in self.appended_count.items() if n > 1)
+
+    def self_refusals(self):
+        """Wakes refused as busy with a wake of the same pass."""
+        out = []
+        by_wake = {}
+        for _, _, ev in self.records:
+            w = ev.get("Wake")
+            if w is None:
+                continue
+            by_wake[w["wake"]] = w
+            r = w["refused"]
+            if isinstance(r, dict) and w["pass"] and by_wake.get(r["Wake"], {}).get("pass") == w["pass"]:
+                out.append((w["wake"], r["Wake"]))
+        return out
+
+    def delivery_order(self, stream=None):
+        """Producer messages in the order they first reached a request."""
+        order = sorted(self.delivered, key=lambda m: (self.delivered[m], self._append_pos(m)))
+        return [m for m in order if stream is None or self.produced[m][0] == stream]
+
+    def _append_pos(self, m):
+        for i, (_, _, ev) in enumerate(self.records):
+            if ev.get("Appended", {}).get("msg") == m:
+                return i
+        return 1 << 30
+
+
+# ---- reset between runs
+
+def reset(run):
+    """Clear gptme's module and class globals (no re-import), and make `run` current."""
+    global RUN
+    g = load()
+    RUN = run
+    SM = g.SessionManager
+    SM._sessions.clear()
+    SM._conversation_sessions.clear()
+    SM._conversation_locks.clear()
+    SM._active_commands.clear()
+    SM._server_default_model_full = MODEL
+    w = g.watch
+    w._watches.clear()
+    w._watch_seq = 0
+    w._pending_deliveries.clear()
+    st = g.subagent_types
+    st._completion_queue.queue.clear()
+    st._progress_queue.queue.clear()
+    st._subagents.clear()
+    st._subagent_results.clear()
+    sb = g.shell_background
+    sb._background_jobs.clear()
+    sb._next_job_ids.clear()
+    sb._completion_queue.queue.clear()
+    sb._job_conditions.clear()
+    sb._control_wait_keys.clear()
+    g.cost_tracker.CostTracker._sessions.clear()
+    g.variant_retry = g.real_retry
+    # What a variant patched in shell_background is put back.
+    for name, value in g.shell_background_originals.items():
+        setattr(sb, name, value)
+    sb.__dict__.pop("min", None)
+    for lock in (SM._lock, w._watches_lock, w._pending_lock, st._subagents_lock,
+                 st._subagent_results_lock, sb._job_lock, sb._job_log_lock):
+        if lock._owner is not None:
+            raise sched.SchedulerError(f"{lock!r} still held at reset")
+    os.environ.pop("GPTME_WATCH_IDLE_MAX", None)
+    import shutil
+    for entry in os.listdir(g.files_dir):
+        shutil.rmtree(os.path.join(g.files_dir, entry), ignore_errors=True)
+
+
+# ---- what a plan does (on managed threads)
+
+
+def session(conversation):
+    """A server session on `conversation` (gptme's `create_session`)."""
+    return G.SessionManager.create_session(conversation)
+
+
+def user_step(conversation, text="Do the task."):
+    """What the /step route does for a user message: append it, then `_start_step_thread`."""
+    from gptme.message import Message
+    s = max(G.SessionManager.get_sessions_for_conversation(conversation),
+            key=lambda x: x.last_activity)
+    RUN.manager(conversation).append(Message("user", text))
+    RUN.note("user", f"user step on {conversation}")
+    return G.session_step._start_step_thread(conversation, s, MODEL, RUN.workspace, stream=False)
+
+
+def confirm_tools(conversation):
+    """The user confirms every pending tool call (the confirm route: `start_tool_execution`)."""
+    for s in G.SessionManager.get_sessions_for_conversation(conversation):
+        for tool_id in list(s.pending_tools):
+            RUN.note("user", f"user confirms tool {tool_id[-4:]} on {conversation}")
+            G.session_step.start_tool_execution(conversation, s, tool_id, None, MODEL,
+                                                RUN.config(RUN.logs_dir / conversation))
+
+
+def command(conversation, ms):
+    """A slash command owning the conversation for `ms` (start_command ... finish_command)."""
+    SM = G.SessionManager
+    SM.start_command(conversation)
+    RUN.note("user", f"command starts on {conversation}")
+    SCHED.sleep(ms / 1000)
+    RUN.note("user", f"command ends on {conversation}")
+    SM.finish_command(conversation)
+
+
+def arm_watch(conversation, kind="run"):
+    """A watch of `conversation` (registered as gptme's `_register` does; its source is ours)."""
+    w = G.watch
+    watch = w.Watch(id=w._new_id(), kind=kind, description="wakesim source", created=0.0,
+                    logdir=(RUN.logs_dir / conversation))
+    w._register(watch)
+    return watch
+
+
+def fire(watch, once=False):
+    """The watch's source fires: gptme's own `_fire` with a new producer message."""
+    m = RUN.produce("watch:" + watch.logdir.name, watch.logdir.name, origin=watch.id)
+    G.watch._fire(watch, f"line [wakesim m{m}]", once=once)
+    return m
+
+
+def subagent_done(conversation, agent_id):
+    """A subagent of `conversation` finishes: gptme's `notify_completion`."""
+    m = RUN.produce("subagent:" + conversation, conversation, kind="completion", origin=agent_id)
+    G.subagent_hooks.notify_completion(agent_id, "success", f"result [wakesim m{m}]",
+                                       parent_logdir=RUN.logs_dir / conversation,
+                                       parent_branch="main")
+    return m
+
+
+def cli_session(conversation, prompts, *, idle_max_s=None, exit_=True):
+    """`gptme -n` on `conversation`: gptme's own `_run_chat_loop`, noninteractive, with the
+    tools' hooks; then the process exit (SESSION_END hooks on completion, atexit's
+    `reset_background_jobs`). Runs on the calling managed thread."""
+    from gptme.hooks import HookType, current_conversation_id, trigger_hook
+    from gptme.llm.models import get_model, set_default_model
+    from gptme.message import Message
+    current_conversation_id.set(conversation)
+    if idle_max_s is not None:
+        os.environ["GPTME_WATCH_IDLE_MAX"] = str(idle_max_s)
+    logdir = RUN.logs_dir / conversation
+    os.makedirs(logdir, exist_ok=True)
+    _prepare_execution_environment(RUN.workspace, None, RUN.config(logdir))
+    set_default_model(get_model(MODEL))
+    G.message.set_output_format("quiet")
+    manager = RUN.manager(conversation)
+    queue = [Message("user", p) for p in prompts]
+    cause = "QueueEmpty"
+    try:
+        G.chat._run_chat_loop(manager, queue, False, tool_format="markdown", model=None,
+                              interactive=False, no_confirm=True, logdir=logdir)
+    except G.complete.SessionCompleteException:
+        cause = "SessionComplete"
+        for msg in trigger_hook(HookType.SESSION_END, logdir=logdir, manager=manager):
+            manager.append(msg)
+    RUN.session_end = cause
+    RUN.obs("host", {"SessionEnd": {"cause": cause, "conv": conversation}})
+    # The process exits: atexit runs reset_background_jobs (it kills what still runs); nothing
+    # of this process runs after it. (`exit_=False`: the process lives on, as a server or a
+    # test holding other conversations does.)
+    if exit_:
+        G.shell_background.reset_background_jobs()
+        RUN.exited = True
+
+
+def queue_prompt(conversation, text, steer=False):
+    """A steering writer (another process) appends to the conversation's prompt queue."""
+    m = RUN.produce(("steer:" if steer else "prompt:") + conversation, conversation, kind="prompt")
+    G.prompt_queue.queue_prompt(RUN.logs_dir / conversation, f"{text} [wakesim m{m}]", steer=steer)
+    return m
+
+
+def write_control(conversation, contents):
+    """The parent writes the conversation's control.jsonl."""
+    path = RUN.logs_dir / conversation / "control.jsonl"
+    os.makedirs(path.parent, exist_ok=True)
+    with open(path, "w") as f:
+        f.write(contents)
+
+
+def spawn(fn, *args, name=None):
+    t = sched.SimThread(target=fn, args=args, name=name)
+    t.start()
+    return t
+
+
+def at(ms, fn, *args, name=None):
+    """Run fn(*args) on its own thread at virtual time `ms`."""
+    def body():
+        d = ms - RUN.now_ms()
+        if d > 0:
+            SCHED.sleep(d / 1000)
+        fn(*args)
+    return spawn(body, name=name)
+
+
+def producer(events, name="producer"):
+    """One producer thread for one FIFO stream: `events` are (ms, fn, args), run in time order,
+    one after the other. Two messages of one stream due at the same instant are produced in
+    order, as the model produces them; messages of different streams (other threads) race."""
+    def body():
+        for ms, fn, args in sorted(events, key=lambda e: e[0]):
+            d = ms - RUN.now_ms()
+            if d > 0:
+                SCHED.sleep(d / 1000)
+            fn(*args)
+    return spawn(body, name=name)
+
+
+def run_plan(plan, chooser, *, horizon_ms=3_600_000, steps_max=200_000, variant=None,
+             **run_kwargs):
+    """Run `plan()` (the root thread) in a fresh Run, with a variant's patches; returns
+    (run, outcome)."""
+    run = Run(chooser, **run_kwargs)
+    reset(run)
+    if variant is not None:
+        from . import real_variants
+        real_variants.apply(variant)
+    ready()
+    out = SCHED.run(plan, chooser, horizon_ms=horizon_ms, steps_max=steps_max)
+    return run, out
+
+
+if __name__ == "__main__":
+    sys.exit("import this module; see tests/")

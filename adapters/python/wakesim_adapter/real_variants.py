@@ -1,0 +1,94 @@
+"""Wake-logic variants that are not gptme 0.35.1's own code, as patches applied to the real
+modules for one run (`apply(name)` after `real_gptme.reset`; the next reset undoes them).
+
+- `w2` and `b1` are gptme 0.35.1 unchanged: `SessionManager.retry_deferred_watch_wakes` (the
+  batched watch drain plus the subagent completions one per wake, W2 and W2-subagent) and
+  `background_job_wait_hook` (B1 with the control fingerprint, the recheck under `_job_lock` and
+  the 1 s cap).
+- `w1` and `w0` replace the retry with the per-event drain the seed describes (W1 requeues the
+  refused event and those after it; W0 only those after it), calling gptme's own
+  `take_queued_watch_events`, `requeue_watch_event` and `request_watch_wake`.
+- `b0` is gptme without #3843's wait hook: the shell tool's `background_wait` LOOP_CONTINUE hook is
+  left out of the registry (the completion hook still runs at STEP_PRE).
+- `b1-pre` forgets every control fingerprint (`_control_wait_keys` never holds one): the wait
+  yields whenever control.jsonl is non-empty, as before the fingerprint.
+- `b1-no-recheck` blinds the recheck under the lock (the completion claim and the pending jobs
+  right after `_background_wait_input` see what the drain saw) and lifts the 1 s cap on each wait
+  (the version before the recheck had neither); `b1-no-recheck-capped` keeps the cap.
+"""
+
+from . import real_gptme as R
+
+NAMES = ("w0", "w1", "w2", "b0", "b1", "b1-pre", "b1-no-recheck", "b1-no-recheck-capped")
+
+
+def _per_event_drain(requeue_refused):
+    def retry(cls, conversation_id):
+        from gptme.message import Message
+        from gptme.tools.watch import requeue_watch_event, take_queued_watch_events
+        logdir = (R.RUN.logs_dir / conversation_id).resolve()
+        batch = take_queued_watch_events(logdir)
+        for i, (watch_id, text) in enumerate(batch):
+            if not cls.request_watch_wake(conversation_id,
+                                          Message("system", f"Watch {watch_id} fired: {text}")):
+                rest = batch[i:] if requeue_refused else batch[i + 1:]
+                for watch_id2, text2 in reversed(rest):
+                    requeue_watch_event(logdir, watch_id2, text2)
+                break
+    return retry
+
+
+class _Forgetful(set):
+    """A fingerprint set that never holds one."""
+
+    def add(self, item):
+        pass
+
+
+def _blind_recheck(sb, originals):
+    state = {"blind": None, "pending": []}
+    real_input = originals["_background_wait_input"]
+    real_claim = originals["background_job_completion_hook"]
+    real_pending = originals["_pending_wait_jobs"]
+
+    def wait_input(manager):
+        r = real_input(manager)
+        if not r:
+            state["blind"] = "claim"   # the next claim and pending are the recheck's
+        return r
+
+    def claim(manager, *a, **k):
+        if state["blind"] == "claim":
+            state["blind"] = "pending"
+            return iter(())
+        return real_claim(manager, *a, **k)
+
+    def pending(conversation_id):
+        if state["blind"] == "pending":
+            state["blind"] = None
+            return state["pending"]
+        state["pending"] = real_pending(conversation_id)
+        return state["pending"]
+
+    sb._background_wait_input = wait_input
+    sb.background_job_completion_hook = claim
+    sb._pending_wait_jobs = pending
+
+
+def apply(name):
+    g = R.G
+    run = R.RUN
+    if name not in NAMES:
+        raise ValueError(f"unknown variant {name!r}; known: {', '.join(NAMES)}")
+    if name == "w1":
+        g.variant_retry = _per_event_drain(requeue_refused=True)
+    elif name == "w0":
+        g.variant_retry = _per_event_drain(requeue_refused=False)
+    elif name == "b0":
+        run.hooks_left_out = ("shell.background_wait",)
+    elif name == "b1-pre":
+        g.shell_background._control_wait_keys = _Forgetful()
+    elif name in ("b1-no-recheck", "b1-no-recheck-capped"):
+        _blind_recheck(g.shell_background, g.shell_background_originals)
+        if name == "b1-no-recheck":
+            g.shell_background.min = lambda remaining, cap: remaining

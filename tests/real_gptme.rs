@@ -1,0 +1,112 @@
+//! The real gptme 0.35.1 under the Python adapter's deterministic thread scheduler: the
+//! scheduler's own tests, the reference's minimal interleavings G-1..G-12 and the README's gptme
+//! findings scripted on gptme's own code, and the remote-host driver's protocol tests
+//! (`adapters/python/tests/`). The runner installs the pinned venv on first use (under a lock;
+//! `.ci/run` does it up front); if it cannot, this test fails with pip's reason, naming the
+//! package: nothing is skipped.
+
+use std::process::Command;
+
+#[test]
+fn python_suites_on_real_gptme() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let out = Command::new("python3")
+        .arg("adapters/python/tests/run.py")
+        .current_dir(root)
+        .output()
+        .expect("python3 must be on PATH for the real-gptme suites (.ci/run installs it)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "the real-gptme Python suites failed ({}):\n{stdout}\n{stderr}",
+        out.status
+    );
+    let last = stdout.lines().last().unwrap_or_default();
+    assert!(
+        last.ends_with(" 0 failed") && !last.starts_with("0 passed"),
+        "unexpected summary line {last:?}:\n{stdout}\n{stderr}"
+    );
+}
+
+/// A bad real-gptme `wake` table is a scenario error naming file, line and the key: exit 2.
+#[test]
+fn bad_gptme_wake_tables_are_scenario_errors() {
+    let dir = std::env::temp_dir().join(format!("wakesim-real-gptme-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cases = [
+        (
+            "host = \"gptme-server@0.35.1\"\nwake = { variant = \"w9\" }\n",
+            "variant `w9` is not one of w0, w1, w2 for gptme-server",
+        ),
+        (
+            "host = \"gptme-cli@0.35.1\"\nwake = { variant = \"w1\" }\n",
+            "variant `w1` is not one of b0, b1, b1-pre",
+        ),
+        (
+            "host = \"gptme-server\"\nwake = { variant = \"w1\" }\n",
+            "give `host` as family@version (e.g. \"gptme-server@0.35.1\")",
+        ),
+        (
+            "host = \"gptme-server@0.35.1\"\nwake = \"gptme.w2-one-wake-per-burst\"\n",
+            "give `wake = { variant = \"w2\" }`",
+        ),
+        (
+            "host = \"gptme-server@9.9.9\"\nwake = { variant = \"w1\" }\n",
+            "gptme-server@0.35.1",
+        ),
+        (
+            "host = \"gptme-server@0.35.1\"\nwake = { extension = \"x.ts\" }\n",
+            "runs its driver's `variant` or a `patch`, not an `extension`",
+        ),
+        (
+            "host = \"gptme-cli@0.35.1\"\nwake = { patch = \"missing.py\" }\n",
+            "patch `",
+        ),
+        (
+            "host = \"pi@0.99.1\"\nwake = { variant = \"w1\" }\n",
+            "`variant` and `patch` are for a real host with a driver of its own",
+        ),
+    ];
+    for (i, (head, want)) in cases.iter().enumerate() {
+        let file = dir.join(format!("bad{i}.toml"));
+        let text = format!(
+            "name = \"bad\"\n{head}seeds = 1\nsnapshot_seed = 0\n\n[expect]\nverdict = \"pass\"\n"
+        );
+        std::fs::write(&file, text).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_wakesim"))
+            .args(["run", file.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "case {i}: {stderr}");
+        assert!(
+            stderr.contains(&format!("bad{i}.toml:")) && stderr.contains(want),
+            "case {i}: expected {want:?} with the file's name, got {stderr}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A fault the real driver's plan cannot act on is refused when the driver starts (exit 2,
+/// naming the scenario's `wake` and the fault), never drawn to do nothing.
+#[test]
+fn a_fault_the_real_driver_does_not_implement_is_an_error() {
+    let dir = std::env::temp_dir().join(format!("wakesim-real-gptme-fault-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("sigterm.toml");
+    let text = "name = \"x\"\nhost = \"gptme-cli@0.35.1\"\nwake = { variant = \"b1\" }\nseeds = 1\nsnapshot_seed = 0\n\n[faults]\nsigterm = \"1/1\"\n\n[expect]\nverdict = \"pass\"\n";
+    std::fs::write(&file, text).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_wakesim"))
+        .args(["run", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("sigterm.toml:3")
+            && stderr.contains("does not implement the fault 'sigterm'"),
+        "{stderr}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
