@@ -202,8 +202,8 @@ fn replay_prints_the_same_run_every_time_in_every_format() {
     let file = "scenarios/pi/g2-two-wakes-during-preparation.toml";
     let scn = scenario(file, &Registry::builtin());
     let (dec, hex) = (
-        scn.snapshot_seed.to_string(),
-        format!("{:#x}", scn.snapshot_seed),
+        scn.snapshot_seed.unwrap_or(0).to_string(),
+        format!("{:#x}", scn.snapshot_seed.unwrap_or(0)),
     );
     for format in ["text", "json", "mermaid"] {
         let a = wakesim(&["replay", file, "--seed", &dec, "--format", format]);

@@ -7,7 +7,7 @@ use std::time::Instant;
 use super::args::Format;
 use crate::engine::Runner;
 use crate::engine::explore::{Explored, explore};
-use crate::engine::regression::{self, Keep};
+use crate::engine::regression::{self, Keep, Saved};
 use crate::error::Result;
 use crate::family::Registry;
 use crate::report::explore::{Exploration, json, text};
@@ -50,7 +50,7 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
         _ => ex.smallest_expected.is_some(),
     };
     if args.record {
-        record(&args, &ex)?;
+        record(&args, &scn, &ex)?;
     }
     let e = Exploration {
         file: &args.file,
@@ -68,7 +68,7 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
 
 /// Keep the smallest run showing the expected failure (or the smallest failure) as
 /// `regressions/<scenario>-explored.toml`.
-fn record(args: &Args, ex: &Explored) -> Result<()> {
+fn record(args: &Args, scn: &Scenario, ex: &Explored) -> Result<()> {
     let Some(r) = ex.smallest_expected.as_ref().or(ex.smallest.as_ref()) else {
         return Ok(());
     };
@@ -76,7 +76,7 @@ fn record(args: &Args, ex: &Explored) -> Result<()> {
     let stem = file
         .file_stem()
         .map_or("scenario".into(), |s| s.to_string_lossy().into_owned());
-    let path = regression::default_dir(file).join(format!("{stem}-explored.toml"));
+    let path = scn.regressions.join(format!("{stem}-explored.toml"));
     let comment = format!(
         "wakesim regression: the smallest failure `wakesim explore {}` found in {} runs\n(at most {} message(s), {} deviation(s)); delays from the boundary set.",
         file.display(),
@@ -84,15 +84,19 @@ fn record(args: &Args, ex: &Explored) -> Result<()> {
         ex.scope.messages_max,
         ex.scope.deviations_max
     );
-    Keep {
+    let saved = Keep {
         scenario: file,
         seed: 0,
         run: r,
         target: None,
+        pin: regression::is_witness(scn, r),
         comment,
         explored: Some(ex.scope.messages_max),
     }
-    .write(&path)?;
-    eprintln!("wrote {}", path.display());
+    .save(&path)?;
+    match saved {
+        Saved::Wrote(p) => eprintln!("wrote {}", p.display()),
+        Saved::Kept(p) => eprintln!("kept {}: a regression of that name exists", p.display()),
+    }
     Ok(())
 }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use clap::ValueEnum;
 
 use super::args::parse_seed;
-use crate::engine::regression::{self, Keep, Regression, Replayed, is_regression};
+use crate::engine::regression::{self, Keep, Regression, Replayed, Saved, is_regression};
 use crate::engine::{RunResult, Runner, describe};
 use crate::error::{Error, Result};
 use crate::family::Registry;
@@ -30,7 +30,7 @@ pub struct Args {
     /// run of a fixed wake logic, or a failing one without shrinking it.
     #[arg(long)]
     record: bool,
-    /// Where `--record` writes (default: `regressions/` beside the scenario's directory).
+    /// Where `--record` writes (default: the scenario's `regressions` directory).
     #[arg(long, requires = "record")]
     out: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "text")]
@@ -54,7 +54,7 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
             )));
         }
         match reg.replay(&mut runner, true) {
-            Replayed::Stale { result, why } => (reg.scenario, result, Some(why)),
+            Replayed::Stale { result, why, .. } => (reg.scenario, result, Some(why)),
             Replayed::Run { result, .. } => (reg.scenario, result, None),
         }
     } else {
@@ -68,12 +68,10 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
     });
     if let Some(why) = stale {
         eprintln!(
-            "error: {} is stale: {why}; the model no longer consumes its choices the same way, so this is not the recorded run. Re-shrink: wakesim shrink {} --seed {}",
+            "note: {} is stale ({why}): the model no longer consumes its choices the same way, so this is seed {} run afresh, not the recorded run",
             file.display(),
-            scn.path.display(),
             r.seed
         );
-        return Ok(1);
     }
     if !r.outcome.is_pass() && !matches!(args.format, Format::Text) {
         eprintln!("{}: {}", report::reproduce(&scn, &r), describe(&r.outcome));
@@ -94,25 +92,28 @@ fn replay_seed(runner: &mut Runner<'_>, args: &Args, text: &str) -> Result<(Scen
     runner.prepare(&scn)?;
     let r = runner.run_seed(&scn, seed, true);
     if args.record {
-        let dir = (args.out.clone()).unwrap_or_else(|| regression::default_dir(file));
-        let path = regression::seed_path(file, &dir, seed);
-        record(file, seed, &r, &path)?;
-        eprintln!("wrote {}", path.display());
+        let dir = (args.out.clone()).unwrap_or_else(|| scn.regressions.clone());
+        let path = regression::seed_path(file, &dir, &r.outcome.label(), seed);
+        match record(&scn, seed, &r, &path)? {
+            Saved::Wrote(p) => eprintln!("wrote {}", p.display()),
+            Saved::Kept(p) => eprintln!("kept {}: a regression of that name exists", p.display()),
+        }
     }
     Ok((scn, r))
 }
 
-fn record(file: &Path, seed: u64, r: &RunResult, path: &Path) -> Result<()> {
+fn record(scn: &Scenario, seed: u64, r: &RunResult, path: &Path) -> Result<Saved> {
     Keep {
-        scenario: file,
+        scenario: &scn.path,
         seed,
         run: r,
         target: None,
+        pin: regression::is_witness(scn, r),
         comment: format!(
             "wakesim regression: seed {seed} of {}, recorded by `wakesim replay --record`.",
-            file.display()
+            scn.path.display()
         ),
         explored: None,
     }
-    .write(path)
+    .save(path)
 }

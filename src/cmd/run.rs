@@ -1,5 +1,7 @@
-//! `wakesim run [PATH..]`: every scenario's seed budget (regression files first), each
-//! expectation judged, one line per file and a summary.
+//! `wakesim run [PATH..]`: every scenario's seed budget (regression files first: those named
+//! and every scenario's saved failures), each expectation judged, one line per file and a
+//! summary. A scenario whose expectation a seed does not meet has that seed shrunk and saved in
+//! its `regressions` directory (unless `--no-save`), so it runs first from then on.
 
 use std::io::Write;
 use std::ops::Range;
@@ -10,7 +12,7 @@ use super::args::{Format, parse_range, parse_shard, seeds_multiplier};
 use crate::engine::determinism::{Determinism, check_determinism};
 use crate::engine::findability::findability;
 use crate::engine::parallel::{run_scenario_parallel, shard_range};
-use crate::engine::regression::Replayed;
+use crate::engine::regression::{Replayed, save_failure};
 use crate::engine::{Extras, Runner, suite};
 use crate::error::Result;
 use crate::family::Registry;
@@ -41,6 +43,10 @@ pub struct Args {
     /// Run each seed twice and compare traces; name the first divergent event.
     #[arg(long)]
     check_determinism: bool,
+    /// Do not shrink and save a failure the expectation does not allow (by default it is saved
+    /// in the scenario's `regressions` directory, never over an existing file).
+    #[arg(long)]
+    no_save: bool,
 }
 
 pub fn main(registry: &Registry, args: Args) -> Result<i32> {
@@ -71,7 +77,10 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
     // Regressions first: a known failure pinned as a choice sequence is the cheapest check.
     for reg in &suite.regressions {
         let replayed = reg.replay(&mut runner, false);
-        sum.unmet += usize::from(!matches!(replayed, Replayed::Run { met: true, .. }));
+        let met = match &replayed {
+            Replayed::Run { met, .. } | Replayed::Stale { met, .. } => *met,
+        };
+        sum.unmet += usize::from(!met);
         let line = match args.format {
             Format::Json => json::regression_line(reg, &replayed),
             Format::Text => text::regression_line(reg, &replayed),
@@ -99,6 +108,19 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
             Format::Text => text::scenario_line(scn, &rep, &extras),
         };
         let _ = writeln!(out, "{line}");
+        if let Some(u) = rep.unexpected.as_ref().filter(|_| !args.no_save) {
+            let note = match save_failure(&mut runner, scn, u.seed)? {
+                None => continue,
+                Some(f) => text::saved_line(&f),
+            };
+            // JSON Lines stay machine-readable: the note goes to stderr there.
+            match args.format {
+                Format::Json => eprintln!("{note}"),
+                Format::Text => {
+                    let _ = writeln!(out, "{note}");
+                }
+            }
+        }
     }
     sum.secs = started.elapsed().as_secs_f64();
     let summary = match args.format {

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use super::args::parse_seed;
 use crate::check::Invariant;
-use crate::engine::regression::{self, Keep};
+use crate::engine::regression::{self, Keep, Saved};
 use crate::engine::shrink::shrink;
 use crate::engine::{RunResult, Runner, describe};
 use crate::error::{Error, Result};
@@ -21,7 +21,8 @@ pub struct Args {
     /// The invariant to keep broken (default: the seed's first).
     #[arg(long)]
     invariant: Option<String>,
-    /// Where to write the regression (default: `regressions/` beside the scenario's directory).
+    /// Where to write the regression (default: the scenario's `regressions` directory, which
+    /// its runs read). An existing file is never overwritten.
     #[arg(long)]
     out: Option<PathBuf>,
     /// Candidate runs to try at most.
@@ -49,8 +50,11 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
         )
         .len()
     };
-    let dir = (args.out.clone()).unwrap_or_else(|| regression::default_dir(file));
-    let path = regression::seed_path(file, &dir, seed);
+    let dir = (args.out.clone()).unwrap_or_else(|| scn.regressions.clone());
+    let path = regression::seed_path(file, &dir, sh.invariant.name(), seed);
+    // A failure the scenario expects is kept as a witness of it (its expectation pinned); any
+    // other failure follows the scenario's expectation, so it passes once the bug is fixed.
+    let pin = regression::is_witness(&scn, &sh.original);
     let sizes = format!(
         "{} -> {} choices, a story of {} -> {} lines",
         sh.original.choices.len(),
@@ -59,29 +63,38 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
         lines(&sh.minimal),
     );
     let comment = format!(
-        "wakesim regression: seed {seed} of {}, shrunk while it breaks {}:\n{sizes} ({} runs tried).\nThe gate replays it exactly; `wakesim replay {}` prints its timeline.",
+        "wakesim regression: seed {seed} of {}, shrunk while it breaks {}:\n{sizes} ({} runs tried).\n{} `wakesim replay {}` prints its timeline.",
         file.display(),
         sh.invariant,
         sh.runs,
+        if pin {
+            "A witness of the scenario's expected failure: it must keep showing it."
+        } else {
+            "It runs first whenever its scenario runs and must meet the scenario's current\nexpectation: it fails until the bug is fixed."
+        },
         path.display(),
     );
-    Keep {
+    let saved = Keep {
         scenario: file,
         seed,
         run: &sh.minimal,
         target,
+        pin,
         comment,
         explored: None,
     }
-    .write(&path)?;
+    .save(&path)?;
     let mut minimal = sh.minimal;
     minimal.replay = Some(format!("wakesim replay {}", path.display()));
     super::print(&report::text::story(&scn, &minimal, target));
+    let wrote = match saved {
+        Saved::Wrote(p) => format!("wrote {}", p.display()),
+        Saved::Kept(p) => format!("kept {}: a regression of that name exists (not overwritten)", p.display()),
+    };
     super::print(&format!(
-        "shrunk seed {seed} while it breaks {}: {sizes}, {} runs tried\nwrote {}\n",
+        "shrunk seed {seed} while it breaks {}: {sizes}, {} runs tried\n{wrote}\n",
         sh.invariant,
         sh.runs,
-        path.display()
     ));
     Ok(0)
 }
