@@ -6,6 +6,7 @@ mod args;
 mod explore;
 mod list;
 mod merge;
+mod regressions;
 mod replay;
 mod run;
 mod shrink;
@@ -47,6 +48,8 @@ enum Cmd {
     Replay(replay::Args),
     /// List hosts, wake logics, invariants and faults.
     List(list::Args),
+    /// List, check or prune the saved failures (regression files) of scenarios.
+    Regressions(regressions::Args),
 }
 
 /// Print to stdout, ignoring a closed pipe (`wakesim ... | head` must not panic).
@@ -71,6 +74,7 @@ pub fn main() -> i32 {
         Cmd::Shrink(a) => shrink::main(&registry, a),
         Cmd::Replay(a) => replay::main(&registry, a),
         Cmd::List(a) => list::main(&registry, a),
+        Cmd::Regressions(a) => regressions::main(&registry, a),
     };
     match result {
         Ok(code) => code,
