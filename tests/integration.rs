@@ -619,7 +619,8 @@ fn shrink_writes_a_regression_that_run_replays_and_a_stale_one_is_reported() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let file = dir.join("g2-two-wakes-during-preparation-seed-2.toml");
+    // The name carries what broke; the scenario expects it, so it is a witness (pinned).
+    let file = dir.join("g2-two-wakes-during-preparation-single-starter-seed-2.toml");
     let text = std::fs::read_to_string(&file).expect("regression written");
     assert!(text.contains("format = \"wakesim-regression/1\""));
     assert!(text.contains("invariant = \"single-starter\""));
@@ -642,15 +643,19 @@ fn shrink_writes_a_regression_that_run_replays_and_a_stale_one_is_reported() {
         .expect("an await choice");
     lines[i] = lines[i].replace("/3 await", "/7 await");
     std::fs::write(&stale_file, lines.join("\n")).expect("write");
+    // A stale recording runs as its seed, with a notice naming the choice and bounds; seed 2
+    // still shows the pinned failure, so it is met.
     let run = wakesim(&["run", stale_file.to_str().expect("utf-8")]);
-    assert_eq!(run.status.code(), Some(1));
     let stdout = String::from_utf8_lossy(&run.stdout);
+    assert_eq!(run.status.code(), Some(0), "{stdout}");
     assert!(
-        stdout.contains("STALE") && stdout.contains("bound 3, recorded with bound 7"),
+        stdout.contains("stale recording")
+            && stdout.contains("(await) is now drawn with bound 3, recorded with bound 7")
+            && stdout.contains("ran as seed 2 instead: met"),
         "{stdout}"
     );
     let replay = wakesim(&["replay", stale_file.to_str().expect("utf-8")]);
-    assert_eq!(replay.status.code(), Some(1));
+    assert_eq!(replay.status.code(), Some(1), "seed 2 fails");
     assert!(String::from_utf8_lossy(&replay.stderr).contains("is stale"));
 
     // Drop the last choices: the run draws past the end of the recording.
@@ -662,8 +667,106 @@ fn shrink_writes_a_regression_that_run_replays_and_a_stale_one_is_reported() {
         .collect();
     std::fs::write(&short, cut.join("\n")).expect("write");
     let run = wakesim(&["run", short.to_str().expect("utf-8")]);
-    assert_eq!(run.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&run.stdout).contains("STALE"));
+    assert_eq!(run.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&run.stdout).contains("stale recording"));
+
+    // A second shrink of the same seed keeps the first file and says so.
+    let first = std::fs::read_to_string(&file).expect("read");
+    std::fs::write(&file, format!("# edited by hand\n{first}")).expect("write");
+    let again = wakesim(&[
+        "shrink",
+        "scenarios/pi/g2-two-wakes-during-preparation.toml",
+        "--seed",
+        "2",
+        "--out",
+        dir.to_str().expect("utf-8"),
+    ]);
+    assert!(String::from_utf8_lossy(&again.stdout).contains("not overwritten"));
+    let kept = std::fs::read_to_string(&file).expect("read");
+    assert!(kept.starts_with("# edited by hand"));
+
+    // Never outside the project.
+    let outside = std::env::temp_dir().join(format!("wakesim-outside-{}", std::process::id()));
+    let out = wakesim(&[
+        "shrink",
+        "scenarios/pi/g2-two-wakes-during-preparation.toml",
+        "--seed",
+        "2",
+        "--out",
+        outside.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("outside the scenario's project"));
+    assert!(!outside.exists());
+}
+
+/// A stale recording whose draw moved to another site names both sites, not one bound twice.
+#[test]
+fn a_stale_message_names_the_label_that_changed() {
+    let registry = Registry::builtin();
+    let scn = scenario("scenarios/pi/g2-two-wakes-during-preparation.toml", &registry);
+    let mut runner = Runner::new(&registry);
+    let r = runner.run_seed(&scn, 2, false);
+    let mut choices = r.choices.clone();
+    let i = choices
+        .iter()
+        .position(|c| c.label == "await")
+        .expect("an await choice");
+    choices[i].label = "handlers";
+    let again = runner.run_choices(&scn, 2, choices, false);
+    let why = again.stale.expect("stale");
+    assert!(
+        why.contains("is now drawn at `await` with bound 3, recorded at `handlers` (same bound)"),
+        "{why}"
+    );
+}
+
+/// The user's loop: `run` saves an unexpected failure beside the scenario; the next run replays
+/// it first and fails; after the fix the same command passes with no file edited by hand.
+#[test]
+fn run_saves_a_failure_that_runs_first_and_passes_after_the_fix() {
+    let dir = tempdir("loop");
+    let file = dir.join("mine.toml");
+    let text = |wake: &str| {
+        format!(
+            "name = \"mine\"\nhost = \"pi\"\nwake = \"{wake}\"\nseeds = 200\n\
+             [producers]\nmessages = {{ min = 2, max = 3 }}\nspacing_ms = {{ min = 0, max = 200 }}\n[expect]\nverdict = \"pass\"\n"
+        )
+    };
+    std::fs::write(&file, text("pi.is-idle")).expect("write");
+    let path = file.to_str().expect("utf-8");
+    let out = wakesim(&["run", path]);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("saved the single-starter failure"), "{stdout}");
+    let saved: Vec<_> = std::fs::read_dir(dir.join("regressions"))
+        .expect("regressions/ beside the scenario")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    assert_eq!(saved.len(), 1, "{saved:?}");
+    let name = saved[0].file_name().expect("name").to_string_lossy().to_string();
+    assert!(name.starts_with("mine-single-starter-seed-"), "{name}");
+    let body = std::fs::read_to_string(&saved[0]).expect("read");
+    assert!(!body.contains("[expect]"), "a saved failure follows the scenario");
+
+    // Naming the scenario file alone runs its saved failure first; it is not saved twice.
+    let out = wakesim(&["run", path]);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout.starts_with(&format!("✗ {}", saved[0].display())), "{stdout}");
+    assert!(stdout.contains("already saved: kept"), "{stdout}");
+    assert!(stdout.contains("1 regressions, 1 scenarios"), "{stdout}");
+
+    // The fix: every expectation met, the saved failure included.
+    std::fs::write(&file, text("pi.gentle")).expect("write");
+    let out = wakesim(&["run", path]);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("all 2 expectations met"), "{stdout}");
+    let check = wakesim(&["regressions", "check", path]);
+    assert_eq!(check.status.code(), Some(0));
+    let list = wakesim(&["regressions", "list", path]);
+    assert!(String::from_utf8_lossy(&list.stdout).contains("saved failure: follows expect pass"));
 }
 
 #[test]
@@ -679,9 +782,14 @@ fn a_regression_recorded_against_a_fixed_logic_passes_and_fails_when_pointed_at_
         dir.to_str().expect("utf-8"),
     ]);
     assert!(out.status.code().is_some());
-    let file = dir.join("g2-two-wakes-during-preparation-seed-0.toml");
+    let file = std::fs::read_dir(&dir)
+        .expect("recorded")
+        .map(|e| e.expect("entry").path())
+        .find(|p| p.to_string_lossy().contains("-seed-0.toml"))
+        .expect("recorded file");
     let text = std::fs::read_to_string(&file).expect("recorded");
-    // Whatever the seed showed is what the regression expects, so it replays as met.
+    // A failure the scenario expects is pinned as a witness; a pass follows the scenario (which
+    // allows a pass of one seed): either way it replays as met.
     let run = wakesim(&["run", file.to_str().expect("utf-8")]);
     assert_eq!(
         run.status.code(),
@@ -690,11 +798,8 @@ fn a_regression_recorded_against_a_fixed_logic_passes_and_fails_when_pointed_at_
         String::from_utf8_lossy(&run.stdout)
     );
     // Flip the expectation: the gate must notice.
-    let flipped = if text.contains("verdict = \"pass\"") {
-        text.replace(
-            "verdict = \"pass\"",
-            "verdict = \"fail\"\ninvariant = \"single-starter\"",
-        )
+    let flipped = if !text.contains("[expect]") {
+        format!("{text}\n[expect]\nverdict = \"fail\"\ninvariant = \"single-starter\"\n")
     } else {
         let start = text.find("[expect]").expect("expect table");
         format!("{}[expect]\nverdict = \"pass\"\n", &text[..start])
