@@ -46,5 +46,6 @@ pub mod outcome;
 pub mod report;
 pub mod scenario;
 pub mod sim;
+pub mod testing;
 
 pub use error::{Error, Result};

@@ -109,7 +109,7 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
         };
         let _ = writeln!(out, "{line}");
         if let Some(u) = rep.unexpected.as_ref().filter(|_| !args.no_save) {
-            let note = match save_failure(&mut runner, scn, u.seed)? {
+            let note = match save_failure(&mut runner, scn, u.seed, true)? {
                 None => continue,
                 Some(f) => text::saved_line(&f),
             };

@@ -510,9 +510,12 @@ fn names_scenario(file: &Path, text: &str) -> Option<PathBuf> {
     Some(absolute(&file.parent().unwrap_or(Path::new(".")).join(rel)))
 }
 
-/// A failure `run` found, saved.
+/// A failure `run` found, shrunk and (unless asked not to) saved.
 pub struct SavedFailure {
-    pub saved: Saved,
+    /// None when saving was not asked for (a scenario with no file: `testing`'s inline ones).
+    pub saved: Option<Saved>,
+    /// The run kept: shrunk, with its trace.
+    pub run: RunResult,
     /// Choices before and after shrinking (equal when it could not be shrunk).
     pub choices: (usize, usize),
     pub what: String,
@@ -523,8 +526,13 @@ pub struct SavedFailure {
 /// expectation does not allow (a panic or a step budget is kept as it is), in the scenario's
 /// `regressions` directory. None when the seed's outcome is allowed after all (a count of
 /// requests, which no single replay judges).
-pub fn save_failure(runner: &mut Runner<'_>, scn: &Scenario, seed: u64) -> Result<Option<SavedFailure>> {
-    let first = runner.run_seed(scn, seed, false);
+pub fn save_failure(
+    runner: &mut Runner<'_>,
+    scn: &Scenario,
+    seed: u64,
+    save: bool,
+) -> Result<Option<SavedFailure>> {
+    let first = runner.run_seed(scn, seed, true);
     if allowed(&scn.expect, &first.outcome).1 {
         return Ok(None);
     }
@@ -535,7 +543,7 @@ pub fn save_failure(runner: &mut Runner<'_>, scn: &Scenario, seed: u64) -> Resul
         .map(|v| v.invariant)
         .find(|i| !allowed_invariant(&scn.expect, *i));
     let minimal = target.and_then(|i| shrink(runner, scn, seed, Some(i), SAVE_SHRINK_RUNS_MAX));
-    let run = minimal.as_ref().map_or(&first, |m| &m.minimal);
+    let run = minimal.map_or(first.clone(), |m| m.minimal);
     let what = target.map_or(first.outcome.label(), |i| i.name().to_string());
     let path = seed_path(&scn.path, &scn.regressions, &what, seed);
     let comment = format!(
@@ -546,19 +554,21 @@ pub fn save_failure(runner: &mut Runner<'_>, scn: &Scenario, seed: u64) -> Resul
         run.choices.len(),
         path.display(),
     );
-    let saved = Keep {
+    let keep = Keep {
         scenario: &scn.path,
         seed,
-        run,
+        run: &run,
         target,
         pin: false,
         comment,
         explored: None,
-    }
-    .save(&path)?;
+    };
+    let saved = if save { Some(keep.save(&path)?) } else { None };
+    let kept = run.choices.len();
     Ok(Some(SavedFailure {
+        run,
         saved,
-        choices: (first.choices.len(), run.choices.len()),
+        choices: (first.choices.len(), kept),
         what,
     }))
 }

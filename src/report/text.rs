@@ -164,12 +164,13 @@ pub fn summary_line(sum: &Summary) -> String {
 pub fn saved_line(f: &SavedFailure) -> String {
     let (from, to) = f.choices;
     match &f.saved {
-        Saved::Wrote(p) => format!(
+        None => format!("  the {} failure, shrunk from {from} to {to} choices, is not saved", f.what),
+        Some(Saved::Wrote(p)) => format!(
             "  saved the {} failure, shrunk from {from} to {to} choices: {} (it runs first whenever its scenario runs)",
             f.what,
             p.display()
         ),
-        Saved::Kept(p) => format!(
+        Some(Saved::Kept(p)) => format!(
             "  the {} failure is already saved: kept {} as it is",
             f.what,
             p.display()
