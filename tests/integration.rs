@@ -249,10 +249,24 @@ fn list_names_hosts_wakes_invariants_and_faults() {
     for l in String::from_utf8_lossy(&json.stdout).lines() {
         let v: serde_json::Value = serde_json::from_str(l).expect("JSON line");
         assert!(
-            ["host", "wake", "invariant", "fault", "window"]
+            ["host", "wake", "invariant", "fault", "window", "scenario"]
                 .contains(&v["type"].as_str().expect("type"))
         );
     }
+    // The scenarios too, with their expectation and saved regressions.
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("scenarios/pi/g2-stale-ctx-takes-host-path.toml · G2")
+            && text.contains("· pi · pi.is-idle · expect fail harness · 1 regression(s)"),
+        "{text}"
+    );
+    let scenario = String::from_utf8_lossy(&json.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("JSON"))
+        .find(|v| v["type"] == "scenario" && v["file"] == "scenarios/pi/g4-fixed-passes.toml")
+        .expect("a scenario line");
+    assert_eq!(scenario["expect"], "pass");
+    assert_eq!(scenario["host"], "pi");
 }
 
 // ---------------------------------------------------------------------------------------------
