@@ -156,13 +156,19 @@ impl<'r> Check<'r> {
                 scn.expect
             ))));
         };
-        let mut message = format!("{}: expected {}, but {why}\n", scn.path.display(), scn.expect);
+        let mut message = format!(
+            "{}: expected {}, but {why}\n",
+            scn.path.display(),
+            scn.expect
+        );
         match save_failure(&mut runner, &scn, u.seed, self.save)? {
             Some(mut f) => {
                 f.run.replay = Some(reproduce(u.seed));
                 message += &report::text::story(&scn, &f.run, None);
                 message += &match &f.saved {
-                    Some(Saved::Wrote(p)) => format!("saved as {} (it runs first from now on)\n", p.display()),
+                    Some(Saved::Wrote(p)) => {
+                        format!("saved as {} (it runs first from now on)\n", p.display())
+                    }
                     Some(Saved::Kept(p)) => format!("already saved as {}\n", p.display()),
                     None => String::new(),
                 };
@@ -194,7 +200,9 @@ fn seed_from_env() -> Result<Option<u64>> {
         None => t.parse(),
     };
     parsed.map(Some).map_err(|_| {
-        crate::error::Error::Usage(format!("{SEED_ENV}={v} is not a seed (a u64, decimal or 0x-hex)"))
+        crate::error::Error::Usage(format!(
+            "{SEED_ENV}={v} is not a seed (a u64, decimal or 0x-hex)"
+        ))
     })
 }
 

@@ -718,7 +718,10 @@ fn shrink_writes_a_regression_that_run_replays_and_a_stale_one_is_reported() {
 #[test]
 fn a_stale_message_names_the_label_that_changed() {
     let registry = Registry::builtin();
-    let scn = scenario("scenarios/pi/g2-two-wakes-during-preparation.toml", &registry);
+    let scn = scenario(
+        "scenarios/pi/g2-two-wakes-during-preparation.toml",
+        &registry,
+    );
     let mut runner = Runner::new(&registry);
     let r = runner.run_seed(&scn, 2, false);
     let mut choices = r.choices.clone();
@@ -752,22 +755,35 @@ fn run_saves_a_failure_that_runs_first_and_passes_after_the_fix() {
     let out = wakesim(&["run", path]);
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     assert_eq!(out.status.code(), Some(1), "{stdout}");
-    assert!(stdout.contains("saved the single-starter failure"), "{stdout}");
+    assert!(
+        stdout.contains("saved the single-starter failure"),
+        "{stdout}"
+    );
     let saved: Vec<_> = std::fs::read_dir(dir.join("regressions"))
         .expect("regressions/ beside the scenario")
         .map(|e| e.expect("entry").path())
         .collect();
     assert_eq!(saved.len(), 1, "{saved:?}");
-    let name = saved[0].file_name().expect("name").to_string_lossy().to_string();
+    let name = saved[0]
+        .file_name()
+        .expect("name")
+        .to_string_lossy()
+        .to_string();
     assert!(name.starts_with("mine-single-starter-seed-"), "{name}");
     let body = std::fs::read_to_string(&saved[0]).expect("read");
-    assert!(!body.contains("[expect]"), "a saved failure follows the scenario");
+    assert!(
+        !body.contains("[expect]"),
+        "a saved failure follows the scenario"
+    );
 
     // Naming the scenario file alone runs its saved failure first; it is not saved twice.
     let out = wakesim(&["run", path]);
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     assert_eq!(out.status.code(), Some(1));
-    assert!(stdout.starts_with(&format!("✗ {}", saved[0].display())), "{stdout}");
+    assert!(
+        stdout.starts_with(&format!("✗ {}", saved[0].display())),
+        "{stdout}"
+    );
     assert!(stdout.contains("already saved: kept"), "{stdout}");
     assert!(stdout.contains("1 regressions, 1 scenarios"), "{stdout}");
 

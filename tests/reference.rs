@@ -16,13 +16,41 @@ const SECTIONS: &[(&str, &str, &str)] = &[
     ("src/scenario/raw.rs", "RawCoverage", "## `[coverage]`"),
     ("src/scenario/raw.rs", "RawCheck", "## `[check]`"),
     ("src/scenario/expect.rs", "RawExpect", "## `[expect]`"),
-    ("src/scenario/adapter.rs", "RawExternal", "## The `wake` table"),
-    ("src/family/pi/sections.rs", "RawProducers", "## `[producers]` on pi"),
-    ("src/family/pi/sections.rs", "RawTiming", "## `[timing]` on pi"),
-    ("src/family/gptme_server/sections.rs", "RawServerProducers", "## `[producers]` on gptme-server"),
-    ("src/family/gptme_server/sections.rs", "RawServerTiming", "## `[timing]` on gptme-server"),
-    ("src/family/gptme_cli/sections.rs", "RawCliProducers", "## `[producers]` on gptme-cli"),
-    ("src/family/gptme_cli/sections.rs", "RawCliTiming", "## `[timing]` on gptme-cli"),
+    (
+        "src/scenario/adapter.rs",
+        "RawExternal",
+        "## The `wake` table",
+    ),
+    (
+        "src/family/pi/sections.rs",
+        "RawProducers",
+        "## `[producers]` on pi",
+    ),
+    (
+        "src/family/pi/sections.rs",
+        "RawTiming",
+        "## `[timing]` on pi",
+    ),
+    (
+        "src/family/gptme_server/sections.rs",
+        "RawServerProducers",
+        "## `[producers]` on gptme-server",
+    ),
+    (
+        "src/family/gptme_server/sections.rs",
+        "RawServerTiming",
+        "## `[timing]` on gptme-server",
+    ),
+    (
+        "src/family/gptme_cli/sections.rs",
+        "RawCliProducers",
+        "## `[producers]` on gptme-cli",
+    ),
+    (
+        "src/family/gptme_cli/sections.rs",
+        "RawCliTiming",
+        "## `[timing]` on gptme-cli",
+    ),
 ];
 
 fn reference() -> String {
@@ -58,7 +86,10 @@ fn fields(text: &str, name: &str) -> Vec<String> {
         .map(str::trim)
         .filter(|l| !l.starts_with("//") && !l.starts_with("#["))
         .filter_map(|l| {
-            let l = l.strip_prefix("pub(super) ").or(l.strip_prefix("pub(crate) ")).unwrap_or(l);
+            let l = l
+                .strip_prefix("pub(super) ")
+                .or(l.strip_prefix("pub(crate) "))
+                .unwrap_or(l);
             let l = l.strip_prefix("pub ").unwrap_or(l);
             l.split_once(':').map(|(f, _)| f.trim().to_string())
         })
@@ -76,7 +107,12 @@ fn strict_structs() -> Vec<(String, String)> {
     for family in std::fs::read_dir(root().join("src/family")).expect("src/family") {
         let p = family.expect("entry").path().join("sections.rs");
         if p.exists() {
-            files.push(p.strip_prefix(root()).expect("under root").display().to_string());
+            files.push(
+                p.strip_prefix(root())
+                    .expect("under root")
+                    .display()
+                    .to_string(),
+            );
         }
     }
     let mut out = Vec::new();
@@ -123,7 +159,12 @@ fn every_key_in_the_code_is_in_the_reference() {
     let faults = section(&doc, "## `[faults]`");
     let visit = &visit[..visit.find("other =>").expect("the match's end")];
     let table_keys: Vec<&str> = (visit.split("\n"))
-        .filter_map(|l| l.trim().strip_prefix('"')?.split_once("\" =>").map(|(k, _)| k))
+        .filter_map(|l| {
+            l.trim()
+                .strip_prefix('"')?
+                .split_once("\" =>")
+                .map(|(k, _)| k)
+        })
         .collect();
     assert_eq!(table_keys.len(), 3, "share, rate, max: {table_keys:?}");
     for key in table_keys {
@@ -131,7 +172,11 @@ fn every_key_in_the_code_is_in_the_reference() {
             missing.push(format!("`{key}` (a fault table's key) under ## `[faults]`"));
         }
     }
-    assert!(missing.is_empty(), "missing from docs/scenarios.md:\n{}", missing.join("\n"));
+    assert!(
+        missing.is_empty(),
+        "missing from docs/scenarios.md:\n{}",
+        missing.join("\n")
+    );
 }
 
 #[test]
@@ -162,8 +207,15 @@ fn every_fault_and_window_is_in_the_reference() {
             _ => {}
         }
     }
-    assert!(faults > 20 && windows > 10, "{faults} faults, {windows} windows listed");
-    assert!(missing.is_empty(), "missing from docs/scenarios.md:\n{}", missing.join("\n"));
+    assert!(
+        faults > 20 && windows > 10,
+        "{faults} faults, {windows} windows listed"
+    );
+    assert!(
+        missing.is_empty(),
+        "missing from docs/scenarios.md:\n{}",
+        missing.join("\n")
+    );
 }
 
 /// The checker of this file checks: a key it cannot find fails.

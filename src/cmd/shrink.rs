@@ -89,12 +89,14 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
     super::print(&report::text::story(&scn, &minimal, target));
     let wrote = match saved {
         Saved::Wrote(p) => format!("wrote {}", p.display()),
-        Saved::Kept(p) => format!("kept {}: a regression of that name exists (not overwritten)", p.display()),
+        Saved::Kept(p) => format!(
+            "kept {}: a regression of that name exists (not overwritten)",
+            p.display()
+        ),
     };
     super::print(&format!(
         "shrunk seed {seed} while it breaks {}: {sizes}, {} runs tried\n{wrote}\n",
-        sh.invariant,
-        sh.runs,
+        sh.invariant, sh.runs,
     ));
     Ok(0)
 }

@@ -50,8 +50,8 @@ use crate::check::Invariant;
 use crate::error::{Error, Result};
 use crate::family::Registry;
 use crate::input::located;
-use crate::outcome::{Outcome, RunResult};
 use crate::limits::SAVE_SHRINK_RUNS_MAX;
+use crate::outcome::{Outcome, RunResult};
 use crate::scenario::{Expect, RawExpect, Scenario, absolute, discover, project_root, within};
 use crate::sim::choice::{Choice, Profile};
 
@@ -354,7 +354,7 @@ pub fn relative(from_dir: &Path, to: &Path) -> String {
 /// The outcome of a replayed regression, for reports.
 pub fn outcome_of(r: &Replayed) -> &Outcome {
     match r {
-            Replayed::Stale { result, .. } | Replayed::Run { result, .. } => &result.outcome,
+        Replayed::Stale { result, .. } | Replayed::Run { result, .. } => &result.outcome,
     }
 }
 
@@ -461,7 +461,9 @@ pub fn save_new(path: &Path, text: &str) -> Result<Saved> {
     }
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(io(dir))?;
-    let name = path.file_name().map_or("regression".into(), |n| n.to_string_lossy().into_owned());
+    let name = path
+        .file_name()
+        .map_or("regression".into(), |n| n.to_string_lossy().into_owned());
     let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     let written = (|| {
         let mut f = std::fs::OpenOptions::new()
@@ -475,7 +477,9 @@ pub fn save_new(path: &Path, text: &str) -> Result<Saved> {
     let _ = std::fs::remove_file(&tmp);
     match linked {
         Ok(()) => Ok(Saved::Wrote(path.to_path_buf())),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(Saved::Kept(path.to_path_buf())),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            Ok(Saved::Kept(path.to_path_buf()))
+        }
         Err(e) => Err(io(path)(e)),
     }
 }

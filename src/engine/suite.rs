@@ -52,8 +52,11 @@ pub fn load(registry: &Registry, paths: &[PathBuf]) -> Result<Suite> {
     }
     // Each scenario's saved failures, once each (a regression may be named or found under a
     // directory too), in path order.
-    let mut seen: std::collections::BTreeSet<PathBuf> =
-        suite.regressions.iter().map(|r| absolute(&r.path)).collect();
+    let mut seen: std::collections::BTreeSet<PathBuf> = suite
+        .regressions
+        .iter()
+        .map(|r| absolute(&r.path))
+        .collect();
     for scn in &suite.scenarios {
         match of_scenario(scn, registry) {
             Ok(regs) => {

@@ -87,7 +87,9 @@ pub fn scenarios_json(listed: &[Listed<'_>]) -> String {
 
 /// The scenarios of `wakesim list [PATH..]`, one line each.
 pub fn scenarios_text(listed: &[Listed<'_>]) -> String {
-    let mut s = String::from("\nscenarios (file · name · host · wake · expectation · saved regressions):\n");
+    let mut s = String::from(
+        "\nscenarios (file · name · host · wake · expectation · saved regressions):\n",
+    );
     for l in listed {
         let scn = l.scenario;
         let _ = writeln!(

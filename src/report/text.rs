@@ -164,7 +164,10 @@ pub fn summary_line(sum: &Summary) -> String {
 pub fn saved_line(f: &SavedFailure) -> String {
     let (from, to) = f.choices;
     match &f.saved {
-        None => format!("  the {} failure, shrunk from {from} to {to} choices, is not saved", f.what),
+        None => format!(
+            "  the {} failure, shrunk from {from} to {to} choices, is not saved",
+            f.what
+        ),
         Some(Saved::Wrote(p)) => format!(
             "  saved the {} failure, shrunk from {from} to {to} choices: {} (it runs first whenever its scenario runs)",
             f.what,

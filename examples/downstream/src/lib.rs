@@ -66,7 +66,10 @@ impl Sender for Reserved {
         }
         pi.send_message(CustomMessage::carrying(msg.id), SendOptions::next_turn());
         let now = pi.now();
-        if self.reserved_at.is_some_and(|at| (now - at).0 < RESERVATION_MS) {
+        if self
+            .reserved_at
+            .is_some_and(|at| (now - at).0 < RESERVATION_MS)
+        {
             return;
         }
         self.reserved_at = Some(now);
@@ -80,7 +83,9 @@ pub fn registry() -> Registry {
         .with_pi("downstream.naive", "wake when idle, no reservation", || {
             Box::new(Outbox::new(Naive::default()))
         })
-        .with_pi("downstream.reserved", "wake when idle, reserved until the run starts", || {
-            Box::new(Outbox::new(Reserved::default()))
-        })
+        .with_pi(
+            "downstream.reserved",
+            "wake when idle, reserved until the run starts",
+            || Box::new(Outbox::new(Reserved::default())),
+        )
 }

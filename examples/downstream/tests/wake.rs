@@ -51,7 +51,9 @@ fn the_reproduce_command_reproduces_the_failure() {
     let exe = std::env::current_exe().expect("this test binary");
     let run = |args: &[&str], seed: Option<&str>| {
         let mut cmd = Command::new(&exe);
-        cmd.args(args).env(SCENARIO_ENV, &scenario).env_remove("WAKESIM_SEED");
+        cmd.args(args)
+            .env(SCENARIO_ENV, &scenario)
+            .env_remove("WAKESIM_SEED");
         if let Some(s) = seed {
             cmd.env("WAKESIM_SEED", s);
         }
@@ -86,7 +88,10 @@ fn the_reproduce_command_reproduces_the_failure() {
     args.extend(flags.split_whitespace());
     let (ok, again) = run(&args, Some(seed));
     assert!(!ok, "{again}");
-    assert!(again.contains(&format!("seed {seed} (WAKESIM_SEED) is not allowed")), "{again}");
+    assert!(
+        again.contains(&format!("seed {seed} (WAKESIM_SEED) is not allowed")),
+        "{again}"
+    );
     assert!(again.contains("✗ single-starter"), "{again}");
 
     // The saved failure now runs first, and fails first.
