@@ -130,8 +130,12 @@ fn run_json_has_a_line_per_scenario_and_a_summary() {
         .lines()
         .map(|l| serde_json::from_str(l).expect("each line is JSON"))
         .collect();
-    let (summary, scenarios) = lines.split_last().expect("lines");
+    let (summary, all) = lines.split_last().expect("lines");
     assert_eq!(summary["type"], "summary");
+    // The scenarios' saved regressions come first, one line each.
+    let regressions = all.iter().take_while(|l| l["type"] == "regression").count();
+    assert!(regressions > 0 && summary["regressions"].as_u64() == Some(regressions as u64));
+    let scenarios = &all[regressions..];
     for key in [
         "scenarios",
         "seeds",

@@ -235,9 +235,8 @@ impl RawScenario {
             && within(&project_root(cx.path), &dir.join(rel));
         if !inside {
             let message = format!(
-                "`{}` is not a directory inside the scenario's project ({}); a relative path that stays inside it is expected",
-                key.get_ref(),
-                project_root(cx.path).display()
+                "`{}` is not inside the scenario's project (the nearest directory above the file holding Cargo.toml or .git): wakesim writes saved failures only inside it; a relative path that stays inside is expected",
+                key.get_ref()
             );
             return Err(cx.err(key.span(), message));
         }
