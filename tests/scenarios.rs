@@ -12,6 +12,8 @@
 //! scenario that expects a failure, the snapshot seed must show that failure, so every snapshot
 //! illustrates its race.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use libtest_mimic::{Arguments, Failed, Trial};
@@ -23,6 +25,9 @@ use wakesim::scenario::{Scenario, discover};
 
 /// Seeds per scenario the gate runs twice and compares trace by trace.
 const DETERMINISM_SAMPLE: u64 = 8;
+/// In the quick gate, for an external scenario: each seed's first run starts a fresh adapter
+/// process, the dearest thing in the gate.
+const DETERMINISM_SAMPLE_QUICK: u64 = 2;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -58,12 +63,33 @@ fn versionless(text: &str) -> String {
     )
 }
 
+/// Seeds of an external scenario the quick gate runs (see [`quick`]).
+const EXTERNAL_SAMPLE_SEEDS: u64 = 200;
+
+/// Does this run of the gate take only a sample of an external scenario (a wake logic behind an
+/// adapter process)? In a debug `cargo test`, the gate people run all day, yes: there the process
+/// boundary, not the simulator, sets the pace (most of the gate's time went to them), and each
+/// external scenario's built-in twin runs its full budget and its exploration in this same gate,
+/// while `tests/external.rs` checks module and twin trace for trace. The full gate (a release
+/// build or `WAKESIM_FULL_GATE=1`, both in `.ci/run`), a seed multiplier and the main job
+/// (`wakesim run`) run every seed and explore the scope.
+fn quick(scn: &Scenario, multiplier: u64) -> bool {
+    scn.adapter.is_some() && multiplier == 1 && !common::full_gate()
+}
+
 fn check(rel: &Path) -> Result<(), Failed> {
     let registry = Registry::builtin();
     let scn = Scenario::load(rel, &registry).map_err(|e| e.to_string())?;
     let multiplier = wakesim::cmd::seeds_multiplier().map_err(|e| e.to_string())?;
     let mut runner = Runner::new(&registry);
-    let rep = runner.run_scenario(&scn, 0..scn.seeds.saturating_mul(multiplier));
+    let quick = quick(&scn, multiplier);
+    let budget = match quick {
+        true => scn.seeds.min(EXTERNAL_SAMPLE_SEEDS),
+        false => scn.seeds.saturating_mul(multiplier),
+    };
+    let mut rep = runner.run_range(&scn, 0..budget);
+    // A sample need not reach every required window; the full gate judges those.
+    rep.judge(&scn.expect, if quick { &[] } else { &scn.must_reach });
     if !rep.met {
         let mut msg = format!(
             "{}: expected {}, but {}",
@@ -79,8 +105,31 @@ fn check(rel: &Path) -> Result<(), Failed> {
 
     // Exhaustive exploration of the scenario's scope finds its bug, or proves the scope clean.
     let stop_when_found = !matches!(scn.expect, wakesim::scenario::Expect::Pass);
-    let ex =
-        wakesim::engine::explore::explore_until(&mut runner, &scn, scn.explore, stop_when_found);
+    let ex = match quick {
+        true => None,
+        false => Some(wakesim::engine::explore::explore_until(
+            &mut runner,
+            &scn,
+            scn.explore,
+            stop_when_found,
+        )),
+    };
+    if let Some(ex) = &ex {
+        explored(rel, &scn, ex)?;
+    }
+    let sample = match quick {
+        true => DETERMINISM_SAMPLE_QUICK,
+        false => DETERMINISM_SAMPLE,
+    };
+    determinism_and_snapshot(rel, &registry, &mut runner, &scn, &rep, sample)
+}
+
+/// What exploring the scope must find: the scenario's bug, or nothing in a passing one.
+fn explored(
+    rel: &Path,
+    scn: &Scenario,
+    ex: &wakesim::engine::explore::Explored,
+) -> Result<(), Failed> {
     match &scn.expect {
         wakesim::scenario::Expect::Pass if ex.failing > 0 || !ex.exhausted => {
             let why = ex
@@ -109,16 +158,26 @@ fn check(rel: &Path) -> Result<(), Failed> {
         }
         _ => {}
     }
+    Ok(())
+}
 
+/// The determinism self-check and the snapshot of `snapshot_seed`'s timeline.
+fn determinism_and_snapshot(
+    rel: &Path,
+    registry: &Registry,
+    runner: &mut Runner<'_>,
+    scn: &Scenario,
+    rep: &wakesim::engine::ScenarioReport,
+    sample: u64,
+) -> Result<(), Failed> {
     // Determinism self-check on a sample: each seed twice, in a fresh and a warm runner.
-    let divergences =
-        wakesim::engine::determinism::check_determinism(&registry, &scn, 0..DETERMINISM_SAMPLE);
+    let divergences = wakesim::engine::determinism::check_determinism(registry, scn, 0..sample);
     if let Some(d) = divergences.first() {
         return Err(format!("{}: nondeterministic: {d}", rel.display()).into());
     }
 
-    let snapshot_seed = wakesim::engine::snapshot_seed(&scn, &rep);
-    let r = runner.run_seed(&scn, snapshot_seed, true);
+    let snapshot_seed = wakesim::engine::snapshot_seed(scn, rep);
+    let r = runner.run_seed(scn, snapshot_seed, true);
     if !shows_expected(&scn.expect, &r.outcome) {
         return Err(format!(
             "{}: snapshot_seed {} does not show the expected {} (it {}); pick a seed that does, e.g. {}",
@@ -130,7 +189,7 @@ fn check(rel: &Path) -> Result<(), Failed> {
         )
         .into());
     }
-    let timeline = versionless(&report::text::timeline(&scn, &r));
+    let timeline = versionless(&report::text::timeline(scn, &r));
     let mut settings = snapshot_settings();
     settings.set_description(format!("{} · seed {}", scn.name, snapshot_seed));
     let name = snapshot_name(rel);

@@ -72,12 +72,20 @@ impl Process {
         let (program, args) = command.split_first().ok_or("the command is empty")?;
         let resolved = resolve_program(program, cwd)
             .ok_or_else(|| format!("program `{program}` not found"))?;
-        let mut child = Command::new(&resolved)
+        let mut command = Command::new(&resolved);
+        command
             .args(args)
             .current_dir(cwd)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
+            .stderr(Stdio::piped());
+        // Its own process group: a Ctrl-C at the terminal reaches the whole foreground group, and
+        // `wakesim run` stops between seeds on it, so the seed in flight must finish against a
+        // live adapter rather than end as an adapter fault. The adapter still ends with us: it
+        // reads EOF on its stdin when we exit.
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        let mut child = command
             .spawn()
             .map_err(|e| format!("cannot start `{}`: {e}", resolved.display()))?;
         let stdin = child.stdin.take().map(std::io::BufWriter::new);

@@ -61,3 +61,72 @@ pub fn seeds_multiplier() -> Result<u64> {
         },
     }
 }
+
+/// `--color`: when to colour text output.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ColorChoice {
+    /// Colour when stdout is a terminal, unless `NO_COLOR` is set (or `CLICOLOR=0`, or
+    /// `TERM=dumb`); `CLICOLOR_FORCE` colours even when it is not.
+    Auto,
+    Always,
+    Never,
+}
+
+/// Whether to colour stdout.
+pub fn colour(choice: ColorChoice) -> bool {
+    use std::io::IsTerminal;
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            auto_colour(&|k| std::env::var(k).ok(), std::io::stdout().is_terminal())
+        }
+    }
+}
+
+/// The `auto` rule (no-color.org and bixense.com/clicolors): a non-empty `NO_COLOR` turns colour
+/// off; else a `CLICOLOR_FORCE` other than empty or `0` turns it on; else `CLICOLOR=0` or
+/// `TERM=dumb` turn it off; else a terminal decides.
+pub fn auto_colour(env: &dyn Fn(&str) -> Option<String>, terminal: bool) -> bool {
+    let set = |k: &str| env(k).filter(|v| !v.is_empty());
+    if set("NO_COLOR").is_some() {
+        return false;
+    }
+    if set("CLICOLOR_FORCE").is_some_and(|v| v != "0") {
+        return true;
+    }
+    if env("CLICOLOR").as_deref() == Some("0") || env("TERM").as_deref() == Some("dumb") {
+        return false;
+    }
+    terminal
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(vars: &[(&str, &str)], terminal: bool) -> bool {
+        let env = |k: &str| {
+            (vars.iter())
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        };
+        auto_colour(&env, terminal)
+    }
+
+    #[test]
+    fn colour_honours_no_color_clicolor_force_and_terminals() {
+        assert!(with(&[], true));
+        assert!(!with(&[], false));
+        assert!(!with(&[("NO_COLOR", "1")], true));
+        assert!(
+            with(&[("NO_COLOR", "")], true),
+            "an empty NO_COLOR is unset"
+        );
+        assert!(with(&[("CLICOLOR_FORCE", "1")], false));
+        assert!(!with(&[("CLICOLOR_FORCE", "0")], false));
+        assert!(!with(&[("NO_COLOR", "1"), ("CLICOLOR_FORCE", "1")], true));
+        assert!(!with(&[("CLICOLOR", "0")], true));
+        assert!(!with(&[("TERM", "dumb")], true));
+    }
+}

@@ -10,6 +10,7 @@ mod regressions;
 mod replay;
 mod run;
 mod shrink;
+mod sweep;
 
 use std::io::Write;
 

@@ -1,5 +1,5 @@
 //! `wakesim replay FILE --seed N` (a scenario's seed) or `wakesim replay REGRESSION.toml` (its
-//! recorded choices): the timeline, as text, JSON Lines or Mermaid; `--record` keeps the run.
+//! recorded choices): the timeline, as text, JSON Lines, Mermaid or an HTML page; `--record` keeps the run.
 
 use std::path::{Path, PathBuf};
 
@@ -18,6 +18,8 @@ enum Format {
     Text,
     Json,
     Mermaid,
+    /// One self-contained HTML page: swimlanes, host-state bands, message arrows, violations.
+    Html,
 }
 
 #[derive(clap::Args)]
@@ -65,6 +67,7 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
         Format::Text => report::text::timeline(&scn, &r),
         Format::Json => report::json::replay(&scn, &r),
         Format::Mermaid => report::mermaid::diagram(&scn, &r),
+        Format::Html => report::html::page(&scn, &r),
     });
     if let Some(why) = stale {
         eprintln!(

@@ -17,9 +17,19 @@ pub use crate::outcome::{Outcome, RunResult};
 pub use runner::Runner;
 pub use verdict::{ScenarioReport, SeedNote, describe, shows_expected, snapshot_seed};
 
-/// What `run --findability` and `run --check-determinism` add to a scenario's report.
+/// What `run --findability` and `run --check-determinism` add to a scenario's report, and
+/// whether its sweep stopped early.
 #[derive(Clone, Debug, Default)]
 pub struct Extras {
     pub findability: Option<findability::Findability>,
     pub determinism: Option<determinism::Determinism>,
+    pub stopped: Option<Stopped>,
+}
+
+/// A sweep that stopped before the end of its planned seeds (Ctrl-C, `--time-budget`,
+/// `--fail-fast`): the report covers a prefix of `planned`.
+#[derive(Clone, Debug)]
+pub struct Stopped {
+    pub planned: std::ops::Range<u64>,
+    pub why: String,
 }

@@ -10,6 +10,17 @@ use crate::family::Registry;
 use crate::limits::{PARALLEL_CHUNK_MAX, PARALLEL_CHUNK_MIN, PARALLEL_CHUNKS_PER_THREAD};
 use crate::scenario::Scenario;
 
+/// How a sweep of seeds may stop early, and whom it tells as it goes.
+pub struct Sweep<'a> {
+    /// Asked before each seed: `true` stops the sweep there (Ctrl-C, a time budget, fail-fast
+    /// elsewhere). Seeds already running finish; the report covers a prefix of the range.
+    pub stop: &'a (dyn Fn() -> bool + Sync),
+    /// Told after each chunk: how many seeds it ran and how many of them failed.
+    pub progress: &'a (dyn Fn(u64, u64) + Sync),
+    /// Stop at the first seed whose outcome the expectation does not allow.
+    pub fail_fast: bool,
+}
+
 /// Run seeds `range` of a scenario on `threads` threads and judge it. The report is the same
 /// whatever the number of threads: each chunk of seeds is reported on its own and the chunks are
 /// merged in seed order. `progress` is told how many seeds each finished chunk held.
@@ -20,8 +31,26 @@ pub fn run_scenario_parallel(
     threads: usize,
     progress: &(dyn Fn(u64) + Sync),
 ) -> ScenarioReport {
+    let sweep = Sweep {
+        stop: &|| false,
+        progress: &|n, _| progress(n),
+        fail_fast: false,
+    };
+    run_scenario_swept(registry, scn, range, threads, &sweep)
+}
+
+/// As [`run_scenario_parallel`], stopping between seeds when `sweep` says so. A stopped sweep's
+/// report covers the prefix of `range` that ran (every seed before the first one not run), so it
+/// is still thread-independent for the seeds it names, and judged on them.
+pub fn run_scenario_swept(
+    registry: &Registry,
+    scn: &Scenario,
+    range: Range<u64>,
+    threads: usize,
+    sweep: &Sweep<'_>,
+) -> ScenarioReport {
     let chunks = chunks(range.clone(), threads.max(1));
-    let parts = run_chunks(registry, scn, &chunks, threads.max(1), progress);
+    let parts = run_chunks(registry, scn, &chunks, threads.max(1), sweep);
     let mut report = merge_in_order(parts, &chunks, range);
     report.judge(&scn.expect, &scn.must_reach);
     report
@@ -41,32 +70,45 @@ fn chunks(range: Range<u64>, threads: usize) -> Vec<Range<u64>> {
 }
 
 /// Run the chunks on scoped threads, each thread with its own runner (so its own adapter
-/// processes), taking chunks in order. A chunk that ends at an adapter fault stops new chunks
-/// from starting (see `Runner::run_range`). Returns each run chunk with its index.
+/// processes), taking chunks in order. A chunk that ends early (an adapter fault, see
+/// `Runner::run_range`, or a stop) stops new chunks from starting. Returns each run chunk with
+/// its index: chunks are taken in increasing order, so the indices are a prefix.
 fn run_chunks(
     registry: &Registry,
     scn: &Scenario,
     chunks: &[Range<u64>],
     threads: usize,
-    progress: &(dyn Fn(u64) + Sync),
+    sweep: &Sweep<'_>,
 ) -> Vec<(usize, ScenarioReport)> {
     let next = AtomicUsize::new(0);
-    let faulted = AtomicBool::new(false);
+    let halted = AtomicBool::new(false);
+    // With fail-fast, the first chunk (by index) that met an unexpected outcome stops the
+    // chunks after it between their seeds; the chunks before it run on, so the report's prefix
+    // reaches that outcome.
+    let failed_at = AtomicUsize::new(usize::MAX);
+    let go = |i: usize, rep: &ScenarioReport| {
+        let failed = failed_at.load(Ordering::Relaxed) < i || rep.unexpected.is_some();
+        !((sweep.fail_fast && failed) || (sweep.stop)())
+    };
     let mut parts: Vec<(usize, ScenarioReport)> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..threads.min(chunks.len().max(1)))
             .map(|_| {
                 s.spawn(|| {
                     let mut runner = Runner::new(registry);
                     let mut done = Vec::new();
-                    while !faulted.load(Ordering::Relaxed) {
+                    while !halted.load(Ordering::Relaxed) {
                         let i = next.fetch_add(1, Ordering::Relaxed);
                         let Some(c) = chunks.get(i) else { break };
-                        let part = runner.run_range(scn, c.clone());
-                        if part.seeds.end < c.end {
-                            faulted.store(true, Ordering::Relaxed);
+                        let part = runner.run_range_while(scn, c.clone(), &|r| go(i, r));
+                        if sweep.fail_fast && part.unexpected.is_some() {
+                            failed_at.fetch_min(i, Ordering::Relaxed);
+                            halted.store(true, Ordering::Relaxed);
                         }
+                        if part.seeds.end < c.end {
+                            halted.store(true, Ordering::Relaxed);
+                        }
+                        (sweep.progress)(part.seed_count(), part.failures);
                         done.push((i, part));
-                        progress(c.end - c.start);
                     }
                     done
                 })
@@ -85,7 +127,8 @@ fn run_chunks(
 }
 
 /// Merge the chunks' reports in seed order. Chunks are taken in order, so every chunk before a
-/// faulted one ran; the report ends at the first adapter fault, whichever thread met it first.
+/// cut one ran; the report ends at the first chunk cut short (an adapter fault or a stop),
+/// whichever thread met it first.
 fn merge_in_order(
     parts: Vec<(usize, ScenarioReport)>,
     chunks: &[Range<u64>],

@@ -152,8 +152,24 @@ fn peer(host: HostKind) -> Peer {
 impl Runner<'_> {
     /// Run seeds `range` of a scenario and account them, without judging.
     pub fn run_range(&mut self, scn: &Scenario, range: Range<u64>) -> ScenarioReport {
+        self.run_range_while(scn, range, &|_| true)
+    }
+
+    /// Run seeds `range` of a scenario and account them while `go` (asked before each seed with
+    /// the report so far) says so. A sweep stopped early reports the seeds that ran: its `seeds`
+    /// end where it stopped.
+    pub fn run_range_while(
+        &mut self,
+        scn: &Scenario,
+        range: Range<u64>,
+        go: &dyn Fn(&ScenarioReport) -> bool,
+    ) -> ScenarioReport {
         let mut report = ScenarioReport::new(range.clone());
         for seed in range {
+            if !go(&report) {
+                report.seeds.end = seed;
+                break;
+            }
             let r = self.run_seed(scn, seed, false);
             report.add(&r, &scn.expect);
             report.check_requests(&r, scn.requests);

@@ -8,6 +8,7 @@ use std::ops::Range;
 use crate::check::Invariant;
 use crate::outcome::{Outcome, RunResult};
 use crate::scenario::Expect;
+use crate::sim::choice::Ratio;
 use crate::sim::record::Window;
 
 /// One seed's outcome, as a report keeps it.
@@ -31,6 +32,12 @@ pub struct ScenarioReport {
     pub counts: BTreeMap<String, u64>,
     /// Seeds that reached each race window.
     pub windows: BTreeMap<String, u64>,
+    /// Seeds that switched each fault on.
+    #[serde(default)]
+    pub faults: BTreeMap<String, u64>,
+    /// Of those, for faults that fire at opportunities: seeds in which it fired at least once.
+    #[serde(default)]
+    pub faults_fired: BTreeMap<String, u64>,
     pub first_failure: Option<SeedNote>,
     /// The first seed that showed what a failing expectation asks for.
     pub first_expected: Option<u64>,
@@ -49,6 +56,8 @@ impl ScenarioReport {
             failures: 0,
             counts: BTreeMap::new(),
             windows: BTreeMap::new(),
+            faults: BTreeMap::new(),
+            faults_fired: BTreeMap::new(),
             first_failure: None,
             first_expected: None,
             unexpected: None,
@@ -66,6 +75,12 @@ impl ScenarioReport {
         self.events += r.events;
         for (w, _) in &r.marks {
             *self.windows.entry(w.name.to_string()).or_default() += 1;
+        }
+        for (f, _) in &r.mix.faults {
+            *self.faults.entry(f.to_string()).or_default() += 1;
+        }
+        for (f, n) in &r.mix.fired {
+            *self.faults_fired.entry(f.to_string()).or_default() += u64::from(*n > 0);
         }
         let outcome = &r.outcome;
         if outcome.is_pass() {
@@ -134,9 +149,39 @@ impl ScenarioReport {
         for (k, v) in later.windows {
             *self.windows.entry(k).or_default() += v;
         }
+        for (k, v) in later.faults {
+            *self.faults.entry(k).or_default() += v;
+        }
+        for (k, v) in later.faults_fired {
+            *self.faults_fired.entry(k).or_default() += v;
+        }
         self.first_failure = self.first_failure.take().or(later.first_failure);
         self.first_expected = self.first_expected.or(later.first_expected);
         self.unexpected = self.unexpected.take().or(later.unexpected);
+    }
+
+    /// The windows of `must_reach` that a passing scenario's seeds reached, but in fewer than
+    /// `share` of them, with the seeds that did: its pass says little about them.
+    pub fn thinly_reached(
+        &self,
+        expect: &Expect,
+        must_reach: &[Window],
+        share: Ratio,
+    ) -> Vec<(&'static str, u64)> {
+        if !matches!(expect, Expect::Pass) || !self.met {
+            return Vec::new();
+        }
+        let seeds = self.seed_count();
+        must_reach
+            .iter()
+            .filter_map(|w| {
+                let n = self.windows.get(w.name).copied().unwrap_or(0);
+                // n/seeds < num/den, in integers.
+                let thin = u128::from(n) * u128::from(share.den)
+                    < u128::from(share.num) * u128::from(seeds);
+                thin.then_some((w.name, n))
+            })
+            .collect()
     }
 
     /// Decide whether the expectation and the required race windows are met.

@@ -42,6 +42,16 @@ pub struct ScenarioLine {
     pub failures: u64,
     pub failing_seeds_by_outcome: BTreeMap<String, u64>,
     pub windows: BTreeMap<String, u64>,
+    /// Seeds that switched each fault on.
+    #[serde(default)]
+    pub faults: BTreeMap<String, u64>,
+    /// Seeds in which each opportunity fault (switched on) fired at least once.
+    #[serde(default)]
+    pub faults_fired: BTreeMap<String, u64>,
+    /// `must_reach` windows a passing scenario reached in fewer than `must_reach_share` of
+    /// its seeds, with the seeds that reached them.
+    #[serde(default)]
+    pub thin_coverage: BTreeMap<String, u64>,
     pub first_failure: Option<FirstFailure>,
     pub first_expected: Option<u64>,
     pub unexpected: Option<Unexpected>,
@@ -51,6 +61,17 @@ pub struct ScenarioLine {
     pub findability: Option<FindabilityJson>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub determinism: Option<DeterminismJson>,
+    /// Set when the sweep stopped before its planned seeds' end: why, and the planned range
+    /// (`seed_range` is the prefix that ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<StoppedJson>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoppedJson {
+    pub why: String,
+    pub planned_seed_range: [u64; 2],
 }
 
 #[derive(Serialize, Deserialize)]
@@ -117,6 +138,21 @@ pub struct SummaryLine {
     pub seconds: f64,
     pub seeds_per_s: f64,
     pub events_per_s: f64,
+    /// Set when the run stopped before its end (Ctrl-C, `--time-budget`, `--fail-fast`): why.
+    /// Its seeds are then a prefix of each scenario's budget, and with a time budget, which
+    /// prefix depends on the machine's speed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
+    /// Scenarios and regressions not started because the run stopped.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub not_run: usize,
+    /// Seeds planned, when the run stopped before its end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seeds_planned: Option<u64>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 fn line<T: Serialize>(v: &T) -> String {
@@ -148,6 +184,12 @@ pub fn scenario_line(scn: &Scenario, rep: &ScenarioReport, extras: &Extras) -> S
         failures: rep.failures,
         failing_seeds_by_outcome: rep.counts.clone(),
         windows: rep.windows.clone(),
+        faults: rep.faults.clone(),
+        faults_fired: rep.faults_fired.clone(),
+        thin_coverage: (rep.thinly_reached(&scn.expect, &scn.must_reach, scn.must_reach_share))
+            .into_iter()
+            .map(|(w, n)| (w.to_string(), n))
+            .collect(),
         first_failure: rep.first_failure.as_ref().map(|n| FirstFailure {
             seed: n.seed,
             invariant: n.outcome.clone(),
@@ -167,6 +209,10 @@ pub fn scenario_line(scn: &Scenario, rep: &ScenarioReport, extras: &Extras) -> S
             seeds_checked: d.seeds_checked,
             divergences: d.divergences.clone(),
         }),
+        stopped: extras.stopped.as_ref().map(|s| StoppedJson {
+            why: s.why.clone(),
+            planned_seed_range: [s.planned.start, s.planned.end],
+        }),
     })))
 }
 
@@ -182,6 +228,8 @@ impl ScenarioLine {
         rep.failures = self.failures;
         rep.counts = self.failing_seeds_by_outcome.clone();
         rep.windows = self.windows.clone();
+        rep.faults = self.faults.clone();
+        rep.faults_fired = self.faults_fired.clone();
         rep.first_failure = self.first_failure.as_ref().map(|f| SeedNote {
             seed: f.seed,
             outcome: f.invariant.clone(),
@@ -214,6 +262,9 @@ pub fn summary_line(sum: &Summary) -> String {
         seconds: (sum.secs * 1000.0).round() / 1000.0,
         seeds_per_s: sum.rate(sum.seeds).round(),
         events_per_s: sum.rate(sum.events).round(),
+        stopped: sum.stopped.clone(),
+        not_run: sum.not_run,
+        seeds_planned: sum.stopped.is_some().then_some(sum.seeds_planned),
     }))
 }
 

@@ -29,6 +29,8 @@ pub fn lines(
         // exit: a run of consecutive ids that read alike is one line.
         merge: family.compact_runs(),
         carried: Vec::new(),
+        produced: Vec::new(),
+        delivered: Vec::new(),
     };
     let mut i = 0;
     while i < trace.len() {
@@ -36,8 +38,11 @@ pub fn lines(
         pending.before(Some(r.t.0), &mut out);
         let (shown, used) = text.of(i);
         i += used;
+        let (produced, delivered) = (take(&mut text.produced), take(&mut text.delivered));
         let Some(shown) = shown else { continue };
         out.push(Line {
+            produced,
+            delivered,
             t: r.t.0,
             actor: r.actor,
             text: shown,
@@ -56,6 +61,10 @@ pub fn lines(
     out
 }
 
+fn take(v: &mut Vec<MsgId>) -> Vec<MsgId> {
+    std::mem::take(v)
+}
+
 /// The violations not shown yet, in time order.
 struct Violations<'a> {
     list: &'a [Violation],
@@ -69,6 +78,8 @@ impl Violations<'_> {
             && t.is_none_or(|t| v.t.0 < t)
         {
             out.push(Line {
+                produced: Vec::new(),
+                delivered: Vec::new(),
                 t: v.t.0,
                 actor: Actor::Check,
                 text: format!("✗ {}: {}", v.invariant, v.detail),
@@ -87,6 +98,9 @@ struct Texts<'a> {
     merge: bool,
     /// Messages appended since the last model request: the next one carries them.
     carried: Vec<MsgId>,
+    /// The messages the last line made, and those it delivered (a request carrying them).
+    produced: Vec<MsgId>,
+    delivered: Vec<MsgId>,
 }
 
 impl Texts<'_> {
@@ -142,7 +156,7 @@ impl Texts<'_> {
     }
 
     /// A message (or a run of alike messages) made.
-    fn produced(&self, i: usize, msg: MsgId) -> (Option<String>, usize) {
+    fn produced(&mut self, i: usize, msg: MsgId) -> (Option<String>, usize) {
         let messages = self.messages;
         let run = self.run(i, |a, b| match (a, b) {
             (Ev::Produced { msg: x }, Ev::Produced { msg: y }) => {
@@ -154,6 +168,7 @@ impl Texts<'_> {
         });
         let info = &messages[msg.0 as usize];
         let (ids, n) = (id_run(msg, run), run as u32);
+        self.produced = (0..n).map(|k| MsgId(msg.0 + k)).collect();
         let text = match info.kind {
             MsgKind::Watch => format!("{ids} ready: {} fired", info.source_name()),
             MsgKind::Job => format!("{ids} ready: {} finished", info.source_name()),
@@ -180,7 +195,7 @@ impl Texts<'_> {
             let ids: Vec<String> = self.carried.iter().map(|m| m.to_string()).collect();
             format!(" carrying {}", ids.join(" "))
         };
-        self.carried.clear();
+        self.delivered = std::mem::take(&mut self.carried);
         if harness {
             format!("model request #{req}{what}")
         } else {

@@ -114,6 +114,9 @@ pub fn merge(registry: &Registry, files: &[PathBuf]) -> Result<(String, bool)> {
         events,
         secs: shards.secs,
         unmet,
+        stopped: None,
+        not_run: 0,
+        seeds_planned: seeds,
     });
     out.push('\n');
     Ok((out, unmet == 0))

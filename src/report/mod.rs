@@ -2,7 +2,9 @@
 //! (typed, versioned by [`json::FORMAT`]), Mermaid, exploration results, `list`, merging shard
 //! outputs, and the progress line. The engine hands over values; only this layer formats them.
 
+pub mod colour;
 pub mod explore;
+pub mod html;
 pub mod json;
 pub mod lines;
 pub mod list;
@@ -24,6 +26,10 @@ pub struct Line {
     pub text: String,
     pub state: &'static str,
     pub kind: LineKind,
+    /// The messages this line made (a producer's line), for diagrams.
+    pub produced: Vec<crate::sim::msg::MsgId>,
+    /// The messages this line delivered (a model request carrying them for the first time).
+    pub delivered: Vec<crate::sim::msg::MsgId>,
 }
 
 /// What a line is, for diagrams: a call into the host, a handler call into the wake logic, a
@@ -50,7 +56,7 @@ pub fn reproduce(scn: &Scenario, r: &RunResult) -> String {
 }
 
 /// The totals of a `wakesim run`, for its last line.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Summary {
     pub regressions: usize,
     pub scenarios: usize,
@@ -58,6 +64,12 @@ pub struct Summary {
     pub events: u64,
     pub secs: f64,
     pub unmet: usize,
+    /// Why the run stopped before its end (Ctrl-C, `--time-budget`, `--fail-fast`), if it did.
+    pub stopped: Option<String>,
+    /// Scenarios and regressions not started because the run stopped.
+    pub not_run: usize,
+    /// Seeds the run planned, of which `seeds` ran.
+    pub seeds_planned: u64,
 }
 
 impl Summary {

@@ -102,6 +102,7 @@ pub fn scenario_line(scn: &Scenario, rep: &ScenarioReport, extras: &Extras) -> S
         (None, None) => line += " · no failures",
         (None, Some(_)) => {}
     }
+    line += &coverage(scn, rep);
     if let Some(f) = &extras.findability {
         let _ = write!(
             line,
@@ -131,6 +132,9 @@ pub fn scenario_line(scn: &Scenario, rep: &ScenarioReport, extras: &Extras) -> S
             }
         }
     }
+    if let Some(s) = &extras.stopped {
+        line += &stopped_note(&s.planned, rep, &s.why);
+    }
     if let Some(why) = &rep.why {
         let _ = write!(line, "\n  {why}");
     }
@@ -140,15 +144,70 @@ pub fn scenario_line(scn: &Scenario, rep: &ScenarioReport, extras: &Extras) -> S
     line
 }
 
+/// A scenario's coverage: which race windows and faults its seeds reached and how often, and a
+/// warning for each window it names that a passing run reached too rarely to mean much.
+fn coverage(scn: &Scenario, rep: &ScenarioReport) -> String {
+    let seeds = rep.seed_count();
+    let share = |n: u64| format!("{n} ({})", percent(n, seeds));
+    let mut s = String::new();
+    let windows: Vec<String> = (rep.windows.iter())
+        .map(|(w, n)| format!("{w} {}", share(*n)))
+        .collect();
+    let _ = write!(
+        s,
+        "\n  coverage: windows reached: {}",
+        if windows.is_empty() {
+            "none".to_string()
+        } else {
+            windows.join(", ")
+        }
+    );
+    if !rep.faults.is_empty() {
+        let faults: Vec<String> = (rep.faults.iter())
+            .map(|(f, n)| match rep.faults_fired.get(f) {
+                Some(fired) => format!("{f} on {}, fired in {}", share(*n), share(*fired)),
+                None => format!("{f} on {}", share(*n)),
+            })
+            .collect();
+        let _ = write!(s, " · faults: {}", faults.join("; "));
+    }
+    for (w, n) in rep.thinly_reached(&scn.expect, &scn.must_reach, scn.must_reach_share) {
+        let _ = write!(
+            s,
+            "\n  warning: the must_reach window {w} was reached in only {} of {seeds} seeds, below [coverage] must_reach_share {}: this pass says little about it",
+            share(n),
+            scn.must_reach_share
+        );
+    }
+    s
+}
+
+/// `n` of `of` as a percentage with one decimal (two below 1%).
+fn percent(n: u64, of: u64) -> String {
+    if of == 0 {
+        return "0%".to_string();
+    }
+    let p = n as f64 * 100.0 / of as f64;
+    if p > 0.0 && p < 1.0 {
+        format!("{p:.2}%")
+    } else {
+        format!("{p:.1}%")
+    }
+}
+
 /// The last line of `wakesim run`.
 pub fn summary_line(sum: &Summary) -> String {
-    let total = sum.regressions + sum.scenarios;
-    let verdict = if sum.unmet == 0 {
+    // A stopped run judged only the files it started.
+    let total = sum.regressions + sum.scenarios - sum.not_run;
+    let mut verdict = if sum.unmet == 0 {
         format!("all {total} expectations met")
     } else {
         format!("{} of {total} expectations NOT met", sum.unmet)
     };
-    format!(
+    if sum.not_run > 0 {
+        let _ = write!(verdict, ", {} not run", sum.not_run);
+    }
+    let mut s = format!(
         "summary: {} regressions, {} scenarios, {} seeds, {} events in {:.2} s: {:.0} seeds/s, {:.0} events/s · {verdict}",
         sum.regressions,
         sum.scenarios,
@@ -157,6 +216,35 @@ pub fn summary_line(sum: &Summary) -> String {
         sum.secs,
         sum.rate(sum.seeds),
         sum.rate(sum.events),
+    );
+    if let Some(why) = &sum.stopped {
+        let _ = write!(
+            s,
+            "\npartial: {why}; {} of {} planned seeds ran, {} scenario or regression file(s) not started. Each scenario was judged on the seeds that ran (a prefix of its budget)",
+            sum.seeds, sum.seeds_planned, sum.not_run
+        );
+    }
+    s
+}
+
+/// The line of a scenario that a stopped run did not start.
+pub fn not_run_line(scn: &Scenario) -> String {
+    format!(
+        "- {} · {} · {} · not run (the run stopped)",
+        scn.path.display(),
+        scn.host.name(),
+        scn.wake
+    )
+}
+
+/// What a scenario's line adds when its sweep stopped before its budget's end.
+pub fn stopped_note(planned: &std::ops::Range<u64>, rep: &ScenarioReport, why: &str) -> String {
+    format!(
+        "\n  partial: stopped after {} of {} seeds ({}..{} ran): {why}",
+        rep.seed_count(),
+        planned.end - planned.start,
+        rep.seeds.start,
+        rep.seeds.end
     )
 }
 

@@ -27,6 +27,7 @@
 //!
 //! [coverage]                       # race windows the seed budget must reach
 //! must_reach = ["wake-while-preparing"]
+//! must_reach_share = "1/100"       # a passing scenario warns below this share (default 1/100)
 //!
 //! [explore]                        # the default scope of `wakesim explore`
 //! deviations = 3                   # unusual choices per run (default 3)
@@ -56,7 +57,12 @@ use crate::family::pi::PiFamily;
 use crate::family::{Config, Family, HostKind, Registry};
 use crate::input::Cx;
 use crate::limits::Limits;
+use crate::sim::choice::Ratio;
 use crate::sim::record::Window;
+
+/// The default of `[coverage] must_reach_share`: a passing scenario that reached a window it
+/// names in fewer than 1 seed in 100 is warned about; its pass says little about that window.
+pub const MUST_REACH_SHARE_DEFAULT: Ratio = Ratio::new(1, 100);
 
 pub(crate) use expect::RawExpect;
 
@@ -133,6 +139,9 @@ pub struct Scenario {
     pub requests: Option<u32>,
     /// Race windows the seed budget must reach (`[coverage] must_reach`).
     pub must_reach: Vec<Window>,
+    /// A passing scenario whose seeds reached a `must_reach` window in fewer than this share of
+    /// them gets a warning in its report (`[coverage] must_reach_share`).
+    pub must_reach_share: Ratio,
     /// The scope `wakesim explore` enumerates by default (`[explore]`).
     pub explore: Scope,
     /// The adapter of an external wake logic (`wake = { command = [...] }`).

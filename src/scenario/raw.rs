@@ -8,11 +8,12 @@ use toml::Spanned;
 
 use super::adapter::WakeValue;
 use super::expect::RawExpect;
-use super::{Scenario, Scope, Wakes, normalize, project_root, within};
+use super::{MUST_REACH_SHARE_DEFAULT, Scenario, Scope, Wakes, normalize, project_root, within};
 use crate::adapter::AdapterSpec;
 use crate::check::CheckParams;
 use crate::error::{Error, Result};
 use crate::family::HostKind;
+use crate::input::values::RatioValue;
 use crate::input::{Cx, located};
 use crate::limits::{
     DURATION_MS_MAX, EXPLORE_DEVIATIONS_MAX, EXPLORE_MESSAGES_MAX, Limits, SEEDS_MAX, STEPS_MAX,
@@ -98,6 +99,9 @@ struct RawExplore {
 struct RawCoverage {
     #[serde(default)]
     must_reach: Vec<Spanned<String>>,
+    /// The share of seeds below which a passing scenario's report warns that it reached a
+    /// `must_reach` window too rarely.
+    must_reach_share: Option<RatioValue>,
 }
 
 #[derive(Deserialize, Default)]
@@ -149,6 +153,8 @@ impl RawScenario {
             expect,
             requests,
             must_reach,
+            must_reach_share: (self.coverage.must_reach_share.as_ref())
+                .map_or(MUST_REACH_SHARE_DEFAULT, |r| r.0),
         })
     }
 

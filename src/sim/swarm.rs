@@ -14,6 +14,9 @@ pub struct Mix {
     pub faults: Vec<(&'static str, Ratio)>,
     /// The producer kinds this seed enabled.
     pub producers: Vec<&'static str>,
+    /// Each opportunity fault switched on, with how many times it fired in the run (for
+    /// coverage; not shown in the header, which is drawn before the run).
+    pub fired: Vec<(&'static str, u32)>,
 }
 
 impl fmt::Display for Mix {

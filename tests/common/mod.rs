@@ -78,3 +78,19 @@ pub fn bad_file_errors(dir: &str, at_least: usize) -> String {
     }
     all
 }
+
+/// Is this the full gate? A debug `cargo test` is the quick gate people run all day: checks whose
+/// cost is adapter processes (a fresh one per seed, hundreds of seeds through one) take a sample
+/// there. `WAKESIM_FULL_GATE=1` (which `.ci/run` sets) or a release build runs them whole.
+pub fn full_gate() -> bool {
+    !cfg!(debug_assertions) || std::env::var_os("WAKESIM_FULL_GATE").is_some()
+}
+
+/// The seeds of `seeds` a check takes: all in the full gate; in the quick gate every
+/// `stride`-th one and the last.
+pub fn sample(seeds: std::ops::Range<u64>, stride: u64) -> Vec<u64> {
+    let last = seeds.end.saturating_sub(1);
+    seeds
+        .filter(|s| full_gate() || s % stride == 0 || *s == last)
+        .collect()
+}

@@ -126,6 +126,17 @@ impl<F: FaultKind> Faults<F> {
         }
     }
 
+    /// The opportunity faults on in this seed with how often each fired, for the run's `Mix`
+    /// (coverage). Timed faults are not counted here: their occurrences are drawn when on.
+    pub fn fired(&self) -> Vec<(&'static str, u32)> {
+        F::LIST
+            .iter()
+            .zip(&self.states)
+            .filter(|(f, st)| st.on && !f.is_timed())
+            .map(|(f, st)| (f.name(), st.fired))
+            .collect()
+    }
+
     /// The faults on in this seed with their drawn rates, for the run's `Mix`.
     pub fn mix(&self) -> Vec<(&'static str, Ratio)> {
         F::LIST

@@ -87,6 +87,7 @@ impl World for CliHost {
     fn mix(&self) -> Mix {
         Mix {
             faults: self.core.faults.mix(),
+            fired: self.core.faults.fired(),
             producers: Vec::new(),
         }
     }

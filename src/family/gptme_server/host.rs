@@ -152,6 +152,7 @@ impl World for ServerHost {
     fn mix(&self) -> Mix {
         Mix {
             faults: self.core.faults.mix(),
+            fired: self.core.faults.fired(),
             producers: self.producers_on.clone(),
         }
     }

@@ -158,6 +158,7 @@ impl World for PiHost {
     fn mix(&self) -> Mix {
         Mix {
             faults: self.core.faults.mix(),
+            fired: self.core.faults.fired(),
             producers: self.kinds_on.iter().map(|k| k.name()).collect(),
         }
     }

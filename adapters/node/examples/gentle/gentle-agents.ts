@@ -7,9 +7,11 @@
 // - `t3: false` drops the input grace window (pi.gentle-pre-t3);
 // - `fixed: true` applies wakesim's fixes for the gaps it found (pi.gentle-fixed): a wake prompt
 //   that never started a run is owed again when its window expires; a compaction inside a user
-//   prompt's preparation reopens the input window; a user prompt at input lengthens an open
-//   window to its own 2 s; a steer typed while streaming opens the window at agent_settled; a new
-//   orchestrator message queues behind held ones.
+//   prompt's preparation reopens the input window; a user prompt at input holds the window for
+//   as long as our own wake prompt would (30 s, until its before_agent_start), and so does a
+//   steer typed within 2 s of the end of a run (it may go on as a prompt); our own wake prompt is
+//   withdrawn at input while a user prompt is on its way; a window that expires while the host
+//   compacts (a prompt's step 9) stays open; a new orchestrator message queues behind held ones.
 //
 // Routing: "idle" when ctx.isIdle() (store the content with triggerTurn false and owe one wake),
 // "run" while a run is active (steer/followUp with triggerTurn), "hold" when busy without a run
@@ -39,6 +41,10 @@ export function createGentleAgents(pi: ExtensionAPI, options: GentleOptions = {}
 
   let wakeInFlight = false;
   let userPromptPending = false;
+  // Until when that user prompt is expected to reach before_agent_start (fixed only).
+  let userPromptUntil: number | undefined;
+  // That user input was a steer typed while streaming (agent_settled decides its fate).
+  let userPromptSteer = false;
   let windowUntil: number | undefined;
   let activeRuns = 0;
   let parentRunActive = false;
@@ -72,6 +78,28 @@ export function createGentleAgents(pi: ExtensionAPI, options: GentleOptions = {}
     }
   }
 
+  // A user prompt is on its way to before_agent_start for `ms` more at least (never less).
+  function expectUserPrompt(ms: number) {
+    const until = Date.now() + ms;
+    userPromptPending = true;
+    userPromptUntil = userPromptUntil === undefined ? until : Math.max(userPromptUntil, until);
+  }
+
+  function userPromptExpected() {
+    return userPromptPending && userPromptUntil !== undefined && Date.now() < userPromptUntil;
+  }
+
+  // Keep the start window open until at least `until` (never shortening it).
+  function holdWindowUntil(until: number) {
+    if (windowUntil === undefined || windowUntil < until) beginPromptStart(until - Date.now());
+  }
+
+  function forgetUserPrompt() {
+    userPromptPending = false;
+    userPromptUntil = undefined;
+    userPromptSteer = false;
+  }
+
   function beginPromptStart(graceMs: number) {
     endPromptStart();
     promptStarting = true;
@@ -90,6 +118,12 @@ export function createGentleAgents(pi: ExtensionAPI, options: GentleOptions = {}
 
   function onPromptGraceExpired() {
     promptGrace = undefined;
+    if (fixed && (wakeInFlight || userPromptPending) && tryRoute() === "hold") {
+      // The prompt we wait for may be compacting at its step 9: keep the window, re-check
+      // every second; session_compact reopens it.
+      beginPromptStart(HOLD_RECHECK_MS);
+      return;
+    }
     promptStarting = false;
     windowUntil = undefined;
     if (fixed && wakeInFlight) {
@@ -218,7 +252,7 @@ export function createGentleAgents(pi: ExtensionAPI, options: GentleOptions = {}
     parentRunActive = false;
     wakeOwed = false;
     wakeInFlight = false;
-    userPromptPending = false;
+    forgetUserPrompt();
     heldOrchestrator = [];
     completionsMaybePending = false;
     endPromptStart();
@@ -230,7 +264,7 @@ export function createGentleAgents(pi: ExtensionAPI, options: GentleOptions = {}
   });
 
   pi.on("before_agent_start", () => {
-    userPromptPending = false;
+    forgetUserPrompt();
     if (!parentRunActive) beginPromptStart(PARENT_WAKE_GRACE_MS);
   });
 
@@ -239,7 +273,8 @@ export function createGentleAgents(pi: ExtensionAPI, options: GentleOptions = {}
     parentRunActive = true;
     wakeOwed = false;
     wakeInFlight = false;
-    userPromptPending = false;
+    // A steer typed into this run is not this run's prompt: agent_settled decides about it.
+    if (!userPromptSteer) forgetUserPrompt();
     endPromptStart();
   });
 
@@ -252,9 +287,14 @@ export function createGentleAgents(pi: ExtensionAPI, options: GentleOptions = {}
     parentRunActive = false;
     wakeInFlight = false;
     endPromptStart();
-    if (fixed && userPromptPending) {
-      // A user prompt seen at input during the run may now go on as a full prompt.
-      beginPromptStart(INPUT_PROMPT_GRACE_MS);
+    if (fixed && userPromptExpected()) {
+      // A steer typed during the run may go on as a full prompt now (or was queued: pi tells
+      // neither): expect it as any user prompt.
+      expectUserPrompt(PARENT_WAKE_GRACE_MS);
+      userPromptSteer = false;
+      holdWindowUntil(userPromptUntil!);
+    } else if (fixed) {
+      forgetUserPrompt();
     }
     flushAll();
   });
@@ -263,8 +303,10 @@ export function createGentleAgents(pi: ExtensionAPI, options: GentleOptions = {}
 
   const onCompact = () => {
     const renewBy = Date.now() + INPUT_PROMPT_GRACE_MS;
-    if (fixed && userPromptPending && !parentRunActive && (windowUntil === undefined || windowUntil < renewBy)) {
-      // A compaction inside the user's prompt (step 9) can outlast the input window.
+    if (fixed && (userPromptPending || wakeInFlight) && !parentRunActive && (windowUntil === undefined || windowUntil < renewBy)) {
+      // A compaction inside the user's prompt or our own wake prompt (step 9) can outlast its
+      // window.
+      if (userPromptPending) expectUserPrompt(INPUT_PROMPT_GRACE_MS);
       beginPromptStart(INPUT_PROMPT_GRACE_MS);
     }
     scheduleBoundaryFlush();
@@ -278,11 +320,32 @@ export function createGentleAgents(pi: ExtensionAPI, options: GentleOptions = {}
 
   pi.on("input", (event: { source: string; streamingBehavior?: string }) => {
     const fromUser = event.source === "interactive";
-    if (fixed && fromUser) userPromptPending = true;
+    if (fixed && fromUser) {
+      if (event.streamingBehavior !== undefined || parentRunActive) {
+        // A steer typed while streaming: queued at its step 5 unless the run settles first.
+        expectUserPrompt(INPUT_PROMPT_GRACE_MS);
+        userPromptSteer = true;
+        return { action: "continue" };
+      }
+      // A user prompt on its way to before_agent_start: no wake of ours while it is expected,
+      // as long as our own wake prompt would be (it may die silently at input or auth).
+      expectUserPrompt(PARENT_WAKE_GRACE_MS);
+      userPromptSteer = false;
+      holdWindowUntil(userPromptUntil!);
+      return { action: "continue" };
+    } else if (fixed && wakeInFlight && userPromptExpected()) {
+      // Our own wake prompt reached input while a user prompt (deferred during agent_settled,
+      // invisible until then) is on its way to before_agent_start: the two would race to
+      // Agent.prompt. The content is stored and rides the user's run; withdraw the wake, and owe
+      // it again if that prompt dies too.
+      wakeInFlight = false;
+      wakeOwed = true;
+      beginPromptStart(userPromptUntil! - Date.now());
+      return { action: "handled" };
+    }
     if (event.streamingBehavior !== undefined || parentRunActive) return { action: "continue" };
-    // T3 never shortens an open window; the fix also lengthens one about to close.
-    const extend = fixed && windowUntil !== undefined && windowUntil < Date.now() + INPUT_PROMPT_GRACE_MS;
-    if (t3 && (!promptStarting || extend)) beginPromptStart(INPUT_PROMPT_GRACE_MS);
+    // T3 never shortens an open window.
+    if (t3 && !promptStarting) beginPromptStart(INPUT_PROMPT_GRACE_MS);
     return { action: "continue" };
   });
 

@@ -28,14 +28,36 @@
 //!    `session_compact` while a user prompt is between `input` and before_agent_start reopens
 //!    the input window (never shortening a longer one).
 //!    Likewise a second user prompt within 2 s of one that died at input does not extend the
-//!    first one's window (T3 never touches an open window), so the wake races the second.
-//!    Fix: a user prompt at `input` lengthens an open window to its own 2 s. And a user's steer
-//!    typed while streaming becomes a full prompt when the run settles before its step 5; T3
-//!    ignores inputs with a streamingBehavior. Fix: such a prompt opens the window at
-//!    agent_settled.
+//!    first one's window (T3 never touches an open window), so the wake races the second. And a
+//!    user's steer typed while streaming becomes a full prompt when the run settles before its
+//!    step 5; T3 ignores inputs with a streamingBehavior (`g4-user-prompt-deferred-while-
+//!    settling`, seed 251746 of `g4-held-orchestrator-overtaken`). See fix 5 for both.
 //! 3. An orchestrator message that arrives while older ones are held (a /tree cancelled with no
 //!    event, before the hold re-check) is sent at once and overtakes them (scenario
 //!    `g4-held-orchestrator-overtaken`). Fix: queue it behind the held ones and flush in order.
+//! 4. A user prompt typed while the agent_settled handlers run is deferred (step 0) and reaches
+//!    `input` only after them; a message arriving in the same window reads the host idle, and the
+//!    wake prompt it sends is deferred behind the user's. Both resume together and race to
+//!    Agent.prompt (scenario `g4-user-prompt-deferred-while-settling`; the user-prompt generator
+//!    lets a user type only while no prompt is in flight, so the user's came first and the
+//!    wake could not see it). Fix: our own wake prompt withdraws itself at `input` (claims it)
+//!    while a user prompt is between `input` and before_agent_start and still within its window;
+//!    the stored content rides the user's run, and the wake is owed again if that run never
+//!    starts.
+//! 5. T3's 2 s assume a user prompt reaches before_agent_start within 2 s of `input`. Its awaits
+//!    (input handlers, auth, the compaction check) may take longer, and the wake races it
+//!    (scenario `g4-slow-user-prompt-outlasts-t3`). Fix: a user prompt seen at `input` holds the
+//!    start window as long as our own wake prompt would (`PARENT_WAKE_GRACE_MS`, closed at its
+//!    before_agent_start or agent_start), never shortening an open one; pi reports a prompt that
+//!    dies at input or auth to nobody, so one that does costs a wake one window. A steer typed
+//!    while streaming is expected for 2 s (its input handlers, then step 5 queues it); if the run
+//!    settles within them it may go on as a prompt, and is then expected as one: a wake after
+//!    such a run may wait a window for nothing, but never races it.
+//! 6. A prompt's step-9 compaction may outlast any window, our own wake prompt's 30 s too; fix 1
+//!    then owes the wake again and, when the compaction ends, sends it to race the prompt that
+//!    is still alive (scenario `g4-fixed-long-compaction`). Fix: a window that expires while the
+//!    host is busy without a run, with our wake or a user prompt pending, stays open (re-checked
+//!    every second), and session_compact reopens it for that prompt too (fix 2 for our own).
 //!
 //! Modelled on the claude-bridge path (the wake is `sendUserMessage(text, steer)`), the one whose
 //! requests must carry the harness. Sends in the model never throw synchronously, so the
@@ -71,6 +93,12 @@ pub struct Gentle {
     wake_in_flight: bool,
     /// A user prompt passed `input` and has not reached before_agent_start yet.
     user_prompt_pending: bool,
+    /// Until when that user prompt is expected to reach before_agent_start (the input window's
+    /// own bound); past it the prompt is presumed dead (claimed at input, failed at auth).
+    user_prompt_until: Option<Ms>,
+    /// That user input was a steer typed while streaming: the agent_start of the run it was
+    /// typed into is not its own, and agent_settled decides whether it goes on as a prompt.
+    user_prompt_steer: bool,
     /// When the open start window closes.
     window_until: Option<Ms>,
     active_runs: u32,
@@ -97,6 +125,8 @@ impl Gentle {
             fixed: false,
             wake_in_flight: false,
             user_prompt_pending: false,
+            user_prompt_until: None,
+            user_prompt_steer: false,
             active_runs: 0,
             parent_run_active: false,
             wake_owed: false,
@@ -133,6 +163,32 @@ impl Gentle {
             fixed: true,
             ..Gentle::new(true, true)
         }
+    }
+
+    /// A user prompt is between `input` and before_agent_start and still expected to get there.
+    fn user_prompt_expected(&self, now: Ms) -> bool {
+        self.user_prompt_pending && self.user_prompt_until.is_some_and(|until| now < until)
+    }
+
+    /// A user prompt is on its way to before_agent_start for `ms` more at least (never less than
+    /// it was already expected for).
+    fn expect_user_prompt(&mut self, pi: &mut Pi<'_>, ms: u64) {
+        let until = pi.now() + ms;
+        self.user_prompt_pending = true;
+        self.user_prompt_until = Some(self.user_prompt_until.map_or(until, |u| u.max(until)));
+    }
+
+    /// Keep the start window open until at least `until` (never shortening it).
+    fn hold_window_until(&mut self, pi: &mut Pi<'_>, until: Ms) {
+        if self.window_until.is_none_or(|u| u < until) {
+            self.begin_prompt_start(pi, (until - pi.now()).0);
+        }
+    }
+
+    fn forget_user_prompt(&mut self) {
+        self.user_prompt_pending = false;
+        self.user_prompt_until = None;
+        self.user_prompt_steer = false;
     }
 
     fn begin_prompt_start(&mut self, pi: &mut Pi<'_>, grace_ms: u64) {
@@ -341,7 +397,7 @@ impl PiWake for Gentle {
         self.parent_run_active = false;
         self.wake_owed = false;
         self.wake_in_flight = false;
-        self.user_prompt_pending = false;
+        self.forget_user_prompt();
         self.held_orchestrator.clear();
         self.completions_maybe_pending = false;
         self.end_prompt_start(pi);
@@ -350,7 +406,7 @@ impl PiWake for Gentle {
     }
 
     fn on_before_agent_start(&mut self, pi: &mut Pi<'_>, _ctx: Ctx) {
-        self.user_prompt_pending = false;
+        self.forget_user_prompt();
         if !self.parent_run_active {
             self.begin_prompt_start(pi, PARENT_WAKE_GRACE_MS);
         }
@@ -361,7 +417,9 @@ impl PiWake for Gentle {
         self.parent_run_active = true;
         self.wake_owed = false;
         self.wake_in_flight = false;
-        self.user_prompt_pending = false;
+        if !self.user_prompt_steer {
+            self.forget_user_prompt();
+        }
         self.end_prompt_start(pi);
     }
 
@@ -374,9 +432,20 @@ impl PiWake for Gentle {
         self.parent_run_active = false;
         self.wake_in_flight = false;
         self.end_prompt_start(pi);
-        if self.fixed && self.user_prompt_pending {
-            // A user prompt seen at input during the run may now go on as a full prompt.
-            self.begin_prompt_start(pi, INPUT_PROMPT_GRACE_MS);
+        if self.fixed && self.user_prompt_expected(pi.now()) {
+            // A steer the user typed during the run may still be in its input handlers and now go
+            // on as a full prompt (its step 5 finds the host idle); it may as well have been
+            // queued into the run already, and pi tells the extension neither. Expect it as any
+            // user prompt: a wake after such a run may wait one window for nothing (only when
+            // the steer came within 2 s of the end of the run), but never races it.
+            self.expect_user_prompt(pi, PARENT_WAKE_GRACE_MS);
+            self.user_prompt_steer = false;
+            if let Some(until) = self.user_prompt_until {
+                self.hold_window_until(pi, until);
+            }
+        } else if self.fixed {
+            // A steer typed earlier was queued into the run at its step 5.
+            self.forget_user_prompt();
         }
         self.flush_all(pi);
     }
@@ -388,12 +457,16 @@ impl PiWake for Gentle {
     fn on_session_compact(&mut self, pi: &mut Pi<'_>, _ctx: Ctx, _outcome: CompactOutcome) {
         let renew_by = pi.now() + INPUT_PROMPT_GRACE_MS;
         if self.fixed
-            && self.user_prompt_pending
+            && (self.user_prompt_pending || self.wake_in_flight)
             && !self.parent_run_active
             && self.window_until.is_none_or(|until| until < renew_by)
         {
-            // A compaction inside the user's prompt (step 9) can outlast the input window; the
-            // prompt goes on to before_agent_start right after it, so reopen the window first.
+            // A compaction inside the user's prompt or our own wake prompt (step 9) can outlast
+            // its window; the prompt goes on to before_agent_start right after it, so reopen the
+            // window first.
+            if self.user_prompt_pending {
+                self.expect_user_prompt(pi, INPUT_PROMPT_GRACE_MS);
+            }
             self.begin_prompt_start(pi, INPUT_PROMPT_GRACE_MS);
         }
         self.schedule_boundary_flush(pi);
@@ -407,20 +480,46 @@ impl PiWake for Gentle {
 
     fn on_input(&mut self, pi: &mut Pi<'_>, _ctx: Ctx, input: InputEvent) -> InputAction {
         if self.fixed && input.from_user {
-            // Even a steer typed while streaming becomes a full prompt if the run settles before
-            // its step 5: it is pending until its own run starts.
-            self.user_prompt_pending = true;
+            if input.streaming_behavior.is_some() || self.parent_run_active {
+                // A steer typed while streaming: queued at its step 5, one await (the input
+                // handlers) from now, unless the run settles first and it goes on as a full
+                // prompt (agent_settled then expects it in full). It may come before the
+                // agent_start of the run it was typed into, which must not forget it.
+                self.expect_user_prompt(pi, INPUT_PROMPT_GRACE_MS);
+                self.user_prompt_steer = true;
+                return InputAction::Continue;
+            }
+            // A user prompt on its way to before_agent_start: no wake of ours while it is
+            // expected. Its awaits (input handlers, auth, the compaction check) are not bounded
+            // by T3's 2 s; a prompt that neither starts nor visibly dies is given as long as our
+            // own wake prompt is (PARENT_WAKE_GRACE_MS), after which it is presumed dead
+            // (claimed by another input handler, rejected at auth: pi reports neither to us).
+            self.expect_user_prompt(pi, PARENT_WAKE_GRACE_MS);
+            self.user_prompt_steer = false;
+            if let Some(until) = self.user_prompt_until {
+                self.hold_window_until(pi, until);
+            }
+            return InputAction::Continue;
+        } else if self.fixed && self.wake_in_flight && self.user_prompt_expected(pi.now()) {
+            // Our own wake prompt reached input while a user prompt is on its way to
+            // before_agent_start. That happens when the user's prompt was deferred during the
+            // agent_settled handlers (step 0, invisible to `input` until they finish) and the
+            // wake was sent in the same window: both resume after the handlers and would race to
+            // Agent.prompt. The content is stored in the session already and rides the user's
+            // run, so withdraw the wake; if that prompt dies too, the window expires when it is
+            // no longer expected and the wake is owed again.
+            self.wake_in_flight = false;
+            self.wake_owed = true;
+            if let Some(until) = self.user_prompt_until {
+                self.begin_prompt_start(pi, (until - pi.now()).0);
+            }
+            return InputAction::Handled;
         }
         if input.streaming_behavior.is_some() || self.parent_run_active {
             return InputAction::Continue;
         }
-        // T3 never shortens an open window; the fix also lengthens one that would close before
-        // this prompt's own 2 s are up (an earlier prompt's window that is about to expire).
-        let extend = self.fixed
-            && self
-                .window_until
-                .is_some_and(|u| u < pi.now() + INPUT_PROMPT_GRACE_MS);
-        if self.t3 && (!self.prompt_starting || extend) {
+        // T3 never shortens an open window.
+        if self.t3 && !self.prompt_starting {
             self.begin_prompt_start(pi, INPUT_PROMPT_GRACE_MS);
         }
         InputAction::Continue
@@ -430,6 +529,16 @@ impl PiWake for Gentle {
         let some = Some(timer);
         if self.prompt_grace == some {
             self.prompt_grace = None;
+            if self.fixed
+                && (self.wake_in_flight || self.user_prompt_pending)
+                && matches!(self.route(pi), Ok(Route::Hold))
+            {
+                // The prompt we wait for may be compacting at its step 9 (busy without a run):
+                // it is not dead, and when the compaction ends it goes on to Agent.prompt. Keep
+                // the window open, re-checking every second; session_compact reopens it.
+                self.begin_prompt_start(pi, HOLD_RECHECK_MS);
+                return;
+            }
             self.prompt_starting = false;
             self.window_until = None;
             if self.fixed && std::mem::take(&mut self.wake_in_flight) {

@@ -7,8 +7,8 @@
 //! | `pi.counter` | G1 | counter reads 0 between inner runs: message stranded in nextTurn (P-3) |
 //! | `pi.is-idle` | G2 | two wakes while a prompt is prepared: concurrent prompts (P-4) |
 //! | `pi.reservation` | G3 | a failed wake prompt holds the reservation: stranded (P-5) |
-//! | `pi.gentle` | G4 | upstream route/hold/coalesced wake with T2 and T3; two gaps wakesim found |
-//! | `pi.gentle-fixed` | G4 + fixes | G4 with wakesim's fixes for those two gaps |
+//! | `pi.gentle` | G4 | upstream route/hold/coalesced wake with T2 and T3; four gaps wakesim found |
+//! | `pi.gentle-fixed` | G4 + fixes | G4 with wakesim's fixes for those gaps |
 //! | `pi.gentle-pre-t3` | G4 without T3 | a user prompt parked in input races the wake (P-9) |
 //! | `pi.gentle-pre-t2` | G4 without T2/T3 | content held over /tree waits for the next prompt (P-10) |
 
@@ -63,7 +63,7 @@ pub(crate) fn register(r: &mut Registry) {
     );
     r.add::<PiFamily>(
         "pi.gentle-fixed",
-        "G4 with wakesim's fixes: re-owe a wake whose prompt never started; reopen the input window after a compaction",
+        "G4 with wakesim's fixes: re-owe a wake whose prompt never started; reopen the input window after a compaction; withdraw a wake that would race a user prompt; keep held orchestrator messages in order",
         || Box::new(Gentle::fixed()),
     );
     r.add::<PiFamily>(

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Mutation testing of the fixed wake logics (issue 15): how many plausible bugs planted in them
+# the scenario gate refuses to let through.
+#
+#   scripts/mutants.sh [--auto-only|--manual-only] [FAMILY..]   # default: every family, both kinds
+#   scripts/mutants.sh --summary                               # the summary of the last run
+#
+# Families and the files mutated (tests/mutants.rs judges each against every scenario naming one
+# of its wake logics: verdict over the seed budget, race windows, exploration of the scope):
+#   g3      src/family/pi/wakes/reservation.rs   G3's reservation
+#   outbox  src/family/pi/wakes/outbox.rs        gentle-agents' outbox around G0-G3 (G3's flush)
+#   g4      src/family/pi/wakes/gentle.rs        G4 upstream, its T2/T3 switches and the fixed G4
+#   w2      src/family/gptme_server/wakes/w2.rs  W2's batched drain (W2-subagent's watch part too)
+#   b1      src/family/gptme_cli/wakes/b1.rs     B1 and its two earlier states
+#
+# Two kinds of mutants:
+# - cargo-mutants (crates.io, pinned below: `cargo install cargo-mutants --locked --version
+#   27.1.0`) with its own operators, one job at a time (the machine is shared); the test command
+#   is `cargo test --release --test mutants -- --exact FAMILY`.
+# - hand-written ones, `mutants/manual/FAMILY-*.patch`: what its operators cannot write (a dropped
+#   branch, two statements swapped, a flag cleared one event early or late, a queue flushed in the
+#   wrong order). Each is applied to a scratch copy and judged by the same test.
+#
+# A mutant is killed when the test fails. Survivors are either listed in mutants/equivalent.md
+# with the reason no run can tell them apart, or are gaps of wakesim (docs/teeth-plan.md).
+# Results go to target/mutants/ (git-ignored); nothing in the repository is modified.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+OUT=${WAKESIM_MUTANTS_OUT:-$ROOT/target/mutants}
+CARGO_MUTANTS_VERSION=27.1.0
+
+declare -A FILES=(
+  [g3]=src/family/pi/wakes/reservation.rs
+  [outbox]=src/family/pi/wakes/outbox.rs
+  [g4]=src/family/pi/wakes/gentle.rs
+  [w2]=src/family/gptme_server/wakes/w2.rs
+  [b1]=src/family/gptme_cli/wakes/b1.rs
+)
+ORDER=(g3 outbox w2 b1 g4)
+
+# One mutant rebuilds the wakesim crate: incremental and without debug info it costs seconds,
+# not a minute. Both only change how the release profile builds, not what it computes.
+export CARGO_PROFILE_RELEASE_INCREMENTAL=true
+export CARGO_PROFILE_RELEASE_DEBUG=false
+export CARGO_TERM_COLOR=never
+
+summary() {
+  python3 "$ROOT/scripts/mutants_summary.py" "$OUT" "$ROOT/mutants"
+}
+
+if [[ "${1:-}" == "--summary" ]]; then
+  summary
+  exit 0
+fi
+
+auto=1
+manual=1
+families=()
+for arg in "$@"; do
+  case "$arg" in
+    --auto-only) manual=0 ;;
+    --manual-only) auto=0 ;;
+    *) families+=("$arg") ;;
+  esac
+done
+if [[ ${#families[@]} -eq 0 ]]; then
+  families=("${ORDER[@]}")
+fi
+for fam in "${families[@]}"; do
+  [[ -n "${FILES[$fam]:-}" ]] || { echo "unknown family: $fam (one of ${ORDER[*]})" >&2; exit 2; }
+done
+
+have=$(cargo mutants --version 2>/dev/null | awk '{print $2}' || true)
+if [[ "$have" != "$CARGO_MUTANTS_VERSION" ]]; then
+  echo "cargo-mutants $CARGO_MUTANTS_VERSION is needed (found: ${have:-none}):" >&2
+  echo "  cargo install cargo-mutants --locked --version $CARGO_MUTANTS_VERSION" >&2
+  exit 2
+fi
+mkdir -p "$OUT"
+
+# Every mutant, of both kinds and all families, is built in one scratch copy of the sources
+# (what git tracks or would track) with one target dir: cargo-mutants mutates that copy in place
+# and restores each file, each patch is applied, judged and reversed. So the crate is built in
+# full once, and a mutant rebuilds (incrementally) only what one file touches: seconds. The
+# working tree is never modified.
+tree="$OUT/tree"
+export CARGO_TARGET_DIR="$OUT/target"
+rm -rf "$tree"
+mkdir -p "$tree"
+git ls-files -co --exclude-standard -z | tar -cf - --null -T - | tar -xf - -C "$tree"
+
+for fam in "${families[@]}"; do
+  file=${FILES[$fam]}
+  if [[ $auto == 1 ]]; then
+    echo "== $fam: cargo-mutants on $file"
+    rm -rf "$OUT/$fam"
+    # In place (in the scratch copy) means one mutant at a time. --cargo-arg reaches both the
+    # build and the test phase, so a mutant is built once, in release, and only the mutants test
+    # target is linked. Exit code 2 means "some mutants survived": the summary says which.
+    cargo mutants --in-place --dir "$tree" --no-shuffle --file "$file" --output "$OUT/$fam" \
+      --timeout 600 --build-timeout 900 --cargo-arg=--release --cargo-arg=--test=mutants \
+      -- -- --exact "$fam" || true
+  fi
+
+  [[ $manual == 1 ]] || continue
+  echo "== $fam: hand-written mutants"
+  rm -rf "$OUT/manual-$fam"
+  mkdir -p "$OUT/manual-$fam"
+  shopt -s nullglob
+  for patch in "$ROOT"/mutants/manual/"$fam"-*.patch; do
+    name=$(basename "$patch" .patch)
+    if ! (cd "$tree" && patch -p1 --quiet --forward < "$patch"); then
+      echo "$name: does not apply" | tee "$OUT/manual-$fam/$name.outcome"
+      continue
+    fi
+    log="$OUT/manual-$fam/$name.log"
+    if (cd "$tree" && cargo test --release --test mutants -- --exact "$fam") >"$log" 2>&1; then
+      echo "$name: MISSED" | tee "$OUT/manual-$fam/$name.outcome"
+    elif grep -q "mutant-kill:" "$log"; then
+      echo "$name: caught" | tee "$OUT/manual-$fam/$name.outcome"
+    else
+      echo "$name: unviable (does not build)" | tee "$OUT/manual-$fam/$name.outcome"
+    fi
+    (cd "$tree" && patch -p1 --quiet --reverse < "$patch")
+  done
+  shopt -u nullglob
+done
+
+summary

@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""Summary of a scripts/mutants.sh run: the mutation score, every survivor with its
+classification, and seeds to first kill.
+
+    scripts/mutants_summary.py OUT_DIR MUTANTS_DIR [--json]
+
+OUT_DIR holds cargo-mutants' `FAMILY/mutants.out/` and the hand-written mutants'
+`manual-FAMILY/NAME.{outcome,log}`. MUTANTS_DIR holds the checked-in lists:
+
+- `equivalent.md`: survivors no run can tell apart from the original, one per line as
+  ``- `NAME`: why``;
+- `gaps.md`: survivors that are gaps of wakesim, ``- `NAME`: class N: what would kill it``.
+
+NAME is cargo-mutants' name (`src/family/gptme_cli/wakes/b1.rs:131:9: replace ...`) or `manual:NAME` for a
+patch. A listed name without `:line:column` matches every mutant of that text, so a list stays
+valid when unrelated lines move; with them it matches one. A survivor in neither list is reported
+as UNCLASSIFIED, and a listed name that no longer survives is reported as stale.
+
+Seeds to first kill: the `mutant-kill:` lines tests/mutants.rs prints name the seeds the gate ran
+until a scenario told the mutant apart (the first seed whose outcome its expectation does not
+allow, plus one). A kill that needed the whole budget (an expected failure or race window gone)
+counts as that budget; a kill only the exploration of a scope makes counts as the runs it took and
+is reported apart.
+"""
+
+import json
+import re
+import statistics
+import sys
+from pathlib import Path
+
+FAMILIES = ["g3", "outbox", "w2", "b1", "g4"]
+LINECOL = re.compile(r"^([^:]+):\d+:\d+: ")
+
+
+def normal(name):
+    return LINECOL.sub(r"\1: ", name)
+
+
+def load_list(path):
+    """`- `NAME`: text` lines -> [(name, text)]."""
+    out = []
+    if not path.exists():
+        return out
+    for line in path.read_text().splitlines():
+        m = re.match(r"^- `([^`]+)`: (.*)$", line)
+        if m:
+            out.append((m.group(1), m.group(2)))
+    return out
+
+
+def matches(entry, name):
+    return entry == name or (not LINECOL.match(entry) and entry == normal(name))
+
+
+def kill_seeds(log_text):
+    """(seeds, explore_runs) from the mutant-kill lines of a log: the smallest of each."""
+    seeds, runs = None, None
+    for line in log_text.splitlines():
+        if not line.startswith("mutant-kill: "):
+            continue
+        m = re.search(r" · seeds (\d+) · ", line)
+        if m:
+            n = int(m.group(1))
+            seeds = n if seeds is None else min(seeds, n)
+        m = re.search(r" · explore (\d+) runs · ", line)
+        if m:
+            n = int(m.group(1))
+            runs = n if runs is None else min(runs, n)
+    return seeds, runs
+
+
+def collect(out):
+    mutants = []  # dicts: family, name, outcome (caught|missed|timeout|unviable), seeds, runs
+    for fam in FAMILIES:
+        outcomes = out / fam / "mutants.out" / "outcomes.json"
+        if outcomes.exists():
+            data = json.loads(outcomes.read_text())
+            for o in data["outcomes"]:
+                scenario = o["scenario"]
+                if not isinstance(scenario, dict) or "Mutant" not in scenario:
+                    continue
+                outcome = {
+                    "CaughtMutant": "caught",
+                    "MissedMutant": "missed",
+                    "Timeout": "timeout",
+                    "Unviable": "unviable",
+                }.get(o["summary"], o["summary"])
+                log = out / fam / "mutants.out" / o["log_path"]
+                seeds, runs = kill_seeds(log.read_text(errors="replace")) if log.exists() else (None, None)
+                mutants.append(dict(family=fam, name=scenario["Mutant"]["name"], kind="cargo-mutants",
+                                    outcome=outcome, seeds=seeds, runs=runs))
+        manual = out / f"manual-{fam}"
+        if manual.exists():
+            for f in sorted(manual.glob("*.outcome")):
+                text = f.read_text()
+                outcome = ("missed" if "MISSED" in text else "caught" if "caught" in text
+                           else "unviable")
+                log = f.with_suffix(".log")
+                seeds, runs = kill_seeds(log.read_text(errors="replace")) if log.exists() else (None, None)
+                mutants.append(dict(family=fam, name=f"manual:{f.stem}", kind="manual",
+                                    outcome=outcome, seeds=seeds, runs=runs))
+    return mutants
+
+
+def percentile(values, p):
+    if not values:
+        return None
+    values = sorted(values)
+    k = max(0, min(len(values) - 1, int(round(p / 100 * len(values) + 0.5)) - 1))
+    return values[k]
+
+
+def main():
+    out, lists = Path(sys.argv[1]), Path(sys.argv[2])
+    as_json = "--json" in sys.argv[3:]
+    equivalent = load_list(lists / "equivalent.md")
+    gaps = load_list(lists / "gaps.md")
+    mutants = collect(out)
+    if not mutants:
+        print(f"no results under {out}: run scripts/mutants.sh first")
+        return 1
+    used = set()
+    for m in mutants:
+        m["class"] = None
+        if m["outcome"] in ("missed",):
+            for entry, why in equivalent:
+                if matches(entry, m["name"]):
+                    m["class"] = ("equivalent", why)
+                    used.add(("e", entry))
+                    break
+            else:
+                for entry, why in gaps:
+                    if matches(entry, m["name"]):
+                        m["class"] = ("gap", why)
+                        used.add(("g", entry))
+                        break
+
+    lines = []
+    total = dict(viable=0, caught=0, missed=0, timeout=0, unviable=0, equivalent=0)
+    lines.append("family  kind           viable caught missed(equiv) timeout unviable")
+    for fam in FAMILIES:
+        for kind in ("cargo-mutants", "manual"):
+            ms = [m for m in mutants if m["family"] == fam and m["kind"] == kind]
+            if not ms:
+                continue
+            c = {k: sum(1 for m in ms if m["outcome"] == k) for k in ("caught", "missed", "timeout", "unviable")}
+            eq = sum(1 for m in ms if m["class"] and m["class"][0] == "equivalent")
+            viable = len(ms) - c["unviable"]
+            lines.append(f"{fam:7} {kind:14} {viable:6} {c['caught']:6} {c['missed']:6}({eq}) {c['timeout']:7} {c['unviable']:8}")
+            total["viable"] += viable
+            total["equivalent"] += eq
+            for k in c:
+                total[k] += c[k]
+    # A timeout is a kill: the mutant made the gate hang (a bounded run never hangs the original).
+    killed = total["caught"] + total["timeout"]
+    scored = total["viable"] - total["equivalent"]
+    score = killed / scored if scored else 0.0
+    lines.append("")
+    lines.append(f"mutation score: {killed} killed of {scored} non-equivalent viable mutants = {score:.1%} "
+                 f"({total['viable']} viable, {total['equivalent']} equivalent, {total['unviable']} unviable)")
+
+    seeds = [m["seeds"] for m in mutants if m["outcome"] == "caught" and m["seeds"] is not None]
+    explore_only = [m for m in mutants if m["outcome"] == "caught" and m["seeds"] is None and m["runs"] is not None]
+    if seeds:
+        lines.append(f"seeds to first kill over {len(seeds)} mutants killed by a seed: median "
+                     f"{statistics.median(seeds):g}, p90 {percentile(seeds, 90)}, max {max(seeds)}")
+    if explore_only:
+        runs = [m["runs"] for m in explore_only]
+        lines.append(f"{len(explore_only)} killed only by exploring a scope: runs median "
+                     f"{statistics.median(runs):g}, max {max(runs)}")
+
+    survivors = [m for m in mutants if m["outcome"] == "missed"]
+    lines.append("")
+    lines.append(f"survivors ({len(survivors)}):")
+    for m in survivors:
+        cls = m["class"]
+        tag = "UNCLASSIFIED" if cls is None else f"{cls[0]}: {cls[1]}"
+        lines.append(f"  {m['name']}\n      {tag}")
+    stale = [e for e, _ in equivalent if ("e", e) not in used] + [g for g, _ in gaps if ("g", g) not in used]
+    if stale:
+        lines.append("")
+        lines.append("listed but no longer surviving (update mutants/*.md):")
+        for e in stale:
+            lines.append(f"  {e}")
+    if as_json:
+        print(json.dumps(dict(mutants=mutants, score=score, killed=killed, scored=scored), indent=1))
+    else:
+        print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
