@@ -16,7 +16,8 @@
 # Two kinds of mutants:
 # - cargo-mutants (crates.io, pinned below: `cargo install cargo-mutants --locked --version
 #   27.1.0`) with its own operators, one job at a time (the machine is shared); the test command
-#   is `cargo test --release --test mutants -- --exact FAMILY`.
+#   is `cargo test --release --test mutants -- --include-ignored --exact FAMILY` (a plain
+#   `cargo test` ignores these tests).
 # - hand-written ones, `mutants/manual/FAMILY-*.patch`: what its operators cannot write (a dropped
 #   branch, two statements swapped, a flag cleared one event early or late, a queue flushed in the
 #   wrong order). Each is applied to a scratch copy and judged by the same test.
@@ -100,7 +101,7 @@ for fam in "${families[@]}"; do
     # target is linked. Exit code 2 means "some mutants survived": the summary says which.
     cargo mutants --in-place --dir "$tree" --no-shuffle --file "$file" --output "$OUT/$fam" \
       --timeout 600 --build-timeout 900 --cargo-arg=--release --cargo-arg=--test=mutants \
-      -- -- --exact "$fam" || true
+      -- -- --include-ignored --exact "$fam" || true
   fi
 
   [[ $manual == 1 ]] || continue
@@ -115,7 +116,7 @@ for fam in "${families[@]}"; do
       continue
     fi
     log="$OUT/manual-$fam/$name.log"
-    if (cd "$tree" && cargo test --release --test mutants -- --exact "$fam") >"$log" 2>&1; then
+    if (cd "$tree" && cargo test --release --test mutants -- --include-ignored --exact "$fam") >"$log" 2>&1; then
       echo "$name: MISSED" | tee "$OUT/manual-$fam/$name.outcome"
     elif grep -q "mutant-kill:" "$log"; then
       echo "$name: caught" | tee "$OUT/manual-$fam/$name.outcome"

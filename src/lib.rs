@@ -41,6 +41,7 @@ pub mod engine;
 pub mod error;
 pub mod family;
 pub mod input;
+pub mod io;
 pub mod limits;
 pub mod outcome;
 pub mod report;

@@ -47,6 +47,10 @@ pub const SEEDS_MAX: u64 = 100_000_000;
 pub const DURATION_MS_MAX: u64 = 24 * 3_600_000;
 pub const STEPS_MAX: u64 = 10_000_000;
 pub const MESSAGES_MAX: u64 = 10_000;
+/// The largest scenario or regression file wakesim reads (a real one is a few KiB).
+pub const INPUT_BYTES_MAX: u64 = 1 << 20;
+/// The largest report (`merge` input) wakesim reads.
+pub const REPORT_BYTES_MAX: u64 = 256 << 20;
 
 /// Explore's scope as a scenario's `[explore]` may set it: producer messages at most, unusual
 /// choices per run at most.

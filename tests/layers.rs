@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[(&str, u8)] = &[
     ("error", 0),
     ("limits", 0),
+    ("io", 0),
     ("sim", 1),
     ("check", 2),
     ("input", 2),

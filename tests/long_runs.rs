@@ -308,3 +308,30 @@ fn a_fail_fast_sweep_reports_the_first_unexpected_seed_whatever_the_threads() {
         assert!(!many.met);
     }
 }
+
+#[test]
+fn merge_refuses_a_shard_that_stopped_early() {
+    let dir = tempdir("merge-stopped");
+    let out = run(
+        &[
+            "run",
+            "scenarios/pi",
+            "--shard",
+            "1/2",
+            "--time-budget",
+            "1ms",
+            "--format",
+            "json",
+        ],
+        &[],
+    );
+    let shard = dir.join("shard-1.jsonl");
+    std::fs::write(&shard, &out.stdout).expect("write");
+    let shard = shard.display().to_string();
+    let merged = run(&["merge", &shard], &[]);
+    assert_eq!(merged.status.code(), Some(2));
+    let err = text(&merged.stderr);
+    assert!(err.contains(&shard), "{err}");
+    assert!(err.contains("stopped before its end"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

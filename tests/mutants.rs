@@ -13,7 +13,11 @@
 //! seeds-to-first-kill): the first seed whose outcome the expectation does not allow, plus one;
 //! the whole budget when an expected failure or a race window went missing; the exploration's
 //! run count when only it tells. See `gate` for the two stages that keep a mutant cheap.
-//! Run one family by hand with `cargo test --release --test mutants g4`.
+//! Run one family by hand with `cargo test --release --test mutants -- --include-ignored g4`.
+//!
+//! Ignored by a plain `cargo test`: on the unmutated tree each test re-checks what
+//! `tests/scenarios.rs` checks for the same scenarios (about 90 s of a debug `cargo test`), so it
+//! tells something only under a mutant, where `scripts/mutants.sh` runs it.
 
 use std::path::PathBuf;
 
@@ -147,12 +151,14 @@ fn gate(wakes: &[&str]) {
 
 /// G3 (`src/family/pi/wakes/reservation.rs`).
 #[test]
+#[ignore = "the mutation gate's test: scripts/mutants.sh runs it with --include-ignored"]
 fn g3() {
     gate(&["pi.reservation"]);
 }
 
 /// gentle-agents' outbox (`src/family/pi/wakes/outbox.rs`), the flush around G0-G3's senders.
 #[test]
+#[ignore = "the mutation gate's test: scripts/mutants.sh runs it with --include-ignored"]
 fn outbox() {
     gate(&[
         "pi.raw-trigger-turn",
@@ -165,6 +171,7 @@ fn outbox() {
 
 /// G4 upstream, with its fixes and without T2/T3 (`src/family/pi/wakes/gentle.rs`).
 #[test]
+#[ignore = "the mutation gate's test: scripts/mutants.sh runs it with --include-ignored"]
 fn g4() {
     gate(&[
         "pi.gentle",
@@ -176,12 +183,14 @@ fn g4() {
 
 /// W2's batched drain (`src/family/gptme_server/wakes/w2.rs`), which W2-subagent's watch part shares.
 #[test]
+#[ignore = "the mutation gate's test: scripts/mutants.sh runs it with --include-ignored"]
 fn w2() {
     gate(&["gptme.w2-one-wake-per-burst", "gptme.w2-subagent"]);
 }
 
 /// B1 and its two earlier states (`src/family/gptme_cli/wakes/b1.rs`).
 #[test]
+#[ignore = "the mutation gate's test: scripts/mutants.sh runs it with --include-ignored"]
 fn b1() {
     gate(&[
         "gptme.b1-idle-wait",

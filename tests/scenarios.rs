@@ -3,7 +3,11 @@
 //!
 //! Per scenario: its seed budget and expectation, its required race windows, an exhaustive
 //! exploration of its scope (which must find a failing scenario's bug, and find nothing in a
-//! passing one), a determinism check on a sample of seeds, and its snapshot.
+//! passing one), a determinism check on a sample of seeds, and its snapshot. In the quick gate
+//! (a debug `cargo test` without `WAKESIM_FULL_GATE=1`) an external scenario runs a sample of
+//! its seeds and no exploration, see [`quick`]; `.ci/run` runs the full gate.
+//!
+//! A snapshot that changes on purpose: `cargo insta review` (cargo-insta, see the README).
 //!
 //! Each test runs the scenario's seed budget (times `WAKESIM_SEEDS_MULTIPLIER`, for nightly runs)
 //! and asserts its expectation; a failure prints the line that replays the offending seed. Then it

@@ -169,3 +169,17 @@ pub fn intern(s: &str, fallback: &'static str) -> &'static str {
 pub fn carries(ids: &Option<Vec<u32>>) -> Vec<MsgId> {
     ids.iter().flatten().map(|&n| MsgId(n)).collect()
 }
+
+/// [`carries`], each id checked against the `produced` messages of the run so far: an id the
+/// simulator never made (or has not made yet) is a breach of the protocol, said in the returned
+/// error, not an index into a table that does not hold it.
+pub fn carries_produced(ids: &Option<Vec<u32>>, produced: usize) -> Result<Vec<MsgId>, String> {
+    let ids = carries(ids);
+    match ids.iter().find(|id| id.0 as usize >= produced) {
+        Some(id) => Err(format!(
+            "`carries` names {id}, a message the simulator has not produced in this run \
+             ({produced} so far)"
+        )),
+        None => Ok(ids),
+    }
+}

@@ -4,9 +4,15 @@
 //! On Unix, stdout is read on the calling thread and every wait is a `poll(2)` with the time left
 //! (a reader thread would add a thread hand-off to every answer); elsewhere a reader thread feeds
 //! a channel read with `recv_timeout`. Either way a process that stops answering cannot block the
-//! simulator. A thread keeps the tail of stderr, so a chatty adapter cannot fill that pipe. The
+//! simulator. Writes are bounded too: on Unix stdin is non-blocking and a full pipe is waited on
+//! with `poll(2)`, so an adapter that never reads its stdin cannot block the simulator in
+//! `write()`. A thread keeps the tail of stderr, so a chatty adapter cannot fill that pipe. The
 //! wall clock only decides whether an adapter has failed; it never reaches a run, so determinism
 //! is unaffected.
+//!
+//! On Unix the adapter starts in a process group of its own, and ending it ends the group
+//! (SIGTERM, then SIGKILL after [`END_WAIT`]): a wrapper script or a module that spawns a child
+//! leaves nothing behind.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -23,6 +29,8 @@ use crate::limits::{
 };
 
 const EXIT_WAIT: Duration = Duration::from_millis(1000);
+/// How long an adapter's process group gets to exit after SIGTERM before SIGKILL.
+pub const END_WAIT: Duration = Duration::from_millis(300);
 
 /// Why a line could not be read.
 pub enum ReadError {
@@ -35,7 +43,10 @@ pub enum ReadError {
 /// A running adapter process.
 pub struct Process {
     child: Child,
-    stdin: Option<std::io::BufWriter<ChildStdin>>,
+    /// Non-blocking on Unix: [`Process::write_line`] waits for room with `poll(2)`.
+    stdin: Option<ChildStdin>,
+    /// The child has been waited for (its exit status read), so its pid may be reused.
+    reaped: bool,
     stdout: Lines,
     stderr: Arc<Mutex<Vec<u8>>>,
     stderr_done: Receiver<()>,
@@ -43,9 +54,11 @@ pub struct Process {
 
 /// Find `program` as the command line would: a path (with a separator) relative to `cwd`, or a
 /// name on `PATH`.
+/// A path comes back absolute: the child changes directory to `cwd` before `exec` resolves the
+/// program, so a relative one would be looked up from the wrong place.
 pub fn resolve_program(program: &str, cwd: &Path) -> Option<PathBuf> {
     if program.contains('/') || program.contains(std::path::MAIN_SEPARATOR) {
-        let p = cwd.join(program);
+        let p = std::path::absolute(cwd.join(program)).ok()?;
         return p.is_file().then_some(p);
     }
     let path = std::env::var_os("PATH")?;
@@ -72,23 +85,28 @@ impl Process {
         let (program, args) = command.split_first().ok_or("the command is empty")?;
         let resolved = resolve_program(program, cwd)
             .ok_or_else(|| format!("program `{program}` not found"))?;
-        let mut command = Command::new(&resolved);
-        command
-            .args(args)
+        let mut cmd = Command::new(&resolved);
+        cmd.args(args)
             .current_dir(cwd)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        // Its own process group: a Ctrl-C at the terminal reaches the whole foreground group, and
-        // `wakesim run` stops between seeds on it, so the seed in flight must finish against a
-        // live adapter rather than end as an adapter fault. The adapter still ends with us: it
-        // reads EOF on its stdin when we exit.
+        // Its own process group: ending the adapter ends whatever it started (a wrapper script's
+        // child, a module's subprocess). And a Ctrl-C at the terminal reaches the whole foreground
+        // group, and `wakesim run` stops between seeds on it, so the seed in flight must finish
+        // against a live adapter rather than end as an adapter fault. If wakesim exits without
+        // ending it, the adapter reads EOF on its stdin.
         #[cfg(unix)]
-        std::os::unix::process::CommandExt::process_group(&mut command, 0);
-        let mut child = command
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        let mut child = cmd
             .spawn()
             .map_err(|e| format!("cannot start `{}`: {e}", resolved.display()))?;
-        let stdin = child.stdin.take().map(std::io::BufWriter::new);
+        let stdin = child.stdin.take();
+        #[cfg(unix)]
+        if let Some(pipe) = &stdin {
+            rustix::io::ioctl_fionbio(pipe, true)
+                .map_err(|e| format!("cannot make the adapter's stdin non-blocking: {e}"))?;
+        }
         let stdout = Lines::new(child.stdout.take().expect("piped stdout"))?;
         let stderr_pipe = child.stderr.take().expect("piped stderr");
 
@@ -106,21 +124,25 @@ impl Process {
         Ok(Process {
             child,
             stdin,
+            reaped: false,
             stdout,
             stderr,
             stderr_done,
         })
     }
 
-    /// Write one line (a newline is added) and flush it.
-    pub fn write_line(&mut self, line: &str) -> std::io::Result<()> {
+    /// Write one line (a newline is added), waiting at most `bound` for the adapter to read it.
+    /// An adapter that never reads its stdin fills the pipe; the write then ends in a
+    /// `TimedOut` error instead of blocking forever.
+    pub fn write_line(&mut self, line: &str, bound: Duration) -> std::io::Result<()> {
         let w = self
             .stdin
             .as_mut()
             .ok_or_else(|| std::io::Error::other("stdin closed"))?;
-        w.write_all(line.as_bytes())?;
-        w.write_all(b"\n")?;
-        w.flush()
+        let mut bytes = Vec::with_capacity(line.len() + 1);
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.push(b'\n');
+        write_within(w, &bytes, Instant::now() + bound)
     }
 
     /// The next line the adapter wrote, waiting at most `bound`.
@@ -128,21 +150,54 @@ impl Process {
         self.stdout.next(Instant::now() + bound)
     }
 
-    /// Wait a little for a process whose stdout closed to exit; kill it if it does not.
-    fn exit_status(&mut self) -> Option<ExitStatus> {
-        let deadline = Instant::now() + EXIT_WAIT;
+    /// Wait up to `bound` for the child to exit by itself.
+    fn wait_exit(&mut self, bound: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + bound;
         loop {
             match self.child.try_wait() {
-                Ok(Some(s)) => return Some(s),
+                Ok(Some(s)) => {
+                    self.reaped = true;
+                    return Some(s);
+                }
                 Ok(None) if Instant::now() < deadline => {
                     std::thread::sleep(Duration::from_millis(5));
                 }
-                _ => {
-                    let _ = self.child.kill();
-                    let _ = self.child.wait();
-                    return None;
-                }
+                _ => return None,
             }
+        }
+    }
+
+    /// Wait a little for a process whose stdout closed to exit; end it (and its group) either
+    /// way.
+    fn exit_status(&mut self) -> Option<ExitStatus> {
+        let status = self.wait_exit(EXIT_WAIT);
+        self.end();
+        status
+    }
+
+    /// End the adapter and everything it started: close its stdin, SIGTERM its process group,
+    /// SIGKILL the group after [`END_WAIT`], and reap the child. Idempotent.
+    fn end(&mut self) {
+        self.stdin = None;
+        #[cfg(unix)]
+        {
+            use rustix::process::{Pid, Signal, kill_process_group};
+            // The group id is the child's pid. It stays ours while the child is unreaped (a
+            // zombie still holds it); once reaped, a group member may still hold it too, and a
+            // new process cannot take an id whose group is alive.
+            let group = i32::try_from(self.child.id()).ok().and_then(Pid::from_raw);
+            if let Some(g) = group {
+                let _ = kill_process_group(g, Signal::TERM);
+                if !self.reaped {
+                    self.wait_exit(END_WAIT);
+                }
+                let _ = kill_process_group(g, Signal::KILL);
+            }
+        }
+        if !self.reaped {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            self.reaped = true;
         }
     }
 
@@ -155,8 +210,7 @@ impl Process {
                 None => format!("{detail} (it closed its stdout but kept running; killed)"),
             }
         } else {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
+            self.end();
             detail
         };
         let _ = self.stderr_done.recv_timeout(EXIT_WAIT);
@@ -180,10 +234,48 @@ impl Process {
 
 impl Drop for Process {
     fn drop(&mut self) {
-        self.stdin = None;
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.end();
     }
+}
+
+/// Write all of `bytes` to a non-blocking pipe, waiting for room with `poll(2)` until `deadline`.
+#[cfg(unix)]
+fn write_within(w: &mut ChildStdin, mut bytes: &[u8], deadline: Instant) -> std::io::Result<()> {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    use std::io::ErrorKind;
+    while !bytes.is_empty() {
+        match w.write(bytes) {
+            Ok(0) => return Err(std::io::Error::from(ErrorKind::WriteZero)),
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(std::io::Error::new(
+                        ErrorKind::TimedOut,
+                        "the adapter does not read its stdin",
+                    ));
+                }
+                let timeout = Timespec {
+                    tv_sec: left.as_secs() as _,
+                    tv_nsec: left.subsec_nanos() as _,
+                };
+                let mut fds = [PollFd::new(&*w, PollFlags::OUT)];
+                match poll(&mut fds, Some(&timeout)) {
+                    Ok(_) | Err(rustix::io::Errno::INTR) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Without `poll`, a plain blocking write.
+#[cfg(not(unix))]
+fn write_within(w: &mut ChildStdin, bytes: &[u8], _deadline: Instant) -> std::io::Result<()> {
+    w.write_all(bytes)
 }
 
 /// Lines from the adapter's stdout.

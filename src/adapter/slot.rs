@@ -86,25 +86,37 @@ impl Slot {
     }
 
     /// Write one message.
+    /// Write one message, within the answer bound: an adapter that does not read its stdin is
+    /// a timeout fault, not a hang.
     pub fn send(&mut self, msg: &impl Serialize, doing: &str) -> Result<(), AdapterFault> {
         let line = serde_json::to_string(msg).expect("a protocol message serializes");
+        let ms = self.bound_ms();
         let p = self.proc.as_mut().expect("a live process");
-        if let Err(e) = p.write_line(&line) {
-            return Err(self.fail(
+        match p.write_line(&line, Duration::from_millis(ms)) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => Err(self.fail(
+                FaultKind::Timeout,
+                format!("the adapter did not read its stdin within {ms} ms while {doing}"),
+            )),
+            Err(e) => Err(self.fail(
                 FaultKind::Exited,
                 format!("cannot write to the adapter while {doing}: {e}"),
-            ));
+            )),
         }
-        Ok(())
+    }
+
+    /// The wall-clock bound on the next answer (the start bound until the first `ready`).
+    fn bound_ms(&self) -> u64 {
+        if self.starting {
+            self.spec.start_timeout_ms
+        } else {
+            self.spec.timeout_ms
+        }
     }
 
     /// The next line, within the bound (the start bound until the first `ready`).
     fn line(&mut self, doing: &str) -> Result<Vec<u8>, AdapterFault> {
-        let ms = if self.starting {
-            self.spec.start_timeout_ms
-        } else {
-            self.spec.timeout_ms
-        };
+        let ms = self.bound_ms();
         let p = self.proc.as_mut().expect("a live process");
         let (kind, detail) = match p.read_line(Duration::from_millis(ms)) {
             Ok(line) => return Ok(line),

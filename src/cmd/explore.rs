@@ -7,9 +7,10 @@ use std::time::Instant;
 use super::args::Format;
 use crate::engine::Runner;
 use crate::engine::explore::{Explored, explore};
-use crate::engine::regression::{self, Keep, Saved};
-use crate::error::Result;
+use crate::engine::regression::{self, Keep};
+use crate::error::{Error, Result};
 use crate::family::Registry;
+use crate::limits::{EXPLORE_DEVIATIONS_MAX, EXPLORE_MESSAGES_MAX};
 use crate::report::explore::{Exploration, json, text};
 use crate::scenario::{Expect, Scenario, Scope};
 
@@ -29,12 +30,23 @@ pub struct Args {
     /// Keep the smallest run showing the expected failure as a regression file.
     #[arg(long)]
     record: bool,
+    /// Where `--record` writes (default: `regressions/` beside the scenario's directory).
+    #[arg(long)]
+    out: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
 }
 
 pub fn main(registry: &Registry, args: Args) -> Result<i32> {
     let scn = Scenario::load(&args.file, registry)?;
+    bounded("--messages", args.messages, 1, EXPLORE_MESSAGES_MAX)?;
+    bounded(
+        "--deviations",
+        args.deviations.map(|d| d as u64),
+        0,
+        EXPLORE_DEVIATIONS_MAX as u64,
+    )?;
+    bounded("--runs-max", args.runs_max, 1, u64::MAX)?;
     let scope = Scope {
         messages_max: args.messages.unwrap_or(scn.explore.messages_max),
         deviations_max: args.deviations.unwrap_or(scn.explore.deviations_max),
@@ -62,8 +74,18 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
     super::print(&match args.format {
         Format::Json => json(&e),
         Format::Text => text(&e),
-    });
+    })?;
     Ok(if met { 0 } else { 1 })
+}
+
+/// A scope given on the command line keeps the bounds a scenario's `[explore]` must.
+fn bounded(flag: &str, v: Option<u64>, lo: u64, hi: u64) -> Result<()> {
+    match v {
+        Some(v) if v < lo || v > hi => Err(Error::Usage(format!(
+            "{flag} {v} is out of range {lo}..={hi}"
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// Keep the smallest run showing the expected failure (or the smallest failure) as
@@ -76,7 +98,11 @@ fn record(args: &Args, scn: &Scenario, ex: &Explored) -> Result<()> {
     let stem = file
         .file_stem()
         .map_or("scenario".into(), |s| s.to_string_lossy().into_owned());
-    let path = scn.regressions.join(format!("{stem}-explored.toml"));
+    let dir = match args.out.clone() {
+        Some(d) => d,
+        None => regression::default_dir(scn)?,
+    };
+    let path = dir.join(format!("{stem}-explored.toml"));
     let comment = format!(
         "wakesim regression: the smallest failure `wakesim explore {}` found in {} runs\n(at most {} message(s), {} deviation(s)); delays from the boundary set.",
         file.display(),
@@ -84,7 +110,7 @@ fn record(args: &Args, scn: &Scenario, ex: &Explored) -> Result<()> {
         ex.scope.messages_max,
         ex.scope.deviations_max
     );
-    let saved = Keep {
+    let kept = Keep {
         scenario: file,
         seed: 0,
         run: r,
@@ -93,10 +119,7 @@ fn record(args: &Args, scn: &Scenario, ex: &Explored) -> Result<()> {
         comment,
         explored: Some(ex.scope.messages_max),
     }
-    .save(&path)?;
-    match saved {
-        Saved::Wrote(p) => eprintln!("wrote {}", p.display()),
-        Saved::Kept(p) => eprintln!("kept {}: a regression of that name exists", p.display()),
-    }
+    .write(&path)?;
+    eprint!("{}", kept.describe());
     Ok(())
 }

@@ -46,6 +46,6 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
             Format::Text => report::list::scenarios_text(&listed),
         };
     }
-    super::print(&out);
+    super::print(&out)?;
     Ok(0)
 }

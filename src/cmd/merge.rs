@@ -14,6 +14,6 @@ pub struct Args {
 
 pub fn main(registry: &Registry, args: Args) -> Result<i32> {
     let (lines, met) = report::merge::merge(registry, &args.files)?;
-    super::print(&lines);
+    super::print(&lines)?;
     Ok(if met { 0 } else { 1 })
 }

@@ -18,7 +18,7 @@ use clap::{Parser, Subcommand};
 
 pub use args::{SEEDS_MULTIPLIER_ENV, seeds_multiplier};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::family::Registry;
 
 #[derive(Parser)]
@@ -53,9 +53,21 @@ enum Cmd {
     Regressions(regressions::Args),
 }
 
-/// Print to stdout, ignoring a closed pipe (`wakesim ... | head` must not panic).
-fn print(text: &str) {
-    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+/// Print to stdout. A reader that went away (`wakesim ... | head`) is not an error; any other
+/// failure to write (a full disk, `> /dev/full`) is, with its reason: a report that was lost must
+/// not pass as printed.
+fn print(text: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    checked(out.write_all(text.as_bytes()).and_then(|()| out.flush()))
+}
+
+fn checked(r: std::io::Result<()>) -> Result<()> {
+    match r {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::Usage(format!(
+            "cannot write the report to stdout: {e}"
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// Entry point of the binary; returns the exit code.
@@ -80,7 +92,8 @@ pub fn main() -> i32 {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e}");
+            // Not `eprintln!`, which panics when stderr is closed.
+            let _ = writeln!(std::io::stderr(), "error: {e}");
             e.exit_code()
         }
     }

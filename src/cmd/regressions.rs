@@ -52,13 +52,13 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
                     Some(e) => format!("witness: expect {e}"),
                     None => format!("saved failure: follows expect {}", reg.scenario.expect),
                 }
-            )),
+            ))?,
             _ => {
                 runner.prepare(&reg.scenario)?;
                 let replayed = reg.replay(&mut runner, false);
                 let (Replayed::Run { met, .. } | Replayed::Stale { met, .. }) = &replayed;
                 unmet += usize::from(!*met);
-                super::print(&(text::regression_line(reg, &replayed) + "\n"));
+                super::print(&(text::regression_line(reg, &replayed) + "\n"))?;
             }
         }
     }
@@ -69,7 +69,7 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
             Action::Check => format!(", {unmet} not met"),
             _ => String::new(),
         }
-    ));
+    ))?;
     Ok(if unmet == 0 { 0 } else { 1 })
 }
 
@@ -116,13 +116,13 @@ fn prune(registry: &Registry, paths: &[PathBuf]) -> Result<i32> {
                 source,
             })?;
             removed += 1;
-            super::print(&format!("removed {} ({why})\n", f.display()));
+            super::print(&format!("removed {} ({why})\n", f.display()))?;
         }
     }
     super::print(&format!(
         "{} regression(s), {removed} removed\n",
         files.len()
-    ));
+    ))?;
     Ok(0)
 }
 

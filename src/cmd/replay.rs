@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use clap::ValueEnum;
 
 use super::args::parse_seed;
-use crate::engine::regression::{self, Keep, Regression, Replayed, Saved, is_regression};
+use crate::engine::regression::{self, Keep, Kept, Regression, Replayed, is_regression};
 use crate::engine::{RunResult, Runner, describe};
 use crate::error::{Error, Result};
 use crate::family::Registry;
@@ -41,10 +41,11 @@ pub struct Args {
 
 pub fn main(registry: &Registry, args: Args) -> Result<i32> {
     let file = args.file.as_path();
-    let text = std::fs::read_to_string(file).map_err(|source| Error::Io {
-        path: file.to_path_buf(),
-        source,
-    })?;
+    let text =
+        crate::io::read_text(file, crate::limits::INPUT_BYTES_MAX).map_err(|source| Error::Io {
+            path: file.to_path_buf(),
+            source,
+        })?;
     let mut runner = Runner::new(registry);
     let (scn, r, stale) = if is_regression(&text) {
         let reg = Regression::parse(file, &text, registry)?;
@@ -68,7 +69,7 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
         Format::Json => report::json::replay(&scn, &r),
         Format::Mermaid => report::mermaid::diagram(&scn, &r),
         Format::Html => report::html::page(&scn, &r),
-    });
+    })?;
     if let Some(why) = stale {
         eprintln!(
             "note: {} is stale ({why}): the model no longer consumes its choices the same way, so this is seed {} run afresh, not the recorded run",
@@ -95,17 +96,18 @@ fn replay_seed(runner: &mut Runner<'_>, args: &Args, text: &str) -> Result<(Scen
     runner.prepare(&scn)?;
     let r = runner.run_seed(&scn, seed, true);
     if args.record {
-        let dir = (args.out.clone()).unwrap_or_else(|| scn.regressions.clone());
-        let path = regression::seed_path(file, &dir, &r.outcome.label(), seed);
-        match record(&scn, seed, &r, &path)? {
-            Saved::Wrote(p) => eprintln!("wrote {}", p.display()),
-            Saved::Kept(p) => eprintln!("kept {}: a regression of that name exists", p.display()),
-        }
+        let dir = match args.out.clone() {
+            Some(d) => d,
+            None => regression::default_dir(&scn)?,
+        };
+        let path = regression::seed_path(file, &dir, seed);
+        let kept = record(&scn, seed, &r, &path)?;
+        eprint!("{}", kept.describe());
     }
     Ok((scn, r))
 }
 
-fn record(scn: &Scenario, seed: u64, r: &RunResult, path: &Path) -> Result<Saved> {
+fn record(scn: &Scenario, seed: u64, r: &RunResult, path: &Path) -> Result<Kept> {
     Keep {
         scenario: &scn.path,
         seed,
@@ -118,5 +120,5 @@ fn record(scn: &Scenario, seed: u64, r: &RunResult, path: &Path) -> Result<Saved
         ),
         explored: None,
     }
-    .save(path)
+    .write(path)
 }

@@ -16,7 +16,7 @@ use crate::engine::findability::findability;
 use crate::engine::parallel::{Sweep, run_scenario_swept, shard_range};
 use crate::engine::regression::{Replayed, save_failure};
 use crate::engine::{Extras, Runner, Stopped, suite};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::family::Registry;
 use crate::report::progress::Progress;
 use crate::report::{Summary, colour::paint, json, text};
@@ -80,9 +80,11 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
     }
     let control = Control::new(args.time_budget, args.fail_fast)?;
     let mut runner = Runner::new(registry);
-    let threads = args
-        .threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let threads = match args.threads {
+        Some(0) => return Err(Error::Usage("--threads must be at least 1".into())),
+        Some(n) => n,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
     let painted = matches!(args.format, Format::Text) && colour(args.color);
     let started = Instant::now();
     let progress = Progress::new(&suite.scenarios, |scn: &Scenario| {
@@ -91,7 +93,8 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
     });
     let out = |line: String| {
         let line = if painted { paint(&line) } else { line };
-        progress.suspend(|| super::print(&format!("{line}\n")));
+        // A report line that cannot be written is an error (exit 2), not a silent loss.
+        progress.suspend(|| super::print(&format!("{line}\n")))
     };
     let mut sum = Summary {
         regressions: suite.regressions.len(),
@@ -100,6 +103,7 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
         events: 0,
         secs: 0.0,
         unmet: 0,
+        shard: args.shard,
         stopped: None,
         not_run: 0,
         seeds_planned: (0..suite.scenarios.len())
@@ -123,7 +127,7 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
         out(match args.format {
             Format::Json => json::regression_line(reg, &replayed),
             Format::Text => text::regression_line(reg, &replayed),
-        });
+        })?;
     }
     for (i, scn) in suite.scenarios.iter().enumerate() {
         let range = progress.range(i);
@@ -131,7 +135,7 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
             sum.not_run += 1;
             progress.skip(range.end - range.start);
             if matches!(args.format, Format::Text) {
-                out(text::not_run_line(scn));
+                out(text::not_run_line(scn))?;
             }
             continue;
         }
@@ -172,7 +176,7 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
         out(match args.format {
             Format::Json => json::scenario_line(scn, &rep, &extras),
             Format::Text => text::scenario_line(scn, &rep, &extras),
-        });
+        })?;
         // Not after Ctrl-C: shrinking would keep the user waiting.
         let save = !args.no_save && !control.interrupted();
         if let Some(u) = rep.unexpected.as_ref().filter(|_| save) {
@@ -183,7 +187,7 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
             // JSON Lines stay machine-readable: the note goes to stderr there.
             match args.format {
                 Format::Json => eprintln!("{note}"),
-                Format::Text => out(note),
+                Format::Text => out(note)?,
             }
         }
     }
@@ -193,7 +197,7 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
     out(match args.format {
         Format::Json => json::summary_line(&sum),
         Format::Text => text::summary_line(&sum),
-    });
+    })?;
     Ok(if control.interrupted() {
         EXIT_INTERRUPTED
     } else if sum.unmet == 0 {

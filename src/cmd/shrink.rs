@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use super::args::parse_seed;
 use crate::check::Invariant;
-use crate::engine::regression::{self, Keep, Saved};
+use crate::engine::regression::{self, Keep};
 use crate::engine::shrink::shrink;
 use crate::engine::{RunResult, Runner, describe};
 use crate::error::{Error, Result};
@@ -50,8 +50,11 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
         )
         .len()
     };
-    let dir = (args.out.clone()).unwrap_or_else(|| scn.regressions.clone());
-    let path = regression::seed_path(file, &dir, sh.invariant.name(), seed);
+    let dir = match args.out.clone() {
+        Some(d) => d,
+        None => regression::default_dir(&scn)?,
+    };
+    let path = regression::seed_path(file, &dir, seed);
     // A failure the scenario expects is kept as a witness of it (its expectation pinned); any
     // other failure follows the scenario's expectation, so it passes once the bug is fixed.
     let pin = regression::is_witness(&scn, &sh.original);
@@ -63,7 +66,7 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
         lines(&sh.minimal),
     );
     let comment = format!(
-        "wakesim regression: seed {seed} of {}, shrunk while it breaks {}:\n{sizes} ({} runs tried).\n{} `wakesim replay {}` prints its timeline.",
+        "wakesim regression: seed {seed} of {}, shrunk while it breaks {}:\n{sizes} ({} runs tried).\n{} `wakesim replay` of this file prints its timeline.",
         file.display(),
         sh.invariant,
         sh.runs,
@@ -72,9 +75,8 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
         } else {
             "It runs first whenever its scenario runs and must meet the scenario's current\nexpectation: it fails until the bug is fixed."
         },
-        path.display(),
     );
-    let saved = Keep {
+    let kept = Keep {
         scenario: file,
         seed,
         run: &sh.minimal,
@@ -83,21 +85,17 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
         comment,
         explored: None,
     }
-    .save(&path)?;
+    .write(&path)?;
+    let path = kept.path.clone();
     let mut minimal = sh.minimal;
     minimal.replay = Some(format!("wakesim replay {}", path.display()));
-    super::print(&report::text::story(&scn, &minimal, target));
-    let wrote = match saved {
-        Saved::Wrote(p) => format!("wrote {}", p.display()),
-        Saved::Kept(p) => format!(
-            "kept {}: a regression of that name exists (not overwritten)",
-            p.display()
-        ),
-    };
+    super::print(&report::text::story(&scn, &minimal, target))?;
     super::print(&format!(
-        "shrunk seed {seed} while it breaks {}: {sizes}, {} runs tried\n{wrote}\n",
-        sh.invariant, sh.runs,
-    ));
+        "shrunk seed {seed} while it breaks {}: {sizes}, {} runs tried\n{}",
+        sh.invariant,
+        sh.runs,
+        kept.describe()
+    ))?;
     Ok(0)
 }
 

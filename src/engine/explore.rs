@@ -36,6 +36,11 @@ pub struct Explored {
     pub failing: u64,
     /// Runs breaking each invariant.
     pub by_invariant: Vec<(Invariant, u64)>,
+    /// Failing runs that broke no invariant, by outcome (panic, step-budget, adapter-fault).
+    pub by_outcome: Vec<(String, u64)>,
+    /// Exploration stopped at a run whose adapter faulted: restarting a crashing or hanging
+    /// adapter for every sequence of the scope would take days, and tells nothing new.
+    pub stopped_at_fault: bool,
     /// The smallest failing run (fewest trace records), traced, with its choices.
     pub smallest: Option<RunResult>,
     /// The smallest run showing the scenario's expected failure, if it expects one.
@@ -70,6 +75,8 @@ pub fn explore_until(
         exhausted: false,
         failing: 0,
         by_invariant: Vec::new(),
+        by_outcome: Vec::new(),
+        stopped_at_fault: false,
         smallest: None,
         smallest_expected: None,
         runs_to_expected: None,
@@ -79,6 +86,10 @@ pub fn explore_until(
         out.runs += 1;
         hashes.insert(r.trace_hash);
         if out.tally(&r, &scn.expect) && stop_when_found {
+            break;
+        }
+        if matches!(r.outcome, Outcome::AdapterFault(_)) {
+            out.stopped_at_fault = true;
             break;
         }
         match next_sequence(r.choices, scope.deviations_max) {
@@ -91,9 +102,10 @@ pub fn explore_until(
     }
     out.distinct = hashes.len() as u64;
     out.by_invariant.sort();
-    // Re-run the smallest failures traced, for their timelines.
+    // Re-run the smallest failures traced, for their timelines; not one whose adapter faulted
+    // (it would fault again, after another wall-clock bound): its fault says what happened.
     for slot in [&mut out.smallest, &mut out.smallest_expected] {
-        if let Some(s) = slot.take() {
+        if let Some(s) = slot.take_if(|s| !matches!(s.outcome, Outcome::AdapterFault(_))) {
             *slot = Some(runner.run_profiled(&scn, 0, s.choices, profile, true));
         }
     }
@@ -108,6 +120,13 @@ impl Explored {
         }
         let size = |r: &RunResult| r.records;
         self.failing += 1;
+        if r.outcome.violations().is_empty() {
+            let label = r.outcome.label();
+            match self.by_outcome.iter_mut().find(|(l, _)| *l == label) {
+                Some((_, n)) => *n += 1,
+                None => self.by_outcome.push((label, 1)),
+            }
+        }
         for v in r.outcome.violations() {
             match self
                 .by_invariant

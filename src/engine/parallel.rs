@@ -64,7 +64,8 @@ fn chunks(range: Range<u64>, threads: usize) -> Vec<Range<u64>> {
     (0..n.div_ceil(chunk))
         .map(|i| {
             let a = range.start + i * chunk;
-            a..(a + chunk).min(range.end)
+            // Saturating: near `u64::MAX` a chunk end would wrap around and skip its seeds.
+            a..a.saturating_add(chunk).min(range.end)
         })
         .collect()
 }

@@ -36,7 +36,6 @@
 //! carries the scenario, what broke and the seed: `<stem>-<invariant>-seed-<N>.toml`.
 
 use std::collections::BTreeSet;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
@@ -147,18 +146,19 @@ fn parse_choice(s: &str) -> std::result::Result<Choice, String> {
 
 impl Regression {
     pub fn load(path: &Path, registry: &Registry) -> Result<Regression> {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let text =
+            crate::io::read_text(path, crate::limits::INPUT_BYTES_MAX).map_err(|source| {
+                Error::Io {
+                    path: path.to_path_buf(),
+                    source,
+                }
+            })?;
         Regression::parse(path, &text, registry)
     }
 
     pub fn parse(path: &Path, text: &str, registry: &Registry) -> Result<Regression> {
-        let raw: RawRegression = toml::from_str(text).map_err(|e| {
-            let span = e.span().unwrap_or(0..0);
-            located(path, text, span, e.message().to_string())
-        })?;
+        let raw: RawRegression =
+            toml::from_str(text).map_err(|e| crate::input::Cx { path, text }.toml(e))?;
         let err = |span: std::ops::Range<usize>, msg: String| located(path, text, span, msg);
         if raw.format.get_ref() != FORMAT {
             return Err(err(
@@ -378,14 +378,43 @@ pub fn expectation_of(r: &RunResult, target: Option<Invariant>) -> Expect {
     }
 }
 
-/// The file a regression of seed `seed` of `scenario` is kept in, in `dir`; `what` (the
+/// The file a failure `run` saves for seed `seed` of `scenario`, in `dir`; `what` (the
 /// invariant it breaks, or `panic`, ...) is part of the name, so failures of one seed that break
 /// different invariants do not collide.
-pub fn seed_path(scenario: &Path, dir: &Path, what: &str, seed: u64) -> PathBuf {
+pub fn failure_path(scenario: &Path, dir: &Path, what: &str, seed: u64) -> PathBuf {
     let stem = scenario
         .file_stem()
         .map_or("scenario".into(), |s| s.to_string_lossy().into_owned());
     dir.join(format!("{stem}-{what}-seed-{seed}.toml"))
+}
+
+/// Where `shrink`, `replay --record` and `explore --record` write by default: the scenario's
+/// `regressions` directory, which its runs read. Only inside the current directory (the
+/// project): for a scenario elsewhere the caller must name a directory.
+pub fn default_dir(scn: &Scenario) -> Result<PathBuf> {
+    let dir = scn.regressions.clone();
+    let outside = || {
+        Error::Usage(format!(
+            "{} is outside the current directory, so its regressions have no default place \
+             (it would be {}): name a directory with --out DIR",
+            scn.path.display(),
+            dir.display()
+        ))
+    };
+    let cwd = std::env::current_dir().map_err(|_| outside())?;
+    if within(&cwd, &dir) {
+        Ok(dir)
+    } else {
+        Err(outside())
+    }
+}
+
+/// The file a regression of seed `seed` of `scenario` is kept in, in `dir`.
+pub fn seed_path(scenario: &Path, dir: &Path, seed: u64) -> PathBuf {
+    let stem = scenario
+        .file_stem()
+        .map_or("scenario".into(), |s| s.to_string_lossy().into_owned());
+    dir.join(format!("{stem}-seed-{seed}.toml"))
 }
 
 /// A run to keep as a regression of its scenario file.
@@ -403,7 +432,7 @@ pub struct Keep<'a> {
     pub explored: Option<u64>,
 }
 
-/// What saving a regression did.
+/// What `run`'s saving of a failure did (`Keep::save`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Saved {
     Wrote(PathBuf),
@@ -419,8 +448,35 @@ impl Saved {
     }
 }
 
+/// Where [`Keep::write`] put a regression.
+#[derive(Debug)]
+pub struct Kept {
+    /// The file written (or found already holding this very regression).
+    pub path: PathBuf,
+    /// A different regression already at the first-choice path, kept untouched.
+    pub kept_existing: Option<PathBuf>,
+    /// The file already held exactly this text: nothing was written.
+    pub unchanged: bool,
+}
+
+impl Kept {
+    /// What to tell the user, one line each.
+    pub fn describe(&self) -> String {
+        let mut s = String::new();
+        if let Some(old) = &self.kept_existing {
+            s += &format!("kept {} (a different regression)\n", old.display());
+        }
+        if self.unchanged {
+            s += &format!("{} already holds this regression\n", self.path.display());
+        } else {
+            s += &format!("wrote {}\n", self.path.display());
+        }
+        s
+    }
+}
+
 impl Keep<'_> {
-    /// The file's text.
+    /// The file's text for `path`.
     pub fn text(&self, path: &Path) -> String {
         let expect = self.pin.then(|| expectation_of(self.run, self.target));
         let rel = relative(path.parent().unwrap_or(Path::new(".")), self.scenario);
@@ -434,7 +490,52 @@ impl Keep<'_> {
         )
     }
 
-    /// Write the regression file at `path` unless one exists there (see `save_new`).
+    /// Write the regression file at `path` (its directory made if need be), atomically and
+    /// never over another file: an existing file at `path` is kept, and the new regression gets
+    /// a distinct name carrying its expectation (`-<invariant>`, then `-2`, `-3`, ...).
+    pub fn write(&self, path: &Path) -> Result<Kept> {
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| Error::Io { path, source }
+        };
+        let dir = path.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        let expect = expectation_of(self.run, self.target);
+        let text = self.text(path);
+        let mut kept_existing = None;
+        for candidate in candidates(path, &expect) {
+            if let Ok(old) = std::fs::read(&candidate) {
+                if old == text.as_bytes() {
+                    return Ok(Kept {
+                        path: candidate,
+                        kept_existing,
+                        unchanged: true,
+                    });
+                }
+                kept_existing.get_or_insert_with(|| candidate.clone());
+                continue;
+            }
+            match crate::io::write_new(&candidate, text.as_bytes()) {
+                Ok(()) => {
+                    return Ok(Kept {
+                        path: candidate,
+                        kept_existing,
+                        unchanged: false,
+                    });
+                }
+                // Another writer took the name in between: try the next one.
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(io(&candidate)(e)),
+            }
+        }
+        Err(Error::Usage(format!(
+            "{}: every name for this regression is taken; remove old ones",
+            path.display()
+        )))
+    }
+
+    /// Save a failure `run` found at `path` unless a file is there (the name carries the
+    /// invariant: that failure is saved already), never outside the scenario's project.
     pub fn save(&self, path: &Path) -> Result<Saved> {
         let root = project_root(self.scenario);
         if !within(&root, path) {
@@ -448,34 +549,33 @@ impl Keep<'_> {
     }
 }
 
-/// Write `text` to `path` atomically and never over an existing file: the text goes to a
-/// temporary file beside it, synced, then hard-linked to its name, which fails if the name is
-/// taken (a reader never sees half a file; two writers never overwrite each other).
+/// The names a regression first meant for `path` may take: `path`, then with its expectation
+/// (`x-seed-3-no-loss.toml`), then numbered.
+fn candidates(path: &Path, expect: &Expect) -> impl Iterator<Item = PathBuf> {
+    let stem = path
+        .file_stem()
+        .map_or("regression".into(), |s| s.to_string_lossy().into_owned());
+    let label = match expect {
+        Expect::Fail { invariant, .. } => invariant.name().to_string(),
+        other => other.to_string(),
+    };
+    let at = |name: String| path.with_file_name(name);
+    std::iter::once(path.to_path_buf())
+        .chain(std::iter::once(at(format!("{stem}-{label}.toml"))))
+        .chain((2..100).map(move |n| at(format!("{stem}-{label}-{n}.toml"))))
+}
+
+/// Write `text` to `path` atomically and never over an existing file (`io::write_new`: a
+/// temporary file beside it, synced, then linked to its name, which fails if the name is taken),
+/// its directory made if need be.
 pub fn save_new(path: &Path, text: &str) -> Result<Saved> {
     let io = |p: &Path| {
         let p = p.to_path_buf();
         move |source| Error::Io { path: p, source }
     };
-    if path.exists() {
-        return Ok(Saved::Kept(path.to_path_buf()));
-    }
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(io(dir))?;
-    let name = path
-        .file_name()
-        .map_or("regression".into(), |n| n.to_string_lossy().into_owned());
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let written = (|| {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()
-    })();
-    let linked = written.and_then(|()| std::fs::hard_link(&tmp, path));
-    let _ = std::fs::remove_file(&tmp);
-    match linked {
+    match crate::io::write_new(path, text.as_bytes()) {
         Ok(()) => Ok(Saved::Wrote(path.to_path_buf())),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
             Ok(Saved::Kept(path.to_path_buf()))
@@ -549,7 +649,7 @@ pub fn save_failure(
     let minimal = target.and_then(|i| shrink(runner, scn, seed, Some(i), SAVE_SHRINK_RUNS_MAX));
     let run = minimal.map_or(first.clone(), |m| m.minimal);
     let what = target.map_or(first.outcome.label(), |i| i.name().to_string());
-    let path = seed_path(&scn.path, &scn.regressions, &what, seed);
+    let path = failure_path(&scn.path, &scn.regressions, &what, seed);
     let comment = format!(
         "wakesim regression: seed {seed} of {}, saved by `wakesim run`: it {}\n{} -> {} choices. It runs first whenever its scenario runs and must meet\nthe scenario's current expectation: it fails until the bug is fixed. `wakesim replay {}` prints it.",
         scn.path.display(),

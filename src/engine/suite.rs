@@ -31,7 +31,7 @@ pub fn load(registry: &Registry, paths: &[PathBuf]) -> Result<Suite> {
     };
     let mut errors = Vec::new();
     for f in files {
-        let text = match std::fs::read_to_string(&f) {
+        let text = match crate::io::read_text(&f, crate::limits::INPUT_BYTES_MAX) {
             Ok(t) => t,
             Err(source) => {
                 errors.push(Error::Io { path: f, source });

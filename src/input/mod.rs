@@ -37,7 +37,36 @@ impl Cx<'_> {
 
     pub fn toml(&self, e: toml::de::Error) -> Error {
         let span = e.span().unwrap_or(0..0);
-        self.err(span, e.message().to_string())
+        let message = e.message();
+        // A key missing from the top level: toml spans the whole document, and the key on its
+        // first line has nothing to do with it.
+        if let Some(field) = message.strip_prefix("missing field ")
+            && span.start == 0
+            && (span.end == 0 || span.end >= self.text.trim_end().len())
+        {
+            return Error::Scenario {
+                file: self.path.to_path_buf(),
+                line: 1,
+                column: 1,
+                key: None,
+                message: format!("missing top-level key {field}"),
+            };
+        }
+        let mut err = self.err(span.clone(), message.to_string());
+        // `seeds 10`: a key without `=` is named by the word it starts with.
+        if let Error::Scenario {
+            key: key @ None, ..
+        } = &mut err
+        {
+            let start = span.start.min(self.text.len());
+            let line_start = self.text[..start].rfind('\n').map_or(0, |i| i + 1);
+            let word = self.text[line_start..]
+                .split(|c: char| c.is_whitespace() || c == '=')
+                .find(|w| !w.is_empty())
+                .filter(|w| !w.starts_with('[') && !w.starts_with('#'));
+            *key = word.map(str::to_string);
+        }
+        err
     }
 }
 

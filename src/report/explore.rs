@@ -35,6 +35,8 @@ struct ExploreLine<'a> {
     failing: u64,
     runs_to_expected_failure: Option<u64>,
     failing_runs_by_invariant: BTreeMap<&'static str, u64>,
+    failing_runs_by_outcome: BTreeMap<&'a str, u64>,
+    stopped_at_adapter_fault: bool,
     smallest_failure: Option<SmallestFailure>,
     seconds: f64,
     met: bool,
@@ -79,6 +81,12 @@ pub fn json(e: &Exploration<'_>) -> String {
             .iter()
             .map(|(i, n)| (i.name(), *n))
             .collect(),
+        failing_runs_by_outcome: ex
+            .by_outcome
+            .iter()
+            .map(|(o, n)| (o.as_str(), *n))
+            .collect(),
+        stopped_at_adapter_fault: ex.stopped_at_fault,
         smallest_failure: ex.smallest.as_ref().map(|r| SmallestFailure {
             invariant: r.outcome.label(),
             records: r.records,
@@ -119,10 +127,22 @@ pub fn text(e: &Exploration<'_>) -> String {
     } else {
         let by: Vec<String> = (ex.by_invariant.iter())
             .map(|(i, n)| format!("{i} {n}"))
+            .chain(ex.by_outcome.iter().map(|(o, n)| format!("{o} {n}")))
             .collect();
         let _ = writeln!(s, "  failing runs: {} ({})", ex.failing, by.join(", "));
     }
-    if let Some(r) = ex.smallest_expected.as_ref().or(ex.smallest.as_ref()) {
+    let smallest = ex.smallest_expected.as_ref().or(ex.smallest.as_ref());
+    if ex.stopped_at_fault
+        && let Some(r) = smallest
+    {
+        let _ = writeln!(
+            s,
+            "  stopped: the adapter faulted (restarting it for every run of the scope tells nothing new)"
+        );
+        for l in describe(&r.outcome).lines() {
+            let _ = writeln!(s, "    {l}");
+        }
+    } else if let Some(r) = smallest {
         let target = match &scn.expect {
             Expect::Fail { invariant, .. } => Some(*invariant),
             _ => r.outcome.violations().first().map(|v| v.invariant),

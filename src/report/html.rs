@@ -152,15 +152,23 @@ fn bands(svg: &mut String, rows: &[Line], x: impl Fn(usize) -> usize, height: us
                 seen.len() - 1
             });
             let (x0, w) = (x(i) - STEP / 2, (j - i) * STEP);
+            // A label only where it fits; hovering the band names its state anyway.
+            let label = match w >= state.len() * 7 + 6 {
+                true => format!(
+                    r##"<text x="{}" y="{}" class="band-label">{}</text>"##,
+                    x0 + 3,
+                    TOP - 4,
+                    esc(state)
+                ),
+                false => String::new(),
+            };
             let _ = writeln!(
                 svg,
-                r##"<g class="band" data-state="{0}"><title>host state: {0}</title><rect x="{x0}" y="{1}" width="{w}" height="{2}" fill="{3}"/><text x="{4}" y="{5}" class="band-label">{0}</text></g>"##,
+                r##"<g class="band" data-state="{0}"><title>host state: {0}</title><rect x="{x0}" y="{1}" width="{w}" height="{2}" fill="{3}"/>{label}</g>"##,
                 esc(state),
                 TOP - 16,
                 height - TOP + 16,
                 BANDS[k % BANDS.len()],
-                x0 + 3,
-                TOP - 4
             );
         }
         i = j;

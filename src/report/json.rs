@@ -138,6 +138,9 @@ pub struct SummaryLine {
     pub seconds: f64,
     pub seeds_per_s: f64,
     pub events_per_s: f64,
+    /// `[K, N]` of `run --shard K/N`; absent for a whole run (read as 1/1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<[u64; 2]>,
     /// Set when the run stopped before its end (Ctrl-C, `--time-budget`, `--fail-fast`): why.
     /// Its seeds are then a prefix of each scenario's budget, and with a time budget, which
     /// prefix depends on the machine's speed.
@@ -262,6 +265,7 @@ pub fn summary_line(sum: &Summary) -> String {
         seconds: (sum.secs * 1000.0).round() / 1000.0,
         seeds_per_s: sum.rate(sum.seeds).round(),
         events_per_s: sum.rate(sum.events).round(),
+        shard: sum.shard.map(|(k, n)| [k, n]),
         stopped: sum.stopped.clone(),
         not_run: sum.not_run,
         seeds_planned: sum.stopped.is_some().then_some(sum.seeds_planned),

@@ -20,16 +20,21 @@ struct Shards {
     /// Every shard replays every regression: one line each is kept.
     regressions: Vec<RegressionLine>,
     secs: f64,
+    /// Each file and the shard (K, N) its summary line names (1/1 for a whole run).
+    shards: Vec<(PathBuf, (u64, u64))>,
 }
 
 /// Read the shard outputs.
 fn read(files: &[PathBuf]) -> Result<Shards> {
     let mut shards = Shards::default();
     for f in files {
-        let text = std::fs::read_to_string(f).map_err(|source| Error::Io {
-            path: f.clone(),
-            source,
+        let text = crate::io::read_text(f, crate::limits::REPORT_BYTES_MAX).map_err(|source| {
+            Error::Io {
+                path: f.clone(),
+                source,
+            }
         })?;
+        let mut shard = None;
         for (n, line) in text.lines().enumerate() {
             if line.trim().is_empty() {
                 continue;
@@ -41,13 +46,73 @@ fn read(files: &[PathBuf]) -> Result<Shards> {
                      `regression` or `summary` line"
                 ))
             })?;
+            if shard.is_some() {
+                return Err(bad(
+                    "a line after the summary line: two runs in one file".into()
+                ));
+            }
+            if let RunLine::Summary(sum) = &parsed {
+                if let Some(why) = &sum.stopped {
+                    return Err(bad(format!(
+                        "this run stopped before its end ({why}): merging it would report part \
+                         of a run as the whole"
+                    )));
+                }
+                shard = Some(sum.shard.map_or((1, 1), |[k, n]| (k, n)));
+            }
             shards.add(parsed);
         }
+        let shard = shard.ok_or_else(|| {
+            Error::Usage(format!(
+                "{}: no summary line: not the whole output of `wakesim run --format json` (an \
+                 empty or cut-off file)",
+                f.display()
+            ))
+        })?;
+        shards.shards.push((f.clone(), shard));
     }
+    shards.whole()?;
     Ok(shards)
 }
 
 impl Shards {
+    /// The files are the shards 1..=N of one run, each once: a partial set would be reported
+    /// as the whole run.
+    fn whole(&self) -> Result<()> {
+        let Some((first, (_, n))) = self.shards.first() else {
+            return Ok(());
+        };
+        let mut seen: BTreeMap<u64, &PathBuf> = BTreeMap::new();
+        for (f, (k, m)) in &self.shards {
+            if m != n {
+                return Err(Error::Usage(format!(
+                    "{} is shard {k}/{m} but {} is of {n} shards: outputs of different runs",
+                    f.display(),
+                    first.display()
+                )));
+            }
+            if let Some(g) = seen.insert(*k, f) {
+                return Err(Error::Usage(format!(
+                    "shard {k}/{n} given twice ({} and {})",
+                    g.display(),
+                    f.display()
+                )));
+            }
+        }
+        let missing: Vec<String> = (1..=*n)
+            .filter(|k| !seen.contains_key(k))
+            .map(|k| format!("{k}/{n}"))
+            .collect();
+        if !missing.is_empty() {
+            return Err(Error::Usage(format!(
+                "shard{} {} missing: merging part of a run would report it as the whole",
+                if missing.len() == 1 { "" } else { "s" },
+                missing.join(", ")
+            )));
+        }
+        Ok(())
+    }
+
     fn add(&mut self, line: RunLine) {
         match line {
             RunLine::Scenario(s) => {
@@ -114,6 +179,7 @@ pub fn merge(registry: &Registry, files: &[PathBuf]) -> Result<(String, bool)> {
         events,
         secs: shards.secs,
         unmet,
+        shard: None,
         stopped: None,
         not_run: 0,
         seeds_planned: seeds,

@@ -64,6 +64,8 @@ pub struct Summary {
     pub events: u64,
     pub secs: f64,
     pub unmet: usize,
+    /// `run --shard K/N`: which shard this run is, for `merge` to check the set is whole.
+    pub shard: Option<(u64, u64)>,
     /// Why the run stopped before its end (Ctrl-C, `--time-budget`, `--fail-fast`), if it did.
     pub stopped: Option<String>,
     /// Scenarios and regressions not started because the run stopped.

@@ -31,7 +31,7 @@ impl Progress {
             ProgressDrawTarget::hidden()
         };
         let style = ProgressStyle::with_template(
-            "{bar:24} {human_pos}/{human_len} seeds · {rate} · ETA {eta} · {msg}",
+            "{bar:24} {human_pos}/{human_len} seeds · {rate} · ETA {eta} · {wide_msg}",
         )
         .expect("a valid progress template")
         .progress_chars("#>.")

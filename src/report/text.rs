@@ -100,7 +100,11 @@ pub fn scenario_line(scn: &Scenario, rep: &ScenarioReport, extras: &Extras) -> S
             );
         }
         (None, None) => line += " · no failures",
-        (None, Some(_)) => {}
+        // Every failing outcome counted, so an adapter fault after an earlier failure shows.
+        (None, Some(_)) => {
+            let counts: Vec<String> = rep.counts.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            let _ = write!(line, " · {} failing: {}", rep.failures, counts.join(", "));
+        }
     }
     line += &coverage(scn, rep);
     if let Some(f) = &extras.findability {

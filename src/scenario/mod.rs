@@ -151,10 +151,13 @@ pub struct Scenario {
 impl Scenario {
     /// Read and validate a scenario file against the wake logics in `registry`.
     pub fn load(path: &Path, registry: &Registry) -> Result<Scenario> {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let text =
+            crate::io::read_text(path, crate::limits::INPUT_BYTES_MAX).map_err(|source| {
+                Error::Io {
+                    path: path.to_path_buf(),
+                    source,
+                }
+            })?;
         Scenario::parse(path, &text, registry)
     }
 
@@ -255,31 +258,34 @@ pub fn within(root: &Path, path: &Path) -> bool {
     absolute(path).starts_with(absolute(root))
 }
 
-/// Every `*.toml` under `path` (a file or a directory), sorted, recursively.
+/// Every `*.toml` under `path` (a file or a directory), sorted, recursively. Each directory
+/// is entered once, however many symbolic links lead to it (a link cycle ends), and each file is
+/// listed once. A `*.toml` that is not a regular file (a FIFO, a broken or looping link) is
+/// listed, so that reading it reports what it is instead of it being skipped silently.
 pub fn discover(path: &Path) -> Result<Vec<PathBuf>> {
-    let meta = std::fs::metadata(path).map_err(|source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    if meta.is_file() {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| Error::Io { path, source }
+    };
+    let meta = std::fs::metadata(path).map_err(io(path))?;
+    if !meta.is_dir() {
         return Ok(vec![path.to_path_buf()]);
     }
     let mut out = Vec::new();
+    let mut seen_dirs = std::collections::BTreeSet::new();
+    let mut seen_files = std::collections::BTreeSet::new();
     let mut stack = vec![path.to_path_buf()];
     while let Some(dir) = stack.pop() {
-        let entries = std::fs::read_dir(&dir).map_err(|source| Error::Io {
-            path: dir.clone(),
-            source,
-        })?;
-        for entry in entries {
-            let entry = entry.map_err(|source| Error::Io {
-                path: dir.clone(),
-                source,
-            })?;
-            let p = entry.path();
+        if !seen_dirs.insert(dir.canonicalize().map_err(io(&dir))?) {
+            continue;
+        }
+        for entry in std::fs::read_dir(&dir).map_err(io(&dir))? {
+            let p = entry.map_err(io(&dir))?.path();
             if p.is_dir() {
                 stack.push(p);
-            } else if p.extension().is_some_and(|e| e == "toml") {
+            } else if p.extension().is_some_and(|e| e == "toml")
+                && seen_files.insert(p.canonicalize().unwrap_or_else(|_| p.clone()))
+            {
                 out.push(p);
             }
         }

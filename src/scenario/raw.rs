@@ -24,25 +24,97 @@ use crate::sim::record::Window;
 pub(super) fn parse(cx: Cx<'_>, wakes: Wakes<'_>) -> Result<Scenario> {
     // The host decides which family's sections the rest of the file may use.
     let head: Head = toml::from_str(cx.text).map_err(|e| cx.toml(e))?;
-    let host = HostKind::from_name(head.host.get_ref()).ok_or_else(|| {
-        let names: Vec<_> = HostKind::all().map(|h| h.name()).collect();
-        cx.err(
-            head.host.span(),
-            format!(
-                "unknown host `{}`, expected one of {}",
-                head.host.get_ref(),
-                names.join(", ")
-            ),
-        )
-    })?;
+    head.sections(cx)?;
+    let host = head.host(cx)?;
     let raw: RawScenario = toml::from_str(cx.text).map_err(|e| cx.toml(e))?;
     raw.validate(cx, host, wakes)
 }
 
-/// The first pass: only the host (every other key is read by the second pass).
+/// The first pass: the host, and the shape of what the second pass reads as a whole (every
+/// other key is read by the second pass).
 #[derive(Deserialize)]
 struct Head {
-    host: Spanned<String>,
+    #[serde(default)]
+    host: Option<Spanned<String>>,
+    /// A regression file's `format`, for the error that says what the file is.
+    #[serde(default)]
+    format: Option<Spanned<toml::Value>>,
+    #[serde(default)]
+    producers: Option<Spanned<toml::Value>>,
+    #[serde(default)]
+    faults: Option<Spanned<toml::Value>>,
+    #[serde(default)]
+    timing: Option<Spanned<toml::Value>>,
+    #[serde(default)]
+    check: Option<Spanned<toml::Value>>,
+    #[serde(default)]
+    coverage: Option<Spanned<toml::Value>>,
+    #[serde(default)]
+    explore: Option<Spanned<toml::Value>>,
+    #[serde(default)]
+    expect: Option<Spanned<toml::Value>>,
+}
+
+impl Head {
+    /// Each section is a table: `[[expect]]` or `producers = [1, 2]` is said so, not as a
+    /// type the reader expected inside.
+    fn sections(&self, cx: Cx<'_>) -> Result<()> {
+        let sections = [
+            ("producers", &self.producers),
+            ("faults", &self.faults),
+            ("timing", &self.timing),
+            ("check", &self.check),
+            ("coverage", &self.coverage),
+            ("explore", &self.explore),
+            ("expect", &self.expect),
+        ];
+        for (name, v) in sections {
+            let Some(v) = v else { continue };
+            let what = match v.get_ref() {
+                toml::Value::Table(_) => continue,
+                toml::Value::Array(a) if a.iter().all(toml::Value::is_table) && !a.is_empty() => {
+                    format!("an array of tables (`[[{name}]]`)")
+                }
+                other => format!("{} `{other}`", other.type_str()),
+            };
+            let message = format!("`{name}` must be a table (`[{name}]`), not {what}");
+            return Err(cx.err(v.span(), message));
+        }
+        Ok(())
+    }
+
+    /// The host, which must be there: it decides what else the file may hold.
+    fn host(&self, cx: Cx<'_>) -> Result<HostKind> {
+        let Some(host) = &self.host else {
+            let names: Vec<_> = HostKind::all().map(|h| h.name()).collect();
+            let message = match self.format.as_ref().map(|f| f.get_ref()) {
+                Some(toml::Value::String(f)) if f.starts_with("wakesim-regression") => {
+                    "a regression file, not a scenario: give the scenario it names (its \
+                     `scenario` key), or `replay`/`run` it"
+                        .to_string()
+                }
+                _ => format!("missing top-level key `host` (one of {})", names.join(", ")),
+            };
+            return Err(Error::Scenario {
+                file: cx.path.to_path_buf(),
+                line: 1,
+                column: 1,
+                key: None,
+                message,
+            });
+        };
+        HostKind::from_name(host.get_ref()).ok_or_else(|| {
+            let names: Vec<_> = HostKind::all().map(|h| h.name()).collect();
+            cx.err(
+                host.span(),
+                format!(
+                    "unknown host `{}`, expected one of {}",
+                    host.get_ref(),
+                    names.join(", ")
+                ),
+            )
+        })
+    }
 }
 
 #[derive(Deserialize)]

@@ -84,6 +84,11 @@ impl<E, S: Sink> Kernel<E, S> {
         self.steps
     }
 
+    /// How many producer messages the run has made so far: ids below it exist.
+    pub fn produced(&self) -> usize {
+        self.sink.messages().len()
+    }
+
     /// The time of the next event, if any. With [`Kernel::micro_pending`], [`Kernel::advance_to`],
     /// [`Kernel::pop_event`] and [`Kernel::begin_quiescence`], this lets a driver other than
     /// [`drive`] run the loop one event at a time (the madsim lane, whose clock is madsim's).

@@ -23,7 +23,8 @@ use super::api::{
 };
 use crate::adapter::protocol::{Answer, Event, FromAdapter};
 use crate::adapter::{
-    AdapterFault, Calls, FaultKind, Slot, SlotRef, Step, carries, fault, handler_threw,
+    AdapterFault, Calls, FaultKind, Slot, SlotRef, Step, carries, carries_produced, fault,
+    handler_threw,
 };
 use crate::family::common::conv::ConvId;
 use crate::sim::msg::{MsgId, Payload, conv_name};
@@ -185,8 +186,10 @@ impl ExternalServer {
             } => {
                 let cid = logdir(conversation_id.as_deref(), "conversation_id", false)
                     .map_err(|w| slot.bad(&w, doing))?;
+                let ids =
+                    carries_produced(&ids, srv.k.produced()).map_err(|w| slot.bad(&w, doing))?;
                 let msg = SystemMessage {
-                    payload: Payload::from_slice(&carries(&ids)),
+                    payload: Payload::from_slice(&ids),
                 };
                 let value = srv.request_watch_wake(cid.expect("one conversation"), msg);
                 slot.send(&Answer { value }, doing)?;

@@ -17,7 +17,8 @@ use super::api::{
 };
 use crate::adapter::protocol::{Answer, Event, FromAdapter, Known, Refused};
 use crate::adapter::{
-    AdapterFault, Calls, FaultKind, Slot, SlotRef, Step, carries, fault, handler_threw, intern,
+    AdapterFault, Calls, FaultKind, Slot, SlotRef, Step, carries_produced, fault, handler_threw,
+    intern,
 };
 use crate::sim::msg::{MsgInfo, Payload};
 
@@ -251,7 +252,8 @@ impl ExternalPi {
             } => {
                 let deliver_as = deliver_as(d.as_deref()).map_err(|w| slot.bad(&w, doing))?;
                 let custom_type = custom_type.map_or("custom", |s| intern(&s, "custom"));
-                let ids = carries(&ids);
+                let ids =
+                    carries_produced(&ids, pi.k.produced()).map_err(|w| slot.bad(&w, doing))?;
                 let msg = if ids.is_empty() {
                     CustomMessage::marker(custom_type)
                 } else {
@@ -272,7 +274,9 @@ impl ExternalPi {
                 deliver_as: d,
             } => {
                 let deliver_as = deliver_as(d.as_deref()).map_err(|w| slot.bad(&w, doing))?;
-                pi.send_user_message(Payload::from_slice(&carries(&ids)), deliver_as);
+                let ids =
+                    carries_produced(&ids, pi.k.produced()).map_err(|w| slot.bad(&w, doing))?;
+                pi.send_user_message(Payload::from_slice(&ids), deliver_as);
             }
             FromAdapter::IsIdle { ctx, known } => self.is_idle(pi, slot, ctx, known, doing)?,
             FromAdapter::SetTimeout { timer, ms } => {

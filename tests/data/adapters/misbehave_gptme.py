@@ -2,7 +2,8 @@
 (docs/protocol.md) until its MODE says otherwise, at the first retry (server) or the first
 LOOP_CONTINUE hook (CLI) of a run.
 
-Server MODE: requeue-unknown (requeues an event it was never handed) | wrong-logdir |
+Server MODE: requeue-unknown (requeues an event it was never handed) | wake-unknown (a
+             request_watch_wake carrying an id never produced) | wrong-logdir |
              pi-call (a pi call on the server) | bad-ready (a pi event in `ready`)
 CLI MODE:    wait-in-step-pre | item-unclaimed (yields a completion it never claimed) |
              input-without-control | no-hooks (`ready` without `hooks`) | mark-unknown-job |
@@ -46,6 +47,8 @@ for line in sys.stdin:
     elif t == "event" and msg["event"] == "retry_deferred_watch_wakes":
         if MODE == "requeue-unknown":
             out({"type": "requeue_watch_event", "logdir": "A", "carries": [999]})
+        elif MODE == "wake-unknown":
+            ask({"type": "request_watch_wake", "conversation_id": "A", "carries": [7]})
         elif MODE == "wrong-logdir":
             ask({"type": "take_queued_watch_events", "logdir": "B"})
         elif MODE == "pi-call":
