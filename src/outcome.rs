@@ -7,7 +7,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Once;
 
 use crate::adapter::AdapterFault;
-use crate::check::{CheckParams, Invariant, InvariantSet, Monitor, Violation};
+use crate::check::{CheckParams, Invariant, InvariantSet, Monitor, Recording, Violation};
 use crate::limits::{BudgetExceeded, Limits};
 use crate::sim::choice::{Choice, Choices, Profile};
 use crate::sim::msg::MsgInfo;
@@ -113,7 +113,11 @@ impl RunResult {
             marks: k.sink.marks(),
             stale: stale_description(&k.choices),
             replay: None,
-            messages: k.sink.messages().to_vec(),
+            // A run that keeps only its verdict is never shown: its messages stay behind.
+            messages: match k.sink.keeps() {
+                Recording::Verdict => Vec::new(),
+                Recording::Hash | Recording::Trace => k.sink.messages().to_vec(),
+            },
             trace: k.sink.take_trace(),
             choices: k.choices.take_log(),
         }
@@ -177,20 +181,22 @@ fn panic_outcome(payload: Box<dyn std::any::Any + Send>, steps: u64) -> Outcome 
 }
 
 /// One run to drive: its seed (a label for a run from recorded choices), its choice stream,
-/// its limits and checks, and whether to keep its timeline.
+/// its limits and checks, and what to keep besides the verdict.
 pub struct Drive {
     pub seed: u64,
-    pub choices: Choices,
+    /// A recorded choice stream, or `None` for the seed's own random stream (drawn on the
+    /// kernel's reused `Choices`).
+    pub choices: Option<Choices>,
     pub limits: Limits,
     pub enabled: InvariantSet,
     pub check: CheckParams,
-    pub tracing: bool,
+    pub recording: Recording,
 }
 
 impl Drive {
     /// Build the world (host model and a fresh wake logic) and drive it on `slot`'s kernel, made
-    /// on first use and reset for every seed. A panic of the wake logic ends the run as an
-    /// outcome.
+    /// on first use and reset for every seed (its queue, choice stream and monitor keep their
+    /// allocations). A panic of the wake logic ends the run as an outcome.
     pub fn run<W, N>(
         self,
         slot: &mut Option<Kernel<W::Ev, Monitor<N>>>,
@@ -201,17 +207,20 @@ impl Drive {
         N: Note,
     {
         quiet_panics_in_runs();
-        let monitor = || Monitor::new(self.enabled, self.check, self.tracing);
         let k = slot.get_or_insert_with(|| {
             Kernel::new(
                 Choices::random(0, Profile::default()),
-                monitor(),
+                Monitor::recording(self.enabled, self.check, self.recording),
                 self.limits,
             )
         });
         k.reset(self.limits);
-        k.choices = self.choices;
-        k.sink = monitor();
+        match self.choices {
+            Some(choices) => k.choices = choices,
+            None => k.choices.reseed(self.seed),
+        }
+        k.choices.set_logging(self.recording.hashes());
+        k.sink.reset(self.enabled, self.check, self.recording);
 
         IN_RUN.with(|r| *r.borrow_mut() = true);
         let result = catch_unwind(AssertUnwindSafe(|| {

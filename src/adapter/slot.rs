@@ -4,6 +4,7 @@
 
 use std::cell::RefCell;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -14,6 +15,16 @@ use super::protocol::{
 };
 use super::{AdapterFault, AdapterSpec, FaultKind, Peer, quote};
 use crate::limits::{ADAPTER_LINE_BYTES_MAX, ADAPTERS_LIVE_MAX};
+
+/// Lines written to adapters by this process so far: a counter for the adapter benchmarks
+/// (`benches/adapters.rs` divides by it), read by nothing in a run.
+static LINES_SENT: AtomicU64 = AtomicU64::new(0);
+
+/// Lines written to adapters by this process so far (every `reset`, event and answer): each is
+/// a round trip the simulator waits on, or the first half of one.
+pub fn lines_sent() -> u64 {
+    LINES_SENT.load(Ordering::Relaxed)
+}
 
 /// One adapter process and the state of the conversation with it.
 pub struct Slot {
@@ -85,11 +96,11 @@ impl Slot {
         }
     }
 
-    /// Write one message.
     /// Write one message, within the answer bound: an adapter that does not read its stdin is
     /// a timeout fault, not a hang.
     pub fn send(&mut self, msg: &impl Serialize, doing: &str) -> Result<(), AdapterFault> {
         let line = serde_json::to_string(msg).expect("a protocol message serializes");
+        LINES_SENT.fetch_add(1, Ordering::Relaxed);
         let ms = self.bound_ms();
         let p = self.proc.as_mut().expect("a live process");
         match p.write_line(&line, Duration::from_millis(ms)) {

@@ -4,7 +4,7 @@
 //! PR #3843 started a background job, said it was running, and exited: two model calls, the
 //! completion lost, the job killed at exit. Ends imposed from outside (SIGTERM) are not judged.
 
-use super::{Checker, Invariant, View, Violation};
+use super::{Checker, EvKind, Invariant, View, Violation, reads};
 use crate::sim::msg::MsgId;
 use crate::sim::record::{Ev, WorkOp};
 use crate::sim::time::Ms;
@@ -26,8 +26,14 @@ pub struct AliveWhileOwed {
 }
 
 impl Checker for AliveWhileOwed {
+    const READS: u32 = reads(&[EvKind::Work, EvKind::WorkNoticed, EvKind::SessionEnd]);
+
     fn invariant(&self) -> Invariant {
         Invariant::AliveWhileOwed
+    }
+
+    fn reset(&mut self) {
+        self.own.clear();
     }
 
     fn observe<N>(&mut self, t: Ms, ev: &Ev<N>, view: &View<'_>, out: &mut Vec<Violation>) {

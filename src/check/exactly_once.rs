@@ -1,6 +1,6 @@
 //! EXACTLY-ONCE: a message enters the conversation at most once.
 
-use super::{Checker, Invariant, View, Violation};
+use super::{Checker, EvKind, Invariant, View, Violation, reads};
 use crate::sim::record::Ev;
 use crate::sim::time::Ms;
 
@@ -8,9 +8,13 @@ use crate::sim::time::Ms;
 pub struct ExactlyOnce;
 
 impl Checker for ExactlyOnce {
+    const READS: u32 = reads(&[EvKind::Appended]);
+
     fn invariant(&self) -> Invariant {
         Invariant::ExactlyOnce
     }
+
+    fn reset(&mut self) {}
 
     fn observe<N>(&mut self, t: Ms, ev: &Ev<N>, view: &View<'_>, out: &mut Vec<Violation>) {
         if let Ev::Appended { msg } = *ev {

@@ -2,7 +2,7 @@
 //! Judged at the end over first appends, so a message lost for good (NO-LOSS's business) does not
 //! also count as a reorder.
 
-use super::{Checker, Invariant, View, Violation};
+use super::{Checker, Invariant, View, Violation, reads};
 use crate::sim::msg::MsgId;
 use crate::sim::record::Ev;
 use crate::sim::time::Ms;
@@ -11,9 +11,13 @@ use crate::sim::time::Ms;
 pub struct Fifo;
 
 impl Checker for Fifo {
+    const READS: u32 = reads(&[]);
+
     fn invariant(&self) -> Invariant {
         Invariant::Fifo
     }
+
+    fn reset(&mut self) {}
 
     fn observe<N>(&mut self, _t: Ms, _ev: &Ev<N>, _view: &View<'_>, _out: &mut Vec<Violation>) {}
 

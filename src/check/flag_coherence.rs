@@ -2,7 +2,7 @@
 //! `agent_settled` never fires during one (pi H-1: a rejected prompt's settlement clears the flag
 //! under the winner's run and emits a spurious `agent_settled`).
 
-use super::{Checker, Invariant, View, Violation};
+use super::{Checker, EvKind, Invariant, View, Violation, reads};
 use crate::sim::record::Ev;
 use crate::sim::time::Ms;
 
@@ -12,8 +12,14 @@ pub struct FlagCoherence {
 }
 
 impl Checker for FlagCoherence {
+    const READS: u32 = reads(&[EvKind::AgentRun, EvKind::RunFlag, EvKind::Settled]);
+
     fn invariant(&self) -> Invariant {
         Invariant::FlagCoherence
+    }
+
+    fn reset(&mut self) {
+        self.agent_on = false;
     }
 
     fn observe<N>(&mut self, t: Ms, ev: &Ev<N>, _view: &View<'_>, out: &mut Vec<Violation>) {

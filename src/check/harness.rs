@@ -1,7 +1,7 @@
 //! HARNESS: every model request carries what `before_agent_start` added. A run started directly
 //! by `sendMessage(triggerTurn)` skips it (pi#5581): its requests go out without the harness.
 
-use super::{Checker, Invariant, View, Violation};
+use super::{Checker, EvKind, Invariant, View, Violation, reads};
 use crate::sim::record::Ev;
 use crate::sim::time::Ms;
 
@@ -9,9 +9,13 @@ use crate::sim::time::Ms;
 pub struct Harness;
 
 impl Checker for Harness {
+    const READS: u32 = reads(&[EvKind::Request]);
+
     fn invariant(&self) -> Invariant {
         Invariant::Harness
     }
+
+    fn reset(&mut self) {}
 
     fn observe<N>(&mut self, t: Ms, ev: &Ev<N>, view: &View<'_>, out: &mut Vec<Violation>) {
         if let Ev::Request {

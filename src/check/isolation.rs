@@ -2,7 +2,7 @@
 //! (which would also steal it from its owner), and another conversation's running job never
 //! holds this session's idle wait open.
 
-use super::{Checker, Invariant, View, Violation};
+use super::{Checker, EvKind, Invariant, View, Violation, reads};
 use crate::sim::record::Ev;
 use crate::sim::time::Ms;
 
@@ -10,9 +10,13 @@ use crate::sim::time::Ms;
 pub struct Isolation;
 
 impl Checker for Isolation {
+    const READS: u32 = reads(&[EvKind::Appended, EvKind::Waiting]);
+
     fn invariant(&self) -> Invariant {
         Invariant::Isolation
     }
+
+    fn reset(&mut self) {}
 
     fn observe<N>(&mut self, t: Ms, ev: &Ev<N>, view: &View<'_>, out: &mut Vec<Violation>) {
         let (msg, detail) = match *ev {

@@ -27,7 +27,7 @@ pub use ledger::{Ledger, MsgLedger};
 use crate::limits::WINDOW_CODES_MAX;
 use crate::sim::hash::{Encode, TraceHasher};
 use crate::sim::msg::{MsgId, MsgInfo};
-use crate::sim::record::{Actor, Ev, Note, Record, Window};
+use crate::sim::record::{Actor, Ev, EvKind, Note, Record, Window};
 use crate::sim::sink::Sink;
 use crate::sim::time::Ms;
 
@@ -201,6 +201,11 @@ impl InvariantSet {
     pub fn contains(self, i: Invariant) -> bool {
         self.0 & i.bit() != 0
     }
+
+    /// This set without `i`.
+    pub const fn without(self, i: Invariant) -> InvariantSet {
+        InvariantSet(self.0 & !i.bit())
+    }
     pub fn iter(self) -> impl Iterator<Item = Invariant> {
         Invariant::ALL
             .into_iter()
@@ -218,11 +223,26 @@ pub struct View<'a> {
 
 /// One invariant's observer.
 pub trait Checker {
+    /// The observations it reads ([`Ev::kind`] bits, [`reads`]); it is not called for others.
+    const READS: u32;
     fn invariant(&self) -> Invariant;
     /// Observe one record. Push a violation when the invariant breaks.
     fn observe<N>(&mut self, t: Ms, ev: &Ev<N>, view: &View<'_>, out: &mut Vec<Violation>);
     /// The run is over at `t` (producers and faults stopped, the host settled): judge liveness.
     fn finish(&mut self, _t: Ms, _view: &View<'_>, _out: &mut Vec<Violation>) {}
+    /// Forget the previous run, keeping allocations.
+    fn reset(&mut self);
+}
+
+/// The [`Checker::READS`] mask of observations of these kinds.
+pub const fn reads(kinds: &[EvKind]) -> u32 {
+    let mut mask = 0;
+    let mut i = 0;
+    while i < kinds.len() {
+        mask |= 1 << (kinds[i] as u32);
+        i += 1;
+    }
+    mask
 }
 
 /// Every checker, statically dispatched (this is on the hot path).
@@ -241,11 +261,16 @@ struct Checkers {
     isolation: isolation::Isolation,
 }
 
-/// Run `$call` on every enabled checker of monitor `$m`, statically dispatched (this runs for
-/// every observation of every run), with `$view` what a checker may read and `$out` where its
-/// violations go.
+/// Run `$call` on every checker of monitor `$m` whose invariant is in `$set` (the live checkers
+/// that read an observation's kind, or every live checker at the end of a run), statically
+/// dispatched (this runs for every observation of every run), with `$view` what a checker may
+/// read and `$out` where its violations go.
+///
+/// A checker whose invariant broke is not called again: the monitor keeps only the first
+/// violation of each invariant, so whatever it would judge later is dropped anyway.
 macro_rules! each_checker {
-    ($m:expr, |$c:ident, $view:ident, $out:ident| $call:expr) => {{
+    ($m:expr, $set:expr, |$c:ident, $view:ident, $out:ident| $call:expr) => {{
+        let set: InvariantSet = $set;
         let m = $m;
         let $view = View {
             messages: &m.messages,
@@ -254,32 +279,112 @@ macro_rules! each_checker {
         };
         let $out = &mut m.scratch;
         let cs = &mut m.checkers;
-        let enabled = m.enabled;
-        each_checker!(@one enabled, cs.no_loss, $c, $call);
-        each_checker!(@one enabled, cs.exactly_once, $c, $call);
-        each_checker!(@one enabled, cs.fifo, $c, $call);
-        each_checker!(@one enabled, cs.latency, $c, $call);
-        each_checker!(@one enabled, cs.single_starter, $c, $call);
-        each_checker!(@one enabled, cs.flag, $c, $call);
-        each_checker!(@one enabled, cs.harness, $c, $call);
-        each_checker!(@one enabled, cs.no_self_refusal, $c, $call);
-        each_checker!(@one enabled, cs.alive, $c, $call);
-        each_checker!(@one enabled, cs.no_spin, $c, $call);
-        each_checker!(@one enabled, cs.isolation, $c, $call);
+        each_checker!(@one set, cs.no_loss, $c, $call);
+        each_checker!(@one set, cs.exactly_once, $c, $call);
+        each_checker!(@one set, cs.fifo, $c, $call);
+        each_checker!(@one set, cs.latency, $c, $call);
+        each_checker!(@one set, cs.single_starter, $c, $call);
+        each_checker!(@one set, cs.flag, $c, $call);
+        each_checker!(@one set, cs.harness, $c, $call);
+        each_checker!(@one set, cs.no_self_refusal, $c, $call);
+        each_checker!(@one set, cs.alive, $c, $call);
+        each_checker!(@one set, cs.no_spin, $c, $call);
+        each_checker!(@one set, cs.isolation, $c, $call);
     }};
-    (@one $enabled:ident, $field:expr, $c:ident, $call:expr) => {{
+    (@one $set:ident, $field:expr, $c:ident, $call:expr) => {{
         let $c = &mut $field;
-        if $enabled.contains(Checker::invariant($c)) {
+        if $set.contains(Checker::invariant(&*$c)) {
             $call;
         }
     }};
 }
 
+/// Observation kinds a mask can name (`1 << EvKind as u32` fits a `u32`).
+const KINDS: usize = 32;
+
+/// Per observation kind, the checkers of `set` that read it: the monitor's routing table, so
+/// an observation costs one test per checker and calls only its readers.
+type Routes = [InvariantSet; KINDS];
+
+/// Add checker `c` to the routes of the kinds it reads, if `set` holds its invariant.
+fn route<C: Checker>(c: &C, set: InvariantSet, routes: &mut Routes) {
+    let inv = c.invariant();
+    if set.contains(inv) {
+        for (k, r) in routes.iter_mut().enumerate() {
+            if C::READS & (1 << k) != 0 {
+                r.0 |= inv.bit();
+            }
+        }
+    }
+}
+
+impl Checkers {
+    /// The routing table of the checkers of `set`.
+    fn routes(&mut self, set: InvariantSet) -> Routes {
+        let mut routes = [InvariantSet::default(); KINDS];
+        route(&self.no_loss, set, &mut routes);
+        route(&self.exactly_once, set, &mut routes);
+        route(&self.fifo, set, &mut routes);
+        route(&self.latency, set, &mut routes);
+        route(&self.single_starter, set, &mut routes);
+        route(&self.flag, set, &mut routes);
+        route(&self.harness, set, &mut routes);
+        route(&self.no_self_refusal, set, &mut routes);
+        route(&self.alive, set, &mut routes);
+        route(&self.no_spin, set, &mut routes);
+        route(&self.isolation, set, &mut routes);
+        routes
+    }
+
+    fn reset(&mut self) {
+        self.no_loss.reset();
+        self.exactly_once.reset();
+        self.fifo.reset();
+        self.latency.reset();
+        self.single_starter.reset();
+        self.flag.reset();
+        self.harness.reset();
+        self.no_self_refusal.reset();
+        self.alive.reset();
+        self.no_spin.reset();
+        self.isolation.reset();
+    }
+}
+
+/// How much of a run the monitor keeps besides its verdict (violations, windows, counts).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Recording {
+    /// The verdict only: no trace hash, no narration, no timeline, no choice log. What a bulk
+    /// run needs (a failing seed is replayed from its seed). Hosts do not hand it notes
+    /// (`Sink::narrating`), so its record count is of observations only.
+    Verdict,
+    /// The verdict, the trace hash over every record (notes included) and the choice log.
+    Hash,
+    /// All of `Hash`, and the timeline.
+    Trace,
+}
+
+impl Recording {
+    /// `Trace` when tracing, else `Hash`: what a single run asked for by `tracing` keeps.
+    pub fn traced(tracing: bool) -> Recording {
+        if tracing {
+            Recording::Trace
+        } else {
+            Recording::Hash
+        }
+    }
+
+    /// Whether the trace hash (and so every note) is kept.
+    pub fn hashes(self) -> bool {
+        self != Recording::Verdict
+    }
+}
+
 /// The sink for every record of a run of a family whose narration is `N`: it hashes every
 /// record into the trace hash, keeps the ledger, feeds the enabled checkers, counts race windows
-/// and keeps the timeline when tracing.
+/// and keeps the timeline when tracing. One monitor serves every seed of a runner (`reset`).
 pub struct Monitor<N> {
-    tracing: bool,
+    recording: Recording,
     trace: Vec<Record<N>>,
     hash: TraceHasher,
     records: u64,
@@ -287,6 +392,12 @@ pub struct Monitor<N> {
     ledger: Ledger,
     checkers: Checkers,
     enabled: InvariantSet,
+    /// The enabled invariants not broken yet: the checkers still called.
+    live: InvariantSet,
+    /// The routing table of `enabled`, kept across runs (every run of a runner's family has
+    /// the same set), and of `live`, the one used.
+    routes_enabled: Routes,
+    routes: Routes,
     params: CheckParams,
     violations: Vec<Violation>,
     scratch: Vec<Violation>,
@@ -301,16 +412,30 @@ pub struct Monitor<N> {
 }
 
 impl<N: Note> Monitor<N> {
+    /// A monitor that keeps the trace hash, and the timeline when `tracing`.
     pub fn new(enabled: InvariantSet, params: CheckParams, tracing: bool) -> Monitor<N> {
+        Monitor::recording(enabled, params, Recording::traced(tracing))
+    }
+
+    pub fn recording(
+        enabled: InvariantSet,
+        params: CheckParams,
+        recording: Recording,
+    ) -> Monitor<N> {
+        let mut checkers = Checkers::default();
+        let routes = checkers.routes(enabled);
         Monitor {
-            tracing,
+            recording,
             trace: Vec::new(),
             hash: TraceHasher::default(),
             records: 0,
             messages: Vec::new(),
             ledger: Ledger::default(),
-            checkers: Checkers::default(),
+            checkers,
             enabled,
+            live: enabled,
+            routes_enabled: routes,
+            routes,
             params,
             violations: Vec::new(),
             scratch: Vec::new(),
@@ -321,12 +446,41 @@ impl<N: Note> Monitor<N> {
         }
     }
 
+    /// Prepare for another run, keeping every allocation.
+    pub fn reset(&mut self, enabled: InvariantSet, params: CheckParams, recording: Recording) {
+        self.recording = recording;
+        self.trace.clear();
+        self.hash = TraceHasher::default();
+        self.records = 0;
+        self.messages.clear();
+        self.ledger.clear();
+        self.checkers.reset();
+        if enabled != self.enabled {
+            self.routes_enabled = self.checkers.routes(enabled);
+        }
+        self.enabled = enabled;
+        self.live = enabled;
+        self.routes = self.routes_enabled;
+        self.params = params;
+        self.violations.clear();
+        self.scratch.clear();
+        self.requests = 0;
+        self.marks = [None; WINDOW_CODES_MAX];
+        self.records_at_violation.clear();
+        self.last_t = Ms::ZERO;
+    }
+
     pub fn params(&self) -> &CheckParams {
         &self.params
     }
 
     pub fn ledger(&self) -> &Ledger {
         &self.ledger
+    }
+
+    /// What this monitor keeps besides the verdict.
+    pub fn keeps(&self) -> Recording {
+        self.recording
     }
 
     /// Count a race window reached.
@@ -344,10 +498,24 @@ impl<N: Note> Monitor<N> {
         }
     }
 
-    /// Keep only the first violation of each invariant.
+    /// Keep only the first violation of each invariant; a broken invariant's checker is not
+    /// called again.
+    #[inline]
     fn keep_violations(&mut self) {
+        if !self.scratch.is_empty() {
+            self.keep_new_violations();
+        }
+    }
+
+    /// `keep_violations` when a checker reported one (rare: out of line).
+    #[cold]
+    fn keep_new_violations(&mut self) {
         for v in self.scratch.drain(..) {
-            if !self.violations.iter().any(|w| w.invariant == v.invariant) {
+            if self.live.contains(v.invariant) {
+                self.live = self.live.without(v.invariant);
+                for r in &mut self.routes {
+                    *r = r.without(v.invariant);
+                }
                 self.records_at_violation.push((v.invariant, self.records));
                 self.violations.push(v);
             }
@@ -357,6 +525,11 @@ impl<N: Note> Monitor<N> {
     /// The race windows this run reached, with how often, by code.
     pub fn marks(&self) -> Vec<(Window, u32)> {
         self.marks.iter().flatten().copied().collect()
+    }
+
+    /// The race windows this run reached, with how often, by code (no allocation).
+    pub fn marks_iter(&self) -> impl Iterator<Item = (Window, u32)> + '_ {
+        self.marks.iter().flatten().copied()
     }
 
     /// Model requests the run made.
@@ -374,14 +547,22 @@ impl<N: Note> Monitor<N> {
 
     /// The timeline, its notes type-erased (what a finished run keeps).
     pub fn take_trace(&mut self) -> Vec<Record> {
+        if self.trace.is_empty() {
+            return Vec::new();
+        }
         std::mem::take(&mut self.trace)
             .into_iter()
             .map(Record::erase)
             .collect()
     }
 
+    /// The trace hash; 0 for a run that kept only its verdict.
     pub fn trace_hash(&self) -> u64 {
-        self.hash.finish()
+        if self.recording.hashes() {
+            self.hash.finish()
+        } else {
+            0
+        }
     }
 
     pub fn records(&self) -> u64 {
@@ -395,12 +576,40 @@ impl<N: Note> Monitor<N> {
             .find(|(i, _)| *i == invariant)
             .map(|(_, n)| *n)
     }
+
+    /// Let the live checkers that read `ev` judge it, then apply it to the ledger.
+    #[inline]
+    fn observe(&mut self, t: Ms, ev: &Ev<N>) {
+        let kind = ev.kind() as usize;
+        if let Ev::Request { .. } = ev {
+            self.requests += 1;
+        }
+        let readers = self.routes[kind];
+        if readers != InvariantSet::default() {
+            each_checker!(&mut *self, readers, |c, view, out| c
+                .observe(t, ev, &view, out));
+        }
+        if LEDGER_READS & (1 << kind) != 0 {
+            self.ledger.apply(t, ev, &self.messages);
+        }
+        self.keep_violations();
+    }
 }
+
+/// The observations the ledger reads.
+const LEDGER_READS: u32 = reads(&[
+    EvKind::Produced,
+    EvKind::Appended,
+    EvKind::Request,
+    EvKind::Dropped,
+    EvKind::OwnerClaimed,
+]);
 
 impl<N: Note> Sink for Monitor<N> {
     type Note = N;
 
     /// Record one event: hash it, let the checkers judge it, keep it if tracing.
+    #[inline]
     fn emit(&mut self, t: Ms, actor: Actor, state: u8, ev: Ev<N>) {
         assert!(
             t >= self.last_t,
@@ -408,6 +617,15 @@ impl<N: Note> Sink for Monitor<N> {
             self.last_t
         );
         self.last_t = t;
+        self.records += 1;
+        if self.recording == Recording::Verdict {
+            match ev {
+                Ev::Note(_) => {}
+                Ev::Mark(w) => self.mark(w),
+                ev => self.observe(t, &ev),
+            }
+            return;
+        }
         let record = Record {
             t,
             actor,
@@ -415,21 +633,18 @@ impl<N: Note> Sink for Monitor<N> {
             ev,
         };
         record.encode(&mut self.hash);
-        self.records += 1;
-        if let Ev::Mark(w) = record.ev {
-            self.mark(w);
-        } else if !record.ev.is_note() {
-            if let Ev::Request { .. } = record.ev {
-                self.requests += 1;
-            }
-            each_checker!(&mut *self, |c, view, out| c
-                .observe(t, &record.ev, &view, out));
-            self.ledger.apply(t, &record.ev, &self.messages);
-            self.keep_violations();
+        match record.ev {
+            Ev::Note(_) => {}
+            Ev::Mark(w) => self.mark(w),
+            ref ev => self.observe(t, ev),
         }
-        if self.tracing {
+        if self.recording == Recording::Trace {
             self.trace.push(record);
         }
+    }
+
+    fn narrating(&self) -> bool {
+        self.recording != Recording::Verdict
     }
 
     fn add_message(&mut self, info: MsgInfo) {
@@ -451,7 +666,8 @@ impl<N: Note> Sink for Monitor<N> {
 
     /// End of run at `t`: the liveness checkers judge what is still owed.
     fn finish(&mut self, t: Ms) {
-        each_checker!(&mut *self, |c, view, out| c.finish(t, &view, out));
+        each_checker!(&mut *self, self.live, |c, view, out| c
+            .finish(t, &view, out));
         self.keep_violations();
         self.violations.sort_by_key(|v| (v.t, v.invariant));
     }

@@ -1,7 +1,7 @@
 //! NO-LOSS: every produced message that no documented guard dropped reaches a model request by the
 //! end of the run (after the quiescent phase).
 
-use super::{Checker, Invariant, View, Violation};
+use super::{Checker, Invariant, View, Violation, reads};
 use crate::sim::record::Ev;
 use crate::sim::time::Ms;
 
@@ -9,9 +9,13 @@ use crate::sim::time::Ms;
 pub struct NoLoss;
 
 impl Checker for NoLoss {
+    const READS: u32 = reads(&[]);
+
     fn invariant(&self) -> Invariant {
         Invariant::NoLoss
     }
+
+    fn reset(&mut self) {}
 
     fn observe<N>(&mut self, _t: Ms, _ev: &Ev<N>, _view: &View<'_>, _out: &mut Vec<Violation>) {}
 

@@ -3,7 +3,7 @@
 //! flag. gptme's `request_watch_wake` sets `generating` before it returns, so a per-event drain
 //! that wakes once per event refuses its own second wake and requeues the rest of the burst.
 
-use super::{Checker, Invariant, View, Violation};
+use super::{Checker, EvKind, Invariant, View, Violation, reads};
 use crate::sim::msg::Payload;
 use crate::sim::record::{Ev, Refusal};
 use crate::sim::time::Ms;
@@ -25,8 +25,15 @@ fn carried(p: &Payload) -> String {
 }
 
 impl Checker for NoSelfRefusal {
+    const READS: u32 = reads(&[EvKind::Pass, EvKind::Wake]);
+
     fn invariant(&self) -> Invariant {
         Invariant::NoSelfRefusal
+    }
+
+    fn reset(&mut self) {
+        self.pass = None;
+        self.accepted.clear();
     }
 
     fn observe<N>(&mut self, t: Ms, ev: &Ev<N>, _view: &View<'_>, out: &mut Vec<Violation>) {

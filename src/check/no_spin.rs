@@ -3,7 +3,7 @@
 //! before it fingerprinted the file: a stale file the parent never consumes injected the same
 //! dummy message into every turn. A rewrite (new contents, even of the same size) is new input.
 
-use super::{Checker, Invariant, View, Violation};
+use super::{Checker, EvKind, Invariant, View, Violation, reads};
 use crate::sim::record::Ev;
 use crate::sim::time::Ms;
 
@@ -14,8 +14,14 @@ pub struct NoSpin {
 }
 
 impl Checker for NoSpin {
+    const READS: u32 = reads(&[EvKind::InputInterrupt]);
+
     fn invariant(&self) -> Invariant {
         Invariant::NoSpin
+    }
+
+    fn reset(&mut self) {
+        self.seen.clear();
     }
 
     fn observe<N>(&mut self, t: Ms, ev: &Ev<N>, _view: &View<'_>, out: &mut Vec<Violation>) {

@@ -2,7 +2,7 @@
 //! is already processing a prompt") means two prompts, a prompt and a direct run, or a prompt and
 //! the host's own `continue()` raced.
 
-use super::{Checker, Invariant, View, Violation};
+use super::{Checker, EvKind, Invariant, View, Violation, reads};
 use crate::sim::record::{Ev, Starter};
 use crate::sim::time::Ms;
 
@@ -20,8 +20,14 @@ pub fn starter_name(s: Starter) -> String {
 }
 
 impl Checker for SingleStarter {
+    const READS: u32 = reads(&[EvKind::Starter]);
+
     fn invariant(&self) -> Invariant {
         Invariant::SingleStarter
+    }
+
+    fn reset(&mut self) {
+        self.last = None;
     }
 
     fn observe<N>(&mut self, t: Ms, ev: &Ev<N>, _view: &View<'_>, out: &mut Vec<Violation>) {

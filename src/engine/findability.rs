@@ -36,7 +36,7 @@ pub fn expected_hits(
                     let mut runner = Runner::new(registry);
                     part.iter()
                         .map(|&seed| {
-                            let o = runner.run_seed(scn, seed, false).outcome;
+                            let o = runner.run_verdict(scn, seed).outcome;
                             !o.is_pass() && allowed(&scn.expect, &o).0
                         })
                         .collect::<Vec<_>>()

@@ -9,6 +9,7 @@ use std::ops::Range;
 
 use super::verdict::{ScenarioReport, indent};
 use crate::adapter::{Peer, Pool};
+use crate::check::Recording;
 use crate::error::{Error, Result};
 use crate::family::{HostKind, Job, Registry, Runs, WakeSource};
 use crate::outcome::{Outcome, RunResult};
@@ -60,14 +61,17 @@ impl<'r> Runner<'r> {
         self.registry
     }
 
-    /// Run one seed of a scenario.
+    /// Run one seed of a scenario, keeping its trace hash and choices (and its timeline when
+    /// `tracing`).
     pub fn run_seed(&mut self, scn: &Scenario, seed: u64, tracing: bool) -> RunResult {
-        self.run_with(
-            scn,
-            seed,
-            Choices::random(seed, Profile::default()),
-            tracing,
-        )
+        self.run_with(scn, seed, None, Recording::traced(tracing))
+    }
+
+    /// Run one seed of a scenario for its verdict only (outcome, events, requests, windows):
+    /// no trace hash, narration, timeline or choice log. What bulk runs use; a seed's run is the
+    /// same as `run_seed`'s, which replays it with everything kept.
+    pub fn run_verdict(&mut self, scn: &Scenario, seed: u64) -> RunResult {
+        self.run_with(scn, seed, None, Recording::Verdict)
     }
 
     /// Run a scenario from a recorded choice sequence (a shrunk or enumerated run); `seed` only
@@ -92,15 +96,20 @@ impl<'r> Runner<'r> {
         profile: Profile,
         tracing: bool,
     ) -> RunResult {
-        self.run_with(scn, seed, Choices::replay(choices, profile), tracing)
+        self.run_with(
+            scn,
+            seed,
+            Some(Choices::replay(choices, profile)),
+            Recording::traced(tracing),
+        )
     }
 
     fn run_with(
         &mut self,
         scn: &Scenario,
         seed: u64,
-        choices: Choices,
-        tracing: bool,
+        choices: Option<Choices>,
+        recording: Recording,
     ) -> RunResult {
         // A wake logic in another language runs in its adapter process.
         let wake = match &scn.adapter {
@@ -136,7 +145,7 @@ impl<'r> Runner<'r> {
             check: scn.check,
             seed,
             choices,
-            tracing,
+            recording,
         })
     }
 }
@@ -170,7 +179,7 @@ impl Runner<'_> {
                 report.seeds.end = seed;
                 break;
             }
-            let r = self.run_seed(scn, seed, false);
+            let r = self.run_verdict(scn, seed);
             report.add(&r, &scn.expect);
             report.check_requests(&r, scn.requests);
             if matches!(r.outcome, Outcome::AdapterFault(_)) {

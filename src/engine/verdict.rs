@@ -48,6 +48,17 @@ pub struct ScenarioReport {
     pub why: Option<String>,
 }
 
+/// Add `by` to `key`'s count, looking it up before inserting: a name is allocated once per
+/// report, not once per seed.
+fn bump(map: &mut BTreeMap<String, u64>, key: &str, by: u64) {
+    match map.get_mut(key) {
+        Some(n) => *n += by,
+        None => {
+            map.insert(key.to_string(), by);
+        }
+    }
+}
+
 impl ScenarioReport {
     pub fn new(seeds: Range<u64>) -> ScenarioReport {
         ScenarioReport {
@@ -74,13 +85,13 @@ impl ScenarioReport {
     pub fn add(&mut self, r: &RunResult, expect: &Expect) {
         self.events += r.events;
         for (w, _) in &r.marks {
-            *self.windows.entry(w.name.to_string()).or_default() += 1;
+            bump(&mut self.windows, w.name, 1);
         }
         for (f, _) in &r.mix.faults {
-            *self.faults.entry(f.to_string()).or_default() += 1;
+            bump(&mut self.faults, f, 1);
         }
         for (f, n) in &r.mix.fired {
-            *self.faults_fired.entry(f.to_string()).or_default() += u64::from(*n > 0);
+            bump(&mut self.faults_fired, f, u64::from(*n > 0));
         }
         let outcome = &r.outcome;
         if outcome.is_pass() {

@@ -29,7 +29,7 @@ use toml::Spanned;
 pub use registry::{Entry, Registry};
 
 use crate::adapter::SlotRef;
-use crate::check::{CheckParams, InvariantSet, Monitor};
+use crate::check::{CheckParams, InvariantSet, Monitor, Recording};
 use crate::error::Result;
 use crate::input::Cx;
 use crate::input::values::FaultValue;
@@ -252,8 +252,9 @@ pub struct Job<'a> {
     pub limits: Limits,
     pub check: CheckParams,
     pub seed: u64,
-    pub choices: Choices,
-    pub tracing: bool,
+    /// A recorded choice stream; `None`: the seed's own random stream.
+    pub choices: Option<Choices>,
+    pub recording: Recording,
 }
 
 /// Runs a family's seeds (one per thread: it keeps its kernel between seeds).
@@ -403,7 +404,7 @@ impl<F: Family> Runs for FamilyRuns<F> {
             limits: job.limits,
             enabled: F::INVARIANTS,
             check: job.check,
-            tracing: job.tracing,
+            recording: job.recording,
         };
         drive.run(&mut self.kernel, || F::world(variant, config, wake))
     }

@@ -55,9 +55,18 @@ enum Source {
 pub struct Choices {
     source: Source,
     log: Vec<Choice>,
+    /// Whether draws are logged. A bulk run judged only by its verdict reads no log (it is
+    /// replayed from its seed), so it draws without one; everything else keeps it.
+    logging: bool,
     profile: Profile,
     /// Constants of the logic under test; delays are biased toward them and one either side.
     constants: Vec<u64>,
+    /// The constants as last given to `set_constants` (unsorted), to skip an unchanged set.
+    given: Vec<u64>,
+    /// The boundary neighbourhoods `c - 1, c, c + 1` of every constant, sorted and distinct:
+    /// what a delay's boundary set draws from besides `lo` and `hi`, computed once per set of
+    /// constants instead of per draw.
+    near: Vec<u64>,
     divergence: Option<Divergence>,
     /// Draws made past the end of a replayed sequence.
     extended: usize,
@@ -81,27 +90,57 @@ impl Choices {
         Choices {
             source,
             log: Vec::with_capacity(256),
+            logging: true,
             profile,
             constants: Vec::new(),
+            given: Vec::new(),
+            near: Vec::new(),
             divergence: None,
             extended: 0,
         }
     }
 
-    /// Reset to random mode with a new seed, keeping allocations (bulk runs reuse one `Choices`).
+    /// Reset to random mode with a new seed and the default profile, keeping allocations (the
+    /// generator's box, the log, the constants): bulk runs reuse one `Choices`.
     pub fn reseed(&mut self, seed: u64) {
-        self.source = Source::Random(Box::new(ChaCha8Rng::seed_from_u64(seed)));
+        match &mut self.source {
+            Source::Random(rng) => **rng = ChaCha8Rng::seed_from_u64(seed),
+            Source::Replay { .. } => {
+                self.source = Source::Random(Box::new(ChaCha8Rng::seed_from_u64(seed)));
+            }
+        }
+        self.profile = Profile::default();
         self.log.clear();
         self.divergence = None;
         self.extended = 0;
     }
 
+    /// Log draws (the default) or not. Without a log, [`Choices::log`] stays empty; the draws
+    /// themselves are the same.
+    pub fn set_logging(&mut self, on: bool) {
+        self.logging = on;
+    }
+
     /// Set the constants that delay draws are biased toward.
     pub fn set_constants(&mut self, constants: &[u64]) {
+        // Every seed of a scenario sets the same constants: keep what was derived from them.
+        if self.given == constants && !self.given.is_empty() {
+            return;
+        }
+        self.given.clear();
+        self.given.extend_from_slice(constants);
         self.constants.clear();
         self.constants.extend_from_slice(constants);
         self.constants.sort_unstable();
         self.constants.dedup();
+        self.near.clear();
+        for &c in &self.constants {
+            for v in [c.saturating_sub(1), c, c.saturating_add(1)] {
+                if self.near.last().is_none_or(|&last| last < v) {
+                    self.near.push(v);
+                }
+            }
+        }
     }
 
     /// The constants delays are biased toward.
@@ -118,7 +157,11 @@ impl Choices {
         &self.log
     }
 
+    /// The log, taken out (an empty log keeps its allocation here).
     pub fn take_log(&mut self) -> Vec<Choice> {
+        if self.log.is_empty() {
+            return Vec::new();
+        }
         std::mem::take(&mut self.log)
     }
 
@@ -146,11 +189,7 @@ impl Choices {
             Source::Random(rng) => below(rng, bound),
             Source::Replay { .. } => self.next_replayed(bound, label),
         };
-        self.log.push(Choice {
-            bound,
-            value,
-            label,
-        });
+        self.record(bound, value, label);
         value
     }
 
@@ -177,11 +216,7 @@ impl Choices {
             }
             Source::Replay { .. } => self.next_replayed(bound, label),
         };
-        self.log.push(Choice {
-            bound,
-            value,
-            label,
-        });
+        self.record(bound, value, label);
         value as usize
     }
 
@@ -216,7 +251,44 @@ impl Choices {
         if hi <= lo {
             return lo;
         }
-        let mut points = [0u64; 32];
+        if self.profile.boundary_only {
+            return self.delay_boundary_only(lo, hi, label, grid);
+        }
+        // The boundary set is `lo`, the neighbourhoods of the constants inside `(lo, hi]`, and
+        // `hi`, ascending and distinct, at most `BOUNDARY_POINTS_MAX` of them (the first ones).
+        // `near` is sorted, so the inside ones are one slice of it.
+        let a = self.near.partition_point(|&v| v <= lo);
+        let b = self.near.partition_point(|&v| v <= hi);
+        let inside = b - a;
+        let hi_inside = inside > 0 && self.near[b - 1] == hi;
+        let n = (1 + inside + usize::from(!hi_inside)).min(BOUNDARY_POINTS_MAX);
+        // Weights: 1 per boundary point, `n` for the uniform class, so each half is even.
+        let classes = n as u64 + 1;
+        let index = match &mut self.source {
+            Source::Random(rng) => {
+                let r = below(rng, 2 * n as u64);
+                r.min(n as u64)
+            }
+            Source::Replay { .. } => self.next_replayed(classes, label),
+        };
+        self.record(classes, index, label);
+        let index = index as usize;
+        if index == 0 {
+            lo
+        } else if index < n && index <= inside {
+            self.near[a + index - 1]
+        } else if index < n {
+            // Past the inside points comes `hi` (when no constant's neighbourhood is `hi`).
+            hi
+        } else {
+            lo + self.choose(hi - lo + 1, label)
+        }
+    }
+
+    /// `delay_with_grid` in the boundary-only profile (explore): the boundary set, with the
+    /// grid's interior points, and no uniform class.
+    fn delay_boundary_only(&mut self, lo: u64, hi: u64, label: &'static str, grid: u64) -> u64 {
+        let mut points = [0u64; BOUNDARY_POINTS_MAX];
         let mut n = 0;
         let mut push = |v: u64| {
             if v >= lo && v <= hi && n < points.len() && !points[..n].contains(&v) {
@@ -225,61 +297,42 @@ impl Choices {
             }
         };
         push(lo);
-        for &c in &self.constants {
-            push(c.saturating_sub(1));
+        for &c in &self.near {
             push(c);
-            push(c.saturating_add(1));
         }
         push(hi);
-        if self.profile.boundary_only {
-            for i in 1..=grid {
-                push(lo + (hi - lo) * i / (grid + 1));
-            }
+        for i in 1..=grid {
+            push(lo + (hi - lo) * i / (grid + 1));
         }
         let points = &mut points[..n];
         // lo, the sorted constants' neighbourhoods, then hi are already ascending; only the grid
-        // points of the boundary-only profile interleave.
-        if self.profile.boundary_only && grid > 0 {
+        // points interleave.
+        if grid > 0 {
             points.sort_unstable();
         }
-        let classes = if self.profile.boundary_only { n } else { n + 1 };
-        // Weights: 1 per boundary point, `n` for the uniform class, so each half is even.
+        let classes = n as u64;
         let index = if classes <= 1 {
             0
         } else {
-            match &mut self.source {
-                Source::Random(rng) => {
-                    let r = below(
-                        rng,
-                        if self.profile.boundary_only {
-                            n as u64
-                        } else {
-                            2 * n as u64
-                        },
-                    );
-                    let v = if (r as usize) < n { r } else { n as u64 };
-                    self.log.push(Choice {
-                        bound: classes as u64,
-                        value: v,
-                        label,
-                    });
-                    v as usize
-                }
-                Source::Replay { .. } => {
-                    let v = self.next_replayed(classes as u64, label);
-                    self.log.push(Choice {
-                        bound: classes as u64,
-                        value: v,
-                        label,
-                    });
-                    v as usize
-                }
-            }
+            let v = match &mut self.source {
+                Source::Random(rng) => below(rng, classes),
+                Source::Replay { .. } => self.next_replayed(classes, label),
+            };
+            self.record(classes, v, label);
+            v as usize
         };
-        if index < n {
-            points[index]
-        } else {
-            lo + self.choose(hi - lo + 1, label)
+        points[index]
+    }
+
+    /// Log one draw, when logging.
+    #[inline]
+    fn record(&mut self, bound: u64, value: u64, label: &'static str) {
+        if self.logging {
+            self.log.push(Choice {
+                bound,
+                value,
+                label,
+            });
         }
     }
 
@@ -312,6 +365,9 @@ impl Choices {
 
 /// Interior points `instant` adds to the boundary set when exploring.
 pub const INSTANT_GRID: u64 = 7;
+
+/// At most this many points in a delay's boundary set (the first ones, ascending).
+const BOUNDARY_POINTS_MAX: usize = 32;
 
 /// A probability as an integer ratio, written `"num/den"` in scenario files.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

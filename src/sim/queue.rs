@@ -1,36 +1,8 @@
-//! The event queue: ordered by (time, sequence), with same-instant order left to a choice.
-
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+//! The event queue: ordered by (time, scheduling order), with same-instant order left to a
+//! choice.
 
 use super::choice::Choices;
 use super::time::Ms;
-
-struct Entry<E> {
-    t: Ms,
-    seq: u64,
-    /// A microtask: runs before any other event due at the same instant.
-    micro: bool,
-    ev: E,
-}
-
-impl<E> PartialEq for Entry<E> {
-    fn eq(&self, other: &Self) -> bool {
-        self.t == other.t && self.seq == other.seq
-    }
-}
-impl<E> Eq for Entry<E> {}
-impl<E> PartialOrd for Entry<E> {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl<E> Ord for Entry<E> {
-    // BinaryHeap is a max-heap: reverse so the earliest (time, seq) pops first.
-    fn cmp(&self, other: &Self) -> Ordering {
-        (other.t, other.seq).cmp(&(self.t, self.seq))
-    }
-}
 
 /// Pending events. Events due at the same instant form a *ready set* (in scheduling order) and the
 /// next one is picked by a choice, so every interleaving of simultaneous continuations is
@@ -40,111 +12,96 @@ impl<E> Ord for Entry<E> {
 /// queue: while any is ready, only microtasks are candidates, so an external event (a producer
 /// message, a timer) never lands between two hops of a promise chain; the order among ready
 /// microtasks is still a choice.
+///
+/// The other events wait in one vector sorted by time *descending*, an event before every event
+/// scheduled earlier for the same instant: the next event is the last, and the ready set is the
+/// suffix due at its time, in reverse scheduling order. Most events are due soon, so a push
+/// lands near the end and moves few entries, and popping the next event moves none.
+/// Microtasks are always due at the current instant and wait in their own list. The next event,
+/// and what is drawn to pick it, is as if both lived in one ready set in scheduling order: with
+/// microtasks and other events ready, the `n`-th microtask ("microtask order"); with only one
+/// kind ready, the `n`-th of those ("same-instant order"); a single candidate draws nothing.
 pub struct Queue<E> {
-    heap: BinaryHeap<Entry<E>>,
-    ready: Vec<Entry<E>>,
-    seq: u64,
-    /// Microtasks pending; they are always due at the current instant.
-    micros: usize,
+    /// Events other than microtasks, by time, then scheduling order, both descending (the next
+    /// event last).
+    events: Vec<(Ms, E)>,
+    /// Microtasks, all due at the current instant, in scheduling order.
+    micro: Vec<(Ms, E)>,
 }
 
 impl<E> Default for Queue<E> {
     fn default() -> Self {
         Queue {
-            heap: BinaryHeap::with_capacity(64),
-            ready: Vec::with_capacity(8),
-            seq: 0,
-            micros: 0,
+            events: Vec::with_capacity(64),
+            micro: Vec::with_capacity(8),
         }
     }
 }
 
 impl<E> Queue<E> {
     pub fn clear(&mut self) {
-        self.heap.clear();
-        self.ready.clear();
-        self.seq = 0;
-        self.micros = 0;
+        self.events.clear();
+        self.micro.clear();
     }
 
     pub fn push(&mut self, t: Ms, ev: E) {
-        self.seq += 1;
-        self.heap.push(Entry {
-            t,
-            seq: self.seq,
-            micro: false,
-            ev,
-        });
+        // Before every event due at `t` or earlier: after them in scheduling order.
+        let at = self.events.partition_point(|(u, _)| *u > t);
+        self.events.insert(at, (t, ev));
     }
 
     /// Queue a microtask at `t` (the current instant).
     pub fn push_micro(&mut self, t: Ms, ev: E) {
-        self.seq += 1;
-        self.micros += 1;
-        self.heap.push(Entry {
-            t,
-            seq: self.seq,
-            micro: true,
-            ev,
-        });
+        assert!(
+            self.micro.first().is_none_or(|(m, _)| *m == t),
+            "microtasks are due at the current instant"
+        );
+        self.micro.push((t, ev));
     }
 
     /// A microtask is pending (microtasks are queued at the current instant only, so it is due).
     pub fn micro_pending(&self) -> bool {
-        self.micros > 0
+        !self.micro.is_empty()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty() && self.ready.is_empty()
+        self.events.is_empty() && self.micro.is_empty()
     }
 
     pub fn len(&self) -> usize {
-        self.heap.len() + self.ready.len()
+        self.events.len() + self.micro.len()
     }
 
     /// The time of the next event, if any.
     pub fn peek_time(&self) -> Option<Ms> {
-        match (self.ready.first(), self.heap.peek()) {
-            (Some(r), _) => Some(r.t),
-            (None, Some(h)) => Some(h.t),
+        match (self.micro.first(), self.events.last()) {
+            (Some((t, _)), _) | (None, Some((t, _))) => Some(*t),
             (None, None) => None,
         }
     }
 
     /// Remove and return the next event; among events due at the same instant the choice picks.
     pub fn pop(&mut self, choices: &mut Choices) -> Option<(Ms, E)> {
-        let t = match self.ready.first() {
-            Some(r) => r.t,
-            None => self.heap.peek()?.t,
-        };
-        while self.heap.peek().is_some_and(|e| e.t == t) {
-            let e = self.heap.pop().expect("peeked");
-            self.ready.push(e);
+        if let Some(&(t, _)) = self.micro.first() {
+            let micros = self.micro.len() as u64;
+            let others = self.events.last().is_some_and(|(u, _)| *u == t);
+            let label = if others {
+                "microtask order"
+            } else {
+                "same-instant order"
+            };
+            let i = choices.choose(micros, label) as usize;
+            return Some(self.micro.remove(i));
         }
-        let micros = self.ready.iter().filter(|e| e.micro).count();
-        let i = if micros > 0 && micros < self.ready.len() {
-            let nth = choices.choose(micros as u64, "microtask order") as usize;
-            self.ready
-                .iter()
-                .enumerate()
-                .filter(|(_, e)| e.micro)
-                .nth(nth)
-                .map(|(i, _)| i)
-                .expect("nth < micros")
-        } else if self.ready.len() > 1 {
-            choices.choose(self.ready.len() as u64, "same-instant order") as usize
-        } else {
-            0
-        };
-        let e = self.ready.remove(i);
-        if e.micro {
-            self.micros -= 1;
-        }
-        assert!(
-            self.micros <= self.heap.len() + self.ready.len(),
-            "every pending microtask is in the queue"
-        );
-        Some((e.t, e.ev))
+        let last = self.events.len().checked_sub(1)?;
+        let t = self.events[last].0;
+        let ready = 1
+            + (self.events[..last].iter().rev())
+                .take_while(|(u, _)| *u == t)
+                .count();
+        // The `i`-th of the ready set in scheduling order is `i` from the end.
+        let i = choices.choose(ready as u64, "same-instant order") as usize;
+        Some(self.events.remove(last - i))
     }
 }
 

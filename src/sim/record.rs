@@ -237,10 +237,62 @@ pub enum Ev<N = Narration> {
     OwnerClaimed { msg: MsgId },
 }
 
+/// The kind of an observation, without its fields: what a checker declares it reads
+/// (`check::Checker::READS`, a mask of `1 << kind`), so the monitor calls it only for those.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum EvKind {
+    Produced,
+    Appended,
+    Request,
+    Dropped,
+    Idle,
+    Starter,
+    RunFlag,
+    AgentRun,
+    Settled,
+    Mark,
+    Note,
+    Pass,
+    Wake,
+    Work,
+    WorkNoticed,
+    Waiting,
+    InputInterrupt,
+    SessionEnd,
+    OwnerClaimed,
+}
+
 impl<N> Ev<N> {
     /// Narration only: checkers never see it.
     pub fn is_note(&self) -> bool {
         matches!(self, Ev::Note(_))
+    }
+
+    /// Its kind.
+    #[inline]
+    pub fn kind(&self) -> EvKind {
+        match self {
+            Ev::Produced { .. } => EvKind::Produced,
+            Ev::Appended { .. } => EvKind::Appended,
+            Ev::Request { .. } => EvKind::Request,
+            Ev::Dropped { .. } => EvKind::Dropped,
+            Ev::Idle { .. } => EvKind::Idle,
+            Ev::Starter { .. } => EvKind::Starter,
+            Ev::RunFlag { .. } => EvKind::RunFlag,
+            Ev::AgentRun { .. } => EvKind::AgentRun,
+            Ev::Settled => EvKind::Settled,
+            Ev::Mark(_) => EvKind::Mark,
+            Ev::Note(_) => EvKind::Note,
+            Ev::Pass { .. } => EvKind::Pass,
+            Ev::Wake { .. } => EvKind::Wake,
+            Ev::Work { .. } => EvKind::Work,
+            Ev::WorkNoticed { .. } => EvKind::WorkNoticed,
+            Ev::Waiting { .. } => EvKind::Waiting,
+            Ev::InputInterrupt { .. } => EvKind::InputInterrupt,
+            Ev::SessionEnd { .. } => EvKind::SessionEnd,
+            Ev::OwnerClaimed { .. } => EvKind::OwnerClaimed,
+        }
     }
 }
 
@@ -259,6 +311,55 @@ impl<N: Note> Ev<N> {
             Ev::Settled => Ev::Settled,
             Ev::Mark(w) => Ev::Mark(w),
             Ev::Note(n) => Ev::Note(Narration::new(n)),
+            Ev::Pass { pass, on } => Ev::Pass { pass, on },
+            Ev::Wake {
+                pass,
+                wake,
+                msgs,
+                refused,
+            } => Ev::Wake {
+                pass,
+                wake,
+                msgs,
+                refused,
+            },
+            Ev::Work {
+                work,
+                shown,
+                conv,
+                op,
+            } => Ev::Work {
+                work,
+                shown,
+                conv,
+                op,
+            },
+            Ev::WorkNoticed { work } => Ev::WorkNoticed { work },
+            Ev::Waiting { own, foreign } => Ev::Waiting { own, foreign },
+            Ev::InputInterrupt { input } => Ev::InputInterrupt { input },
+            Ev::SessionEnd { cause } => Ev::SessionEnd { cause },
+            Ev::OwnerClaimed { msg } => Ev::OwnerClaimed { msg },
+        }
+    }
+}
+
+impl<N> Ev<N> {
+    /// The same record with its note mapped by `f` (an observation is kept as it is): what
+    /// replays a kept trace's observations into a monitor of another note type (the checkers'
+    /// benchmark in `benches/kernel.rs`).
+    pub fn map_note<M>(self, f: impl FnOnce(N) -> M) -> Ev<M> {
+        match self {
+            Ev::Produced { msg } => Ev::Produced { msg },
+            Ev::Appended { msg } => Ev::Appended { msg },
+            Ev::Request { req, harness } => Ev::Request { req, harness },
+            Ev::Dropped { msg, reason } => Ev::Dropped { msg, reason },
+            Ev::Idle { idle } => Ev::Idle { idle },
+            Ev::Starter { who, accepted } => Ev::Starter { who, accepted },
+            Ev::RunFlag { on } => Ev::RunFlag { on },
+            Ev::AgentRun { on } => Ev::AgentRun { on },
+            Ev::Settled => Ev::Settled,
+            Ev::Mark(w) => Ev::Mark(w),
+            Ev::Note(n) => Ev::Note(f(n)),
             Ev::Pass { pass, on } => Ev::Pass { pass, on },
             Ev::Wake {
                 pass,

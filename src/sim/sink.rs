@@ -14,6 +14,12 @@ pub trait Sink {
     /// Record one event at `t`.
     fn emit(&mut self, t: Ms, actor: Actor, state: u8, ev: Ev<Self::Note>);
 
+    /// Whether notes are kept (hashed or traced). A sink that keeps only the verdict drops
+    /// them, so a host may skip building a note whose making costs (an allocation).
+    fn narrating(&self) -> bool {
+        true
+    }
+
     /// Register a produced message (its id is the number registered before it); the caller
     /// then emits `Ev::Produced`.
     fn add_message(&mut self, info: MsgInfo);

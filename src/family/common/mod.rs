@@ -90,7 +90,8 @@ pub trait Core {
         k.emit(actor, self.state_code(), ev);
     }
 
-    /// Record a note.
+    /// Record a note. A sink that keeps only the verdict drops notes: it is not handed one
+    /// (no record to move and match for narration nobody reads).
     #[inline]
     fn note<S: Sink<Note = Self::Note>>(
         &self,
@@ -98,6 +99,9 @@ pub trait Core {
         actor: Actor,
         note: Self::Note,
     ) {
+        if !k.sink.narrating() {
+            return;
+        }
         self.emit(k, actor, Ev::Note(note));
     }
 
