@@ -50,5 +50,6 @@ pub mod remote;
 pub mod report;
 pub mod scenario;
 pub mod sim;
+pub mod testing;
 
 pub use error::{Error, Result};

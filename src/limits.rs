@@ -55,6 +55,10 @@ pub const REPORT_BYTES_MAX: u64 = 256 << 20;
 /// Explore's scope as a scenario's `[explore]` may set it: producer messages at most, unusual
 /// choices per run at most.
 pub const EXPLORE_MESSAGES_MAX: u64 = 16;
+
+/// Candidate runs at most when `run` shrinks a failure it saves (`wakesim shrink` takes its own
+/// `--runs-max`): a few seconds in the kernel, bounded through an adapter too.
+pub const SAVE_SHRINK_RUNS_MAX: u64 = 5_000;
 pub const EXPLORE_DEVIATIONS_MAX: usize = 8;
 
 /// The default wall-clock bound on any single answer of an adapter during runs.

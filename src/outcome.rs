@@ -249,10 +249,24 @@ impl Drive {
 
 fn stale_description(c: &Choices) -> Option<String> {
     if let Some(d) = c.divergence() {
-        return Some(format!(
-            "choice {} ({}) is now drawn with bound {}, recorded with bound {}",
-            d.index, d.label, d.bound, d.recorded_bound
-        ));
+        // Name what changed: the site, the bound or both (a same-bound draw at another site is
+        // as stale as a new bound).
+        let now = format!("`{}` with bound {}", d.label, d.bound);
+        let changed = match (d.label == d.recorded_label, d.bound == d.recorded_bound) {
+            (true, _) => format!(
+                "choice {} ({}) is now drawn with bound {}, recorded with bound {}",
+                d.index, d.label, d.bound, d.recorded_bound
+            ),
+            (false, true) => format!(
+                "choice {} is now drawn at {now}, recorded at `{}` (same bound)",
+                d.index, d.recorded_label
+            ),
+            (false, false) => format!(
+                "choice {} is now drawn at {now}, recorded at `{}` with bound {}",
+                d.index, d.recorded_label, d.recorded_bound
+            ),
+        };
+        return Some(changed);
     }
     c.replay_mismatch()
         .map(|(unread, extra)| match (unread, extra) {

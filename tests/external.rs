@@ -163,8 +163,8 @@ fn every_twin_gives_the_builtin_trace_and_verdict_seed_for_seed() {
             failing += u32::from(!a.outcome.is_pass());
         }
         // The snapshot seed in full, record by record.
-        let a = runner.run_seed(&ext, ext.snapshot_seed, true);
-        let b = runner.run_seed(&twin, ext.snapshot_seed, true);
+        let a = runner.run_seed(&ext, ext.snapshot_seed.unwrap_or(0), true);
+        let b = runner.run_seed(&twin, ext.snapshot_seed.unwrap_or(0), true);
         assert_eq!(a.trace, b.trace, "{file}: snapshot seed");
         if ext.expect != Expect::Pass {
             assert!(

@@ -51,12 +51,9 @@ fn is_external(rel: &Path) -> bool {
     rel.starts_with("scenarios/external")
 }
 
-/// A real host's scenario (`scenarios/real-*/`) or regression (`regressions/real-*.toml`).
+/// A real host's scenario or regression (both under `scenarios/real-*/`).
 fn is_real(rel: &Path) -> bool {
-    let name = rel.file_name().map(|n| n.to_string_lossy().into_owned());
     rel.to_string_lossy().starts_with("scenarios/real-")
-        || (rel.starts_with("scenarios/regressions")
-            && name.is_some_and(|n| n.starts_with("real-")))
 }
 
 /// One line per file of `scenarios/` that `which` selects: `path seeds hash`.

@@ -176,7 +176,7 @@ fn a_wait_takes_one_hundred_prompts_and_leaves_the_rest_on_disk_in_order() {
         "scenarios/gptme/b1-passes-with-queued-prompts.toml",
         &registry,
     );
-    let r = run(&scn, scn.snapshot_seed, &registry);
+    let r = run(&scn, scn.snapshot_seed.unwrap_or(0), &registry);
     let took = r.trace.iter().find_map(|rec| match &rec.ev {
         Ev::Note(n) => match n.downcast_ref::<Note>()? {
             Note::TakePrompts { payload, left } => Some((payload.ids().to_vec(), *left)),

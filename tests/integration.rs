@@ -130,8 +130,12 @@ fn run_json_has_a_line_per_scenario_and_a_summary() {
         .lines()
         .map(|l| serde_json::from_str(l).expect("each line is JSON"))
         .collect();
-    let (summary, scenarios) = lines.split_last().expect("lines");
+    let (summary, all) = lines.split_last().expect("lines");
     assert_eq!(summary["type"], "summary");
+    // The scenarios' saved regressions come first, one line each.
+    let regressions = all.iter().take_while(|l| l["type"] == "regression").count();
+    assert!(regressions > 0 && summary["regressions"].as_u64() == Some(regressions as u64));
+    let scenarios = &all[regressions..];
     for key in [
         "scenarios",
         "seeds",
@@ -202,8 +206,8 @@ fn replay_prints_the_same_run_every_time_in_every_format() {
     let file = "scenarios/pi/g2-two-wakes-during-preparation.toml";
     let scn = scenario(file, &Registry::builtin());
     let (dec, hex) = (
-        scn.snapshot_seed.to_string(),
-        format!("{:#x}", scn.snapshot_seed),
+        scn.snapshot_seed.unwrap_or(0).to_string(),
+        format!("{:#x}", scn.snapshot_seed.unwrap_or(0)),
     );
     for format in ["text", "json", "mermaid"] {
         let a = wakesim(&["replay", file, "--seed", &dec, "--format", format]);
@@ -251,10 +255,24 @@ fn list_names_hosts_wakes_invariants_and_faults() {
     for l in String::from_utf8_lossy(&json.stdout).lines() {
         let v: serde_json::Value = serde_json::from_str(l).expect("JSON line");
         assert!(
-            ["host", "wake", "invariant", "fault", "window"]
+            ["host", "wake", "invariant", "fault", "window", "scenario"]
                 .contains(&v["type"].as_str().expect("type"))
         );
     }
+    // The scenarios too, with their expectation and saved regressions.
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("scenarios/pi/g2-stale-ctx-takes-host-path.toml · G2")
+            && text.contains("· pi · pi.is-idle · expect fail harness · 1 regression(s)"),
+        "{text}"
+    );
+    let scenario = String::from_utf8_lossy(&json.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("JSON"))
+        .find(|v| v["type"] == "scenario" && v["file"] == "scenarios/pi/g4-fixed-passes.toml")
+        .expect("a scenario line");
+    assert_eq!(scenario["expect"], "pass");
+    assert_eq!(scenario["host"], "pi");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -621,6 +639,7 @@ fn shrink_writes_a_regression_that_run_replays_and_a_stale_one_is_reported() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // The scenario expects this failure, so it is a witness (pinned).
     let file = dir.join("g2-two-wakes-during-preparation-seed-2.toml");
     let text = std::fs::read_to_string(&file).expect("regression written");
     assert!(text.contains("format = \"wakesim-regression/1\""));
@@ -644,15 +663,19 @@ fn shrink_writes_a_regression_that_run_replays_and_a_stale_one_is_reported() {
         .expect("an await choice");
     lines[i] = lines[i].replace("/3 await", "/7 await");
     std::fs::write(&stale_file, lines.join("\n")).expect("write");
+    // A stale recording runs as its seed, with a notice naming the choice and bounds; seed 2
+    // still shows the pinned failure, so it is met.
     let run = wakesim(&["run", stale_file.to_str().expect("utf-8")]);
-    assert_eq!(run.status.code(), Some(1));
     let stdout = String::from_utf8_lossy(&run.stdout);
+    assert_eq!(run.status.code(), Some(0), "{stdout}");
     assert!(
-        stdout.contains("STALE") && stdout.contains("bound 3, recorded with bound 7"),
+        stdout.contains("stale recording")
+            && stdout.contains("(await) is now drawn with bound 3, recorded with bound 7")
+            && stdout.contains("ran as seed 2 instead: met"),
         "{stdout}"
     );
     let replay = wakesim(&["replay", stale_file.to_str().expect("utf-8")]);
-    assert_eq!(replay.status.code(), Some(1));
+    assert_eq!(replay.status.code(), Some(1), "seed 2 fails");
     assert!(String::from_utf8_lossy(&replay.stderr).contains("is stale"));
 
     // Drop the last choices: the run draws past the end of the recording.
@@ -664,8 +687,109 @@ fn shrink_writes_a_regression_that_run_replays_and_a_stale_one_is_reported() {
         .collect();
     std::fs::write(&short, cut.join("\n")).expect("write");
     let run = wakesim(&["run", short.to_str().expect("utf-8")]);
-    assert_eq!(run.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&run.stdout).contains("STALE"));
+    assert_eq!(run.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&run.stdout).contains("stale recording"));
+
+    // A second shrink of the same seed keeps the first file (edited since) and says so.
+    let first = std::fs::read_to_string(&file).expect("read");
+    std::fs::write(&file, format!("# edited by hand\n{first}")).expect("write");
+    let again = wakesim(&[
+        "shrink",
+        "scenarios/pi/g2-two-wakes-during-preparation.toml",
+        "--seed",
+        "2",
+        "--out",
+        dir.to_str().expect("utf-8"),
+    ]);
+    let stdout = String::from_utf8_lossy(&again.stdout);
+    assert!(stdout.contains("(a different regression)"), "{stdout}");
+    let kept = std::fs::read_to_string(&file).expect("read");
+    assert!(kept.starts_with("# edited by hand"));
+}
+
+/// A stale recording whose draw moved to another site names both sites, not one bound twice.
+#[test]
+fn a_stale_message_names_the_label_that_changed() {
+    let registry = Registry::builtin();
+    let scn = scenario(
+        "scenarios/pi/g2-two-wakes-during-preparation.toml",
+        &registry,
+    );
+    let mut runner = Runner::new(&registry);
+    let r = runner.run_seed(&scn, 2, false);
+    let mut choices = r.choices.clone();
+    let i = choices
+        .iter()
+        .position(|c| c.label == "await")
+        .expect("an await choice");
+    choices[i].label = "handlers";
+    let again = runner.run_choices(&scn, 2, choices, false);
+    let why = again.stale.expect("stale");
+    assert!(
+        why.contains("is now drawn at `await` with bound 3, recorded at `handlers` (same bound)"),
+        "{why}"
+    );
+}
+
+/// The user's loop: `run` saves an unexpected failure beside the scenario; the next run replays
+/// it first and fails; after the fix the same command passes with no file edited by hand.
+#[test]
+fn run_saves_a_failure_that_runs_first_and_passes_after_the_fix() {
+    let dir = tempdir("loop");
+    let file = dir.join("mine.toml");
+    let text = |wake: &str| {
+        format!(
+            "name = \"mine\"\nhost = \"pi\"\nwake = \"{wake}\"\nseeds = 200\n\
+             [producers]\nmessages = {{ min = 2, max = 3 }}\nspacing_ms = {{ min = 0, max = 200 }}\n[expect]\nverdict = \"pass\"\n"
+        )
+    };
+    std::fs::write(&file, text("pi.is-idle")).expect("write");
+    let path = file.to_str().expect("utf-8");
+    let out = wakesim(&["run", path]);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("saved the single-starter failure"),
+        "{stdout}"
+    );
+    let saved: Vec<_> = std::fs::read_dir(dir.join("regressions"))
+        .expect("regressions/ beside the scenario")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    assert_eq!(saved.len(), 1, "{saved:?}");
+    let name = saved[0]
+        .file_name()
+        .expect("name")
+        .to_string_lossy()
+        .to_string();
+    assert!(name.starts_with("mine-single-starter-seed-"), "{name}");
+    let body = std::fs::read_to_string(&saved[0]).expect("read");
+    assert!(
+        !body.contains("[expect]"),
+        "a saved failure follows the scenario"
+    );
+
+    // Naming the scenario file alone runs its saved failure first; it is not saved twice.
+    let out = wakesim(&["run", path]);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout.starts_with(&format!("✗ {}", saved[0].display())),
+        "{stdout}"
+    );
+    assert!(stdout.contains("already saved: kept"), "{stdout}");
+    assert!(stdout.contains("1 regressions, 1 scenarios"), "{stdout}");
+
+    // The fix: every expectation met, the saved failure included.
+    std::fs::write(&file, text("pi.gentle")).expect("write");
+    let out = wakesim(&["run", path]);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("all 2 expectations met"), "{stdout}");
+    let check = wakesim(&["regressions", "check", path]);
+    assert_eq!(check.status.code(), Some(0));
+    let list = wakesim(&["regressions", "list", path]);
+    assert!(String::from_utf8_lossy(&list.stdout).contains("saved failure: follows expect pass"));
 }
 
 #[test]
@@ -681,9 +805,14 @@ fn a_regression_recorded_against_a_fixed_logic_passes_and_fails_when_pointed_at_
         dir.to_str().expect("utf-8"),
     ]);
     assert!(out.status.code().is_some());
-    let file = dir.join("g2-two-wakes-during-preparation-seed-0.toml");
+    let file = std::fs::read_dir(&dir)
+        .expect("recorded")
+        .map(|e| e.expect("entry").path())
+        .find(|p| p.to_string_lossy().contains("-seed-0.toml"))
+        .expect("recorded file");
     let text = std::fs::read_to_string(&file).expect("recorded");
-    // Whatever the seed showed is what the regression expects, so it replays as met.
+    // A failure the scenario expects is pinned as a witness; a pass follows the scenario (which
+    // allows a pass of one seed): either way it replays as met.
     let run = wakesim(&["run", file.to_str().expect("utf-8")]);
     assert_eq!(
         run.status.code(),
@@ -692,11 +821,8 @@ fn a_regression_recorded_against_a_fixed_logic_passes_and_fails_when_pointed_at_
         String::from_utf8_lossy(&run.stdout)
     );
     // Flip the expectation: the gate must notice.
-    let flipped = if text.contains("verdict = \"pass\"") {
-        text.replace(
-            "verdict = \"pass\"",
-            "verdict = \"fail\"\ninvariant = \"single-starter\"",
-        )
+    let flipped = if !text.contains("[expect]") {
+        format!("{text}\n[expect]\nverdict = \"fail\"\ninvariant = \"single-starter\"\n")
     } else {
         let start = text.find("[expect]").expect("expect table");
         format!("{}[expect]\nverdict = \"pass\"\n", &text[..start])

@@ -22,6 +22,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("engine", 6),
     ("report", 7),
     ("cmd", 8),
+    ("testing", 8),
 ];
 
 /// The host families: every directory under `src/family/` but `common`.

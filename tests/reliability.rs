@@ -648,7 +648,10 @@ fn a_writer_killed_midway_leaves_the_old_file_intact_and_no_torn_file() {
 
 #[test]
 fn no_default_regression_directory_outside_the_current_directory() {
-    let dir = tempdir("outside");
+    // The system's temp dir, outside the repository (`tempdir` is inside it, under target/).
+    let dir = std::env::temp_dir().join(format!("wakesim-outside-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
     let file = dir.join("x.toml");
     std::fs::copy(root().join(FAILING), &file).expect("copy");
     let out = wakesim_to(

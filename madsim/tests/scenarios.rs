@@ -75,12 +75,13 @@ fn check(rel: &Path) -> Result<(), Failed> {
         }
     }
 
-    let r = lane.run_seed(&scn, scn.snapshot_seed, true);
+    let snapshot_seed = wakesim::engine::snapshot_seed(&scn, &rep);
+    let r = lane.run_seed(&scn, snapshot_seed, true);
     if !shows_expected(&scn.expect, &r.outcome) {
         return Err(format!(
             "{}: snapshot_seed {} does not show the expected {} (it {}); pick a seed that does, e.g. {}",
             rel.display(),
-            scn.snapshot_seed,
+            snapshot_seed,
             scn.expect,
             describe(&r.outcome),
             rep.first_expected
@@ -96,7 +97,7 @@ fn check(rel: &Path) -> Result<(), Failed> {
     settings.set_snapshot_path(root().join("snapshots"));
     settings.set_prepend_module_to_snapshot(false);
     settings.set_omit_expression(true);
-    settings.set_description(format!("{} · seed {}", scn.name, scn.snapshot_seed));
+    settings.set_description(format!("{} · seed {}", scn.name, snapshot_seed));
     let name = snapshot_name(rel);
     settings.bind(|| insta::assert_snapshot!(name.as_str(), timeline));
     Ok(())

@@ -62,7 +62,7 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
         _ => ex.smallest_expected.is_some(),
     };
     if args.record {
-        record(&args, &ex)?;
+        record(&args, &scn, &ex)?;
     }
     let e = Exploration {
         file: &args.file,
@@ -90,7 +90,7 @@ fn bounded(flag: &str, v: Option<u64>, lo: u64, hi: u64) -> Result<()> {
 
 /// Keep the smallest run showing the expected failure (or the smallest failure) as
 /// `regressions/<scenario>-explored.toml`.
-fn record(args: &Args, ex: &Explored) -> Result<()> {
+fn record(args: &Args, scn: &Scenario, ex: &Explored) -> Result<()> {
     let Some(r) = ex.smallest_expected.as_ref().or(ex.smallest.as_ref()) else {
         return Ok(());
     };
@@ -100,7 +100,7 @@ fn record(args: &Args, ex: &Explored) -> Result<()> {
         .map_or("scenario".into(), |s| s.to_string_lossy().into_owned());
     let dir = match args.out.clone() {
         Some(d) => d,
-        None => regression::default_dir(file)?,
+        None => regression::default_dir(scn)?,
     };
     let path = dir.join(format!("{stem}-explored.toml"));
     let comment = format!(
@@ -115,6 +115,7 @@ fn record(args: &Args, ex: &Explored) -> Result<()> {
         seed: 0,
         run: r,
         target: None,
+        pin: regression::is_witness(scn, r),
         comment,
         explored: Some(ex.scope.messages_max),
     }

@@ -7,6 +7,7 @@ mod conform;
 mod explore;
 mod list;
 mod merge;
+mod regressions;
 mod replay;
 mod run;
 mod shrink;
@@ -53,6 +54,8 @@ enum Cmd {
     /// family's model host, the same code through the family's adapter), compare the
     /// observation streams, and print the first divergence with both timelines.
     Conform(conform::Args),
+    /// List, check or prune the saved failures (regression files) of scenarios.
+    Regressions(regressions::Args),
 }
 
 /// Print to stdout. A reader that went away (`wakesim ... | head`) is not an error; any other
@@ -90,6 +93,7 @@ pub fn main() -> i32 {
         Cmd::Replay(a) => replay::main(&registry, a),
         Cmd::List(a) => list::main(&registry, a),
         Cmd::Conform(a) => conform::main(&registry, a),
+        Cmd::Regressions(a) => regressions::main(&registry, a),
     };
     match result {
         Ok(code) => code,

@@ -32,7 +32,7 @@ pub struct Args {
     /// run of a fixed wake logic, or a failing one without shrinking it.
     #[arg(long)]
     record: bool,
-    /// Where `--record` writes (default: `regressions/` beside the scenario's directory).
+    /// Where `--record` writes (default: the scenario's `regressions` directory).
     #[arg(long, requires = "record")]
     out: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "text")]
@@ -57,7 +57,7 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
             )));
         }
         match reg.replay(&mut runner, true) {
-            Replayed::Stale { result, why } => (reg.scenario, result, Some(why)),
+            Replayed::Stale { result, why, .. } => (reg.scenario, result, Some(why)),
             Replayed::Run { result, .. } => (reg.scenario, result, None),
         }
     } else {
@@ -72,12 +72,10 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
     })?;
     if let Some(why) = stale {
         eprintln!(
-            "error: {} is stale: {why}; the model no longer consumes its choices the same way, so this is not the recorded run. Re-shrink: wakesim shrink {} --seed {}",
+            "note: {} is stale ({why}): the model no longer consumes its choices the same way, so this is seed {} run afresh, not the recorded run",
             file.display(),
-            scn.path.display(),
             r.seed
         );
-        return Ok(1);
     }
     if !r.outcome.is_pass() && !matches!(args.format, Format::Text) {
         eprintln!("{}: {}", report::reproduce(&scn, &r), describe(&r.outcome));
@@ -100,24 +98,25 @@ fn replay_seed(runner: &mut Runner<'_>, args: &Args, text: &str) -> Result<(Scen
     if args.record {
         let dir = match args.out.clone() {
             Some(d) => d,
-            None => regression::default_dir(file)?,
+            None => regression::default_dir(&scn)?,
         };
         let path = regression::seed_path(file, &dir, seed);
-        let kept = record(file, seed, &r, &path)?;
+        let kept = record(&scn, seed, &r, &path)?;
         eprint!("{}", kept.describe());
     }
     Ok((scn, r))
 }
 
-fn record(file: &Path, seed: u64, r: &RunResult, path: &Path) -> Result<Kept> {
+fn record(scn: &Scenario, seed: u64, r: &RunResult, path: &Path) -> Result<Kept> {
     Keep {
-        scenario: file,
+        scenario: &scn.path,
         seed,
         run: r,
         target: None,
+        pin: regression::is_witness(scn, r),
         comment: format!(
             "wakesim regression: seed {seed} of {}, recorded by `wakesim replay --record`.",
-            file.display()
+            scn.path.display()
         ),
         explored: None,
     }

@@ -1,6 +1,9 @@
-//! `wakesim run [PATH..]`: every scenario's seed budget (regression files first), each
-//! expectation judged, one line per file and a summary. Stops between seeds on Ctrl-C (exit
-//! 130), at `--time-budget` or, with `--fail-fast`, at the first expectation not met.
+//! `wakesim run [PATH..]`: every scenario's seed budget (regression files first: those named
+//! and every scenario's saved failures), each expectation judged, one line per file and a
+//! summary. A scenario whose expectation a seed does not meet has that seed shrunk and saved in
+//! its `regressions` directory (unless `--no-save`), so it runs first from then on. Stops
+//! between seeds on Ctrl-C (exit 130), at `--time-budget` or, with `--fail-fast`, at the first
+//! expectation not met.
 
 use std::ops::Range;
 use std::path::PathBuf;
@@ -11,7 +14,7 @@ use super::sweep::{Control, EXIT_INTERRUPTED, filter, parse_budget};
 use crate::engine::determinism::{Determinism, check_determinism};
 use crate::engine::findability::findability;
 use crate::engine::parallel::{Sweep, run_scenario_swept, shard_range};
-use crate::engine::regression::Replayed;
+use crate::engine::regression::{Replayed, save_failure};
 use crate::engine::{Extras, Runner, Stopped, suite};
 use crate::error::{Error, Result};
 use crate::family::Registry;
@@ -55,6 +58,10 @@ pub struct Args {
     /// Run each seed twice and compare traces; name the first divergent event.
     #[arg(long)]
     check_determinism: bool,
+    /// Do not shrink and save a failure the expectation does not allow (by default it is saved
+    /// in the scenario's `regressions` directory, never over an existing file).
+    #[arg(long)]
+    no_save: bool,
 }
 
 pub fn main(registry: &Registry, args: Args) -> Result<i32> {
@@ -110,7 +117,9 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
             continue;
         }
         let replayed = reg.replay(&mut runner, false);
-        if !matches!(replayed, Replayed::Run { met: true, .. }) {
+        // A stale recording ran as its seed; its judgement is `met` like any other's.
+        let (Replayed::Run { met, .. } | Replayed::Stale { met, .. }) = &replayed;
+        if !*met {
             sum.unmet += 1;
             control.unmet();
             progress.unmet();
@@ -168,6 +177,19 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
             Format::Json => json::scenario_line(scn, &rep, &extras),
             Format::Text => text::scenario_line(scn, &rep, &extras),
         })?;
+        // Not after Ctrl-C: shrinking would keep the user waiting.
+        let save = !args.no_save && !control.interrupted();
+        if let Some(u) = rep.unexpected.as_ref().filter(|_| save) {
+            let note = match save_failure(&mut runner, scn, u.seed, true)? {
+                None => continue,
+                Some(f) => text::saved_line(&f),
+            };
+            // JSON Lines stay machine-readable: the note goes to stderr there.
+            match args.format {
+                Format::Json => eprintln!("{note}"),
+                Format::Text => out(note)?,
+            }
+        }
     }
     progress.finish();
     sum.secs = started.elapsed().as_secs_f64();

@@ -21,7 +21,8 @@ pub struct Args {
     /// The invariant to keep broken (default: the seed's first).
     #[arg(long)]
     invariant: Option<String>,
-    /// Where to write the regression (default: `regressions/` beside the scenario's directory).
+    /// Where to write the regression (default: the scenario's `regressions` directory, which
+    /// its runs read). An existing file is never overwritten.
     #[arg(long)]
     out: Option<PathBuf>,
     /// Candidate runs to try at most.
@@ -51,9 +52,12 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
     };
     let dir = match args.out.clone() {
         Some(d) => d,
-        None => regression::default_dir(file)?,
+        None => regression::default_dir(&scn)?,
     };
     let path = regression::seed_path(file, &dir, seed);
+    // A failure the scenario expects is kept as a witness of it (its expectation pinned); any
+    // other failure follows the scenario's expectation, so it passes once the bug is fixed.
+    let pin = regression::is_witness(&scn, &sh.original);
     let sizes = format!(
         "{} -> {} choices, a story of {} -> {} lines",
         sh.original.choices.len(),
@@ -62,16 +66,22 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
         lines(&sh.minimal),
     );
     let comment = format!(
-        "wakesim regression: seed {seed} of {}, shrunk while it breaks {}:\n{sizes} ({} runs tried).\nThe gate replays it exactly; `wakesim replay` of this file prints its timeline.",
+        "wakesim regression: seed {seed} of {}, shrunk while it breaks {}:\n{sizes} ({} runs tried).\n{} `wakesim replay` of this file prints its timeline.",
         file.display(),
         sh.invariant,
         sh.runs,
+        if pin {
+            "A witness of the scenario's expected failure: it must keep showing it."
+        } else {
+            "It runs first whenever its scenario runs and must meet the scenario's current\nexpectation: it fails until the bug is fixed."
+        },
     );
     let kept = Keep {
         scenario: file,
         seed,
         run: &sh.minimal,
         target,
+        pin,
         comment,
         explored: None,
     }

@@ -1,10 +1,21 @@
 //! Regression files: a shrunk (or recorded) run kept forever (proptest-regressions, shuttle).
 //!
-//! A regression file names the scenario it came from, the seed, the exact choice sequence, the
-//! expectation and the wakesim version. The gate replays it strictly: every recorded choice must
-//! be drawn again at the same site with the same bound, and all of them consumed. When the model
-//! changed so that the sequence no longer fits, the regression is reported *stale*, with where it
-//! stopped fitting, and never silently replayed as some other run.
+//! A regression file names the scenario it came from, the seed, the exact choice sequence and
+//! the wakesim version. It is replayed strictly: every recorded choice must be drawn again at the
+//! same site with the same bound, and all of them consumed.
+//!
+//! What it must show (as proptest and Hypothesis treat their saved failures):
+//! - **No `[expect]`** (what `run` saves and `shrink` writes for a failure its scenario does not
+//!   expect): the run must meet its scenario's **current** expectation, judged as one seed of it
+//!   (`verdict::allowed`): a pass for a passing scenario, a pass or an allowed failure for a
+//!   failing one. A saved failure fails until the bug is fixed, and passes after.
+//! - **A pinned `[expect]`** (a *witness*: `shrink` of a failure its scenario expects, and the
+//!   committed regressions of the reference bugs): the run must show exactly that.
+//!
+//! When the model changed so that the sequence no longer fits, the regression is *stale*: it is
+//! run again as its seed (judged the same way) with a one-line notice naming the choice, label
+//! and bound that changed, never silently replayed as some other run; the gate
+//! (`tests/scenarios.rs`) fails on a stale committed regression so that it is re-shrunk.
 //!
 //! ```toml
 //! format = "wakesim-regression/1"
@@ -15,26 +26,32 @@
 //! profile = "boundary"        # optional, from `explore`: delays from the boundary set,
 //! messages_max = 2              # and its message cap
 //!
-//! [expect]                                                    # as in scenario files
+//! [expect]                       # optional, as in scenario files: pins a witness
 //! verdict = "fail"
 //! invariant = "single-starter"
 //! ```
+//!
+//! Files are never overwritten: `save_new` writes a temporary file and links it to its name,
+//! which fails when the name is taken (the existing file is kept and reported). The name
+//! carries the scenario, what broke and the seed: `<stem>-<invariant>-seed-<N>.toml`.
 
 use std::collections::BTreeSet;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
 use serde::Deserialize;
 use toml::Spanned;
 
 use super::runner::Runner;
-use super::verdict::shows_expected;
+use super::shrink::shrink;
+use super::verdict::{allowed, shows_expected};
 use crate::check::Invariant;
 use crate::error::{Error, Result};
 use crate::family::Registry;
 use crate::input::located;
+use crate::limits::SAVE_SHRINK_RUNS_MAX;
 use crate::outcome::{Outcome, RunResult};
-use crate::scenario::{Expect, RawExpect, Scenario};
+use crate::scenario::{Expect, RawExpect, Scenario, absolute, discover, project_root, within};
 use crate::sim::choice::{Choice, Profile};
 
 /// The `format` key that marks a TOML file as a regression.
@@ -48,7 +65,8 @@ pub struct Regression {
     pub scenario: Scenario,
     pub seed: u64,
     pub wakesim: String,
-    pub expect: Expect,
+    /// A pinned expectation (a witness); None: the scenario's current expectation.
+    pub expect: Option<Expect>,
     pub choices: Vec<Choice>,
     /// The choices were drawn by `explore` (delays from the boundary set only).
     pub profile: Profile,
@@ -56,8 +74,13 @@ pub struct Regression {
 
 /// How replaying a regression went.
 pub enum Replayed {
-    /// The recorded choices no longer fit the model: where and how.
-    Stale { result: RunResult, why: String },
+    /// The recorded choices no longer fit the model (`why`: where and how); `result` is the run
+    /// of its seed instead, `met` its judgement.
+    Stale {
+        result: RunResult,
+        why: String,
+        met: bool,
+    },
     /// The run; `met` says whether it showed the expectation.
     Run { result: RunResult, met: bool },
 }
@@ -75,7 +98,8 @@ struct RawRegression {
     /// Explore's message cap the choices were drawn under.
     #[serde(default)]
     messages_max: Option<u64>,
-    expect: Spanned<RawExpect>,
+    #[serde(default)]
+    expect: Option<Spanned<RawExpect>>,
 }
 
 /// Does this TOML text claim to be a regression file?
@@ -169,7 +193,10 @@ impl Regression {
             .iter()
             .map(|c| parse_choice(c.get_ref()).map_err(|m| err(c.span(), m)))
             .collect::<Result<Vec<_>>>()?;
-        let expect = raw.expect.get_ref().to_expect(&err, scenario.host)?;
+        let expect = match &raw.expect {
+            Some(e) => Some(e.get_ref().to_expect(&err, scenario.host)?),
+            None => None,
+        };
         let profile = match raw
             .profile
             .as_ref()
@@ -197,7 +224,29 @@ impl Regression {
         })
     }
 
-    /// Replay strictly and judge the expectation.
+    /// What the replay must show: the pinned expectation, or the scenario's current one.
+    pub fn expectation(&self) -> &Expect {
+        self.expect.as_ref().unwrap_or(&self.scenario.expect)
+    }
+
+    /// Does this outcome meet the regression? A witness must show its pinned expectation; a
+    /// saved failure must be an outcome its scenario's expectation allows of one seed.
+    pub fn meets(&self, outcome: &Outcome) -> bool {
+        match &self.expect {
+            Some(pinned) => shows_expected(pinned, outcome),
+            None => allowed(&self.scenario.expect, outcome).1,
+        }
+    }
+
+    /// `expect fail x` for a witness, `the scenario's expect pass` for a saved failure.
+    pub fn expectation_label(&self) -> String {
+        match &self.expect {
+            Some(e) => format!("expect {e}"),
+            None => format!("its scenario's expect {}", self.scenario.expect),
+        }
+    }
+
+    /// Replay strictly and judge; a stale recording is run as its seed instead.
     pub fn replay(&self, runner: &mut Runner<'_>, tracing: bool) -> Replayed {
         let mut result = runner.run_profiled(
             &self.scenario,
@@ -208,9 +257,16 @@ impl Regression {
         );
         result.replay = Some(format!("wakesim replay {}", self.path.display()));
         if let Some(why) = result.stale.clone() {
-            return Replayed::Stale { result, why };
+            // The seed's whole run is not the shrunk one the pin was taken from: a witness is
+            // judged by its scenario's expectation (whose `also` allows what a longer run adds).
+            let result = runner.run_seed(&self.scenario, self.seed, tracing);
+            let met = match self.expect {
+                Some(_) => shows_expected(&self.scenario.expect, &result.outcome),
+                None => self.meets(&result.outcome),
+            };
+            return Replayed::Stale { result, why, met };
         }
-        let met = shows_expected(&self.expect, &result.outcome);
+        let met = self.meets(&result.outcome);
         Replayed::Run { result, met }
     }
 
@@ -218,7 +274,7 @@ impl Regression {
     pub fn render(
         scenario_rel: &str,
         seed: u64,
-        expect: &Expect,
+        expect: Option<&Expect>,
         choices: &[Choice],
         comment: &str,
         explored: Option<u64>,
@@ -242,7 +298,11 @@ impl Regression {
                 toml_str(&format!("{}/{} {}", c.value, c.bound, c.label))
             );
         }
-        s += "]\n\n[expect]\n";
+        s += "]\n";
+        let Some(expect) = expect else {
+            return s;
+        };
+        s += "\n[expect]\n";
         match expect {
             Expect::Pass => s += "verdict = \"pass\"\n",
             Expect::Panic => s += "verdict = \"panic\"\n",
@@ -264,20 +324,7 @@ fn toml_str(s: &str) -> String {
     toml::Value::String(s.to_string()).to_string()
 }
 
-/// `a/b/../c` → `a/c`, without touching the file system.
-pub fn normalize(p: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in p.components() {
-        match c {
-            Component::ParentDir if out.file_name().is_some() && !out.ends_with("..") => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
-}
+pub use crate::scenario::normalize;
 
 /// `to` relative to the directory `from`, with forward slashes. Both are made absolute first
 /// (against the current directory), so a relative and an absolute path mix correctly.
@@ -331,32 +378,31 @@ pub fn expectation_of(r: &RunResult, target: Option<Invariant>) -> Expect {
     }
 }
 
-/// `scenarios/pi/x.toml` → `scenarios/regressions`: the `regressions` directory beside the
-/// scenario's directory, where regressions are kept by default. Only inside the current
-/// directory (the project): for a scenario elsewhere (`/some/dir/x.toml` would give
-/// `/some/regressions`, one at the root `/regressions`) the caller must name a directory.
-pub fn default_dir(scenario: &Path) -> Result<PathBuf> {
-    let parent = scenario.parent().unwrap_or(Path::new("."));
-    let dir = parent.parent().unwrap_or(parent).join("regressions");
+/// The file a failure `run` saves for seed `seed` of `scenario`, in `dir`; `what` (the
+/// invariant it breaks, or `panic`, ...) is part of the name, so failures of one seed that break
+/// different invariants do not collide.
+pub fn failure_path(scenario: &Path, dir: &Path, what: &str, seed: u64) -> PathBuf {
+    let stem = scenario
+        .file_stem()
+        .map_or("scenario".into(), |s| s.to_string_lossy().into_owned());
+    dir.join(format!("{stem}-{what}-seed-{seed}.toml"))
+}
+
+/// Where `shrink`, `replay --record` and `explore --record` write by default: the scenario's
+/// `regressions` directory, which its runs read. Only inside the current directory (the
+/// project): for a scenario elsewhere the caller must name a directory.
+pub fn default_dir(scn: &Scenario) -> Result<PathBuf> {
+    let dir = scn.regressions.clone();
     let outside = || {
         Error::Usage(format!(
             "{} is outside the current directory, so its regressions have no default place \
              (it would be {}): name a directory with --out DIR",
-            scenario.display(),
+            scn.path.display(),
             dir.display()
         ))
     };
-    let base = dir
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let (Ok(base), Ok(cwd)) = (
-        base.canonicalize(),
-        std::env::current_dir().and_then(|d| d.canonicalize()),
-    ) else {
-        return Err(outside());
-    };
-    if base.starts_with(&cwd) {
+    let cwd = std::env::current_dir().map_err(|_| outside())?;
+    if within(&cwd, &dir) {
         Ok(dir)
     } else {
         Err(outside())
@@ -371,17 +417,35 @@ pub fn seed_path(scenario: &Path, dir: &Path, seed: u64) -> PathBuf {
     dir.join(format!("{stem}-seed-{seed}.toml"))
 }
 
-/// A run to keep as a regression of its scenario file, expecting what it shows now.
+/// A run to keep as a regression of its scenario file.
 pub struct Keep<'a> {
     pub scenario: &'a Path,
     pub seed: u64,
     pub run: &'a RunResult,
-    /// The invariant it must keep breaking (default: its first).
+    /// The invariant it must keep breaking (default: its first), for a pinned witness.
     pub target: Option<Invariant>,
+    /// Pin what it shows now as its `[expect]` (a witness); false: it follows the scenario.
+    pub pin: bool,
     /// The comment the file starts with.
     pub comment: String,
     /// Its choices were drawn by `explore` (delays from the boundary set) with this message cap.
     pub explored: Option<u64>,
+}
+
+/// What `run`'s saving of a failure did (`Keep::save`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Saved {
+    Wrote(PathBuf),
+    /// A file of that name exists; it is kept as it is.
+    Kept(PathBuf),
+}
+
+impl Saved {
+    pub fn path(&self) -> &Path {
+        match self {
+            Saved::Wrote(p) | Saved::Kept(p) => p,
+        }
+    }
 }
 
 /// Where [`Keep::write`] put a regression.
@@ -412,6 +476,20 @@ impl Kept {
 }
 
 impl Keep<'_> {
+    /// The file's text for `path`.
+    pub fn text(&self, path: &Path) -> String {
+        let expect = self.pin.then(|| expectation_of(self.run, self.target));
+        let rel = relative(path.parent().unwrap_or(Path::new(".")), self.scenario);
+        Regression::render(
+            &rel,
+            self.seed,
+            expect.as_ref(),
+            &self.run.choices,
+            &self.comment,
+            self.explored,
+        )
+    }
+
     /// Write the regression file at `path` (its directory made if need be), atomically and
     /// never over another file: an existing file at `path` is kept, and the new regression gets
     /// a distinct name carrying its expectation (`-<invariant>`, then `-2`, `-3`, ...).
@@ -423,15 +501,7 @@ impl Keep<'_> {
         let dir = path.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir).map_err(io(dir))?;
         let expect = expectation_of(self.run, self.target);
-        let rel = relative(dir, self.scenario);
-        let text = Regression::render(
-            &rel,
-            self.seed,
-            &expect,
-            &self.run.choices,
-            &self.comment,
-            self.explored,
-        );
+        let text = self.text(path);
         let mut kept_existing = None;
         for candidate in candidates(path, &expect) {
             if let Ok(old) = std::fs::read(&candidate) {
@@ -463,6 +533,20 @@ impl Keep<'_> {
             path.display()
         )))
     }
+
+    /// Save a failure `run` found at `path` unless a file is there (the name carries the
+    /// invariant: that failure is saved already), never outside the scenario's project.
+    pub fn save(&self, path: &Path) -> Result<Saved> {
+        let root = project_root(self.scenario);
+        if !within(&root, path) {
+            return Err(Error::Usage(format!(
+                "{} is outside the scenario's project ({}); wakesim writes only inside it",
+                path.display(),
+                root.display()
+            )));
+        }
+        save_new(path, &self.text(path))
+    }
 }
 
 /// The names a regression first meant for `path` may take: `path`, then with its expectation
@@ -479,4 +563,127 @@ fn candidates(path: &Path, expect: &Expect) -> impl Iterator<Item = PathBuf> {
     std::iter::once(path.to_path_buf())
         .chain(std::iter::once(at(format!("{stem}-{label}.toml"))))
         .chain((2..100).map(move |n| at(format!("{stem}-{label}-{n}.toml"))))
+}
+
+/// Write `text` to `path` atomically and never over an existing file (`io::write_new`: a
+/// temporary file beside it, synced, then linked to its name, which fails if the name is taken),
+/// its directory made if need be.
+pub fn save_new(path: &Path, text: &str) -> Result<Saved> {
+    let io = |p: &Path| {
+        let p = p.to_path_buf();
+        move |source| Error::Io { path: p, source }
+    };
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    match crate::io::write_new(path, text.as_bytes()) {
+        Ok(()) => Ok(Saved::Wrote(path.to_path_buf())),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            Ok(Saved::Kept(path.to_path_buf()))
+        }
+        Err(e) => Err(io(path)(e)),
+    }
+}
+
+/// The regressions saved for `scn`: the regression files in its `regressions` directory (not
+/// below it) that name it. A directory that does not exist holds none.
+pub fn of_scenario(scn: &Scenario, registry: &Registry) -> Result<Vec<Regression>> {
+    if !scn.regressions.is_dir() {
+        return Ok(Vec::new());
+    }
+    let me = absolute(&scn.path);
+    let mut out = Vec::new();
+    for f in discover(&scn.regressions)? {
+        if f.parent() != Some(scn.regressions.as_path()) {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&f) else {
+            continue;
+        };
+        if !is_regression(&text) || names_scenario(&f, &text) != Some(me.clone()) {
+            continue;
+        }
+        out.push(Regression::parse(&f, &text, registry)?);
+    }
+    Ok(out)
+}
+
+/// The scenario a regression file names, absolute, read without loading it.
+fn names_scenario(file: &Path, text: &str) -> Option<PathBuf> {
+    let table: toml::Table = toml::from_str(text).ok()?;
+    let rel = table.get("scenario")?.as_str()?;
+    Some(absolute(&file.parent().unwrap_or(Path::new(".")).join(rel)))
+}
+
+/// A failure `run` found, shrunk and (unless asked not to) saved.
+pub struct SavedFailure {
+    /// None when saving was not asked for (a scenario with no file: `testing`'s inline ones).
+    pub saved: Option<Saved>,
+    /// The run kept: shrunk, with its trace.
+    pub run: RunResult,
+    /// Choices before and after shrinking (equal when it could not be shrunk).
+    pub choices: (usize, usize),
+    pub what: String,
+}
+
+/// Save the failure of `seed`, an outcome `scn`'s expectation does not allow, as a regression
+/// that follows the scenario's expectation: shrunk while it breaks the first invariant the
+/// expectation does not allow (a panic or a step budget is kept as it is), in the scenario's
+/// `regressions` directory. None when the seed's outcome is allowed after all (a count of
+/// requests, which no single replay judges).
+pub fn save_failure(
+    runner: &mut Runner<'_>,
+    scn: &Scenario,
+    seed: u64,
+    save: bool,
+) -> Result<Option<SavedFailure>> {
+    let first = runner.run_seed(scn, seed, true);
+    if allowed(&scn.expect, &first.outcome).1 {
+        return Ok(None);
+    }
+    let target = first
+        .outcome
+        .violations()
+        .iter()
+        .map(|v| v.invariant)
+        .find(|i| !allowed_invariant(&scn.expect, *i));
+    let minimal = target.and_then(|i| shrink(runner, scn, seed, Some(i), SAVE_SHRINK_RUNS_MAX));
+    let run = minimal.map_or(first.clone(), |m| m.minimal);
+    let what = target.map_or(first.outcome.label(), |i| i.name().to_string());
+    let path = failure_path(&scn.path, &scn.regressions, &what, seed);
+    let comment = format!(
+        "wakesim regression: seed {seed} of {}, saved by `wakesim run`: it {}\n{} -> {} choices. It runs first whenever its scenario runs and must meet\nthe scenario's current expectation: it fails until the bug is fixed. `wakesim replay {}` prints it.",
+        scn.path.display(),
+        super::describe(&first.outcome),
+        first.choices.len(),
+        run.choices.len(),
+        path.display(),
+    );
+    let keep = Keep {
+        scenario: &scn.path,
+        seed,
+        run: &run,
+        target,
+        pin: false,
+        comment,
+        explored: None,
+    };
+    let saved = if save { Some(keep.save(&path)?) } else { None };
+    let kept = run.choices.len();
+    Ok(Some(SavedFailure {
+        run,
+        saved,
+        choices: (first.choices.len(), kept),
+        what,
+    }))
+}
+
+/// Is `r` a witness of what `scn` expects (a failure it expects, shown)? Such a run is kept
+/// with its expectation pinned; any other run is kept following the scenario's expectation.
+pub fn is_witness(scn: &Scenario, r: &RunResult) -> bool {
+    !matches!(scn.expect, Expect::Pass) && shows_expected(&scn.expect, &r.outcome)
+}
+
+/// May a run of a scenario expecting `expect` break `invariant`?
+fn allowed_invariant(expect: &Expect, invariant: Invariant) -> bool {
+    matches!(expect, Expect::Fail { invariant: i, also } if *i == invariant || also.contains(&invariant))
 }

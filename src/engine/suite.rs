@@ -1,11 +1,13 @@
-//! A suite: every scenario and regression file under some paths, loaded and validated.
+//! A suite: every scenario and regression file under some paths, loaded and validated, and the
+//! saved failures of every scenario in it (its `regressions` directory), so that they run first
+//! whenever their scenario runs, also when the scenario file alone is named.
 
 use std::path::PathBuf;
 
-use super::regression::{Regression, is_regression};
+use super::regression::{Regression, is_regression, of_scenario};
 use crate::error::{Error, Result};
 use crate::family::Registry;
-use crate::scenario::{Scenario, discover};
+use crate::scenario::{Scenario, absolute, discover};
 
 /// The scenario and regression files a run covers.
 pub struct Suite {
@@ -48,6 +50,26 @@ pub fn load(registry: &Registry, paths: &[PathBuf]) -> Result<Suite> {
             }
         }
     }
+    // Each scenario's saved failures, once each (a regression may be named or found under a
+    // directory too), in path order.
+    let mut seen: std::collections::BTreeSet<PathBuf> = suite
+        .regressions
+        .iter()
+        .map(|r| absolute(&r.path))
+        .collect();
+    for scn in &suite.scenarios {
+        match of_scenario(scn, registry) {
+            Ok(regs) => {
+                for r in regs {
+                    if seen.insert(absolute(&r.path)) {
+                        suite.regressions.push(r);
+                    }
+                }
+            }
+            Err(e) => errors.push(e),
+        }
+    }
+    suite.regressions.sort_by(|a, b| a.path.cmp(&b.path));
     match errors.len() {
         0 => Ok(suite),
         1 => Err(errors.remove(0)),

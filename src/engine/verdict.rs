@@ -296,6 +296,17 @@ pub(crate) fn allowed(expect: &Expect, outcome: &Outcome) -> (bool, bool) {
     }
 }
 
+/// The seed whose timeline illustrates a scenario (its snapshot): `snapshot_seed` when the file
+/// sets it, else the first seed of `rep` showing the expected failure of a failing scenario, else
+/// 0. The default needs the seed budget's report; a passing scenario's seed 0 needs nothing.
+pub fn snapshot_seed(scn: &crate::scenario::Scenario, rep: &ScenarioReport) -> u64 {
+    match (scn.snapshot_seed, &scn.expect) {
+        (Some(s), _) => s,
+        (None, Expect::Pass) => 0,
+        (None, _) => rep.first_expected.unwrap_or(0),
+    }
+}
+
 /// Does a single outcome show the scenario's expected failure (for snapshot seeds)?
 pub fn shows_expected(expect: &Expect, outcome: &Outcome) -> bool {
     match expect {

@@ -275,7 +275,7 @@ pub fn summary_line(sum: &Summary) -> String {
 /// The `"type":"regression"` line of `wakesim run`.
 pub fn regression_line(reg: &Regression, r: &Replayed) -> String {
     let (result, met, stale) = match r {
-        Replayed::Stale { result, why } => (result, false, Some(why.clone())),
+        Replayed::Stale { result, why, met } => (result, *met, Some(why.clone())),
         Replayed::Run { result, met } => (result, *met, None),
     };
     line(&RunLine::Regression(RegressionLine {
@@ -283,7 +283,7 @@ pub fn regression_line(reg: &Regression, r: &Replayed) -> String {
         file: reg.path.display().to_string(),
         scenario: reg.scenario.path.display().to_string(),
         seed: reg.seed,
-        expect: reg.expect.to_string(),
+        expect: reg.expectation().to_string(),
         outcome: result.outcome.label(),
         detail: describe(&result.outcome),
         events: result.events,

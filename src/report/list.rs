@@ -1,5 +1,6 @@
 //! What `wakesim list` prints: hosts, wake logics, invariants, faults and race windows, family
-//! by family; as text or as JSON Lines.
+//! by family, then the scenarios under the paths given (default `scenarios/`); as text or as JSON
+//! Lines.
 
 use std::fmt::Write;
 
@@ -8,6 +9,7 @@ use serde::Serialize;
 use super::json::FORMAT;
 use crate::check::Invariant;
 use crate::family::{FAMILIES, HostKind, Registry};
+use crate::scenario::Scenario;
 use crate::sim::record::Window;
 
 #[derive(Serialize)]
@@ -44,6 +46,64 @@ enum ListLine {
         name: &'static str,
         about: &'static str,
     },
+    Scenario {
+        format: &'static str,
+        file: String,
+        name: String,
+        host: &'static str,
+        wake: String,
+        expect: String,
+        seeds: u64,
+        /// Regression files (saved failures and witnesses) that run first with it.
+        regressions: usize,
+    },
+}
+
+/// A scenario as `list` shows it: the scenario and its regression files.
+pub struct Listed<'a> {
+    pub scenario: &'a Scenario,
+    pub regressions: usize,
+}
+
+/// The scenarios of `wakesim list [PATH..]`, as JSON Lines.
+pub fn scenarios_json(listed: &[Listed<'_>]) -> String {
+    let mut s = String::new();
+    for l in listed {
+        let line = ListLine::Scenario {
+            format: FORMAT,
+            file: l.scenario.path.display().to_string(),
+            name: l.scenario.name.clone(),
+            host: l.scenario.host.name(),
+            wake: l.scenario.wake.clone(),
+            expect: l.scenario.expect.to_string(),
+            seeds: l.scenario.seeds,
+            regressions: l.regressions,
+        };
+        s += &serde_json::to_string(&line).expect("a list line serializes");
+        s.push('\n');
+    }
+    s
+}
+
+/// The scenarios of `wakesim list [PATH..]`, one line each.
+pub fn scenarios_text(listed: &[Listed<'_>]) -> String {
+    let mut s = String::from(
+        "\nscenarios (file · name · host · wake · expectation · saved regressions):\n",
+    );
+    for l in listed {
+        let scn = l.scenario;
+        let _ = writeln!(
+            s,
+            "  {} · {} · {} · {} · expect {} · {} regression(s)",
+            scn.path.display(),
+            scn.name,
+            scn.host.name(),
+            scn.wake,
+            scn.expect,
+            l.regressions
+        );
+    }
+    s
 }
 
 /// Every host: the models, then the real hosts (`family@version`).

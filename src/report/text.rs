@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use super::{Line, Summary, lines, replay_line, reproduce, story as story_lines};
 use crate::check::Invariant;
-use crate::engine::regression::{Regression, Replayed};
+use crate::engine::regression::{Regression, Replayed, Saved, SavedFailure};
 use crate::engine::{Extras, Outcome, RunResult, ScenarioReport, describe};
 use crate::scenario::Scenario;
 
@@ -252,23 +252,59 @@ pub fn stopped_note(planned: &std::ops::Range<u64>, rep: &ScenarioReport, why: &
     )
 }
 
-/// One line per regression file of `wakesim run`.
+/// What `run` did with a failure it saved.
+pub fn saved_line(f: &SavedFailure) -> String {
+    let (from, to) = f.choices;
+    match &f.saved {
+        None => format!(
+            "  the {} failure, shrunk from {from} to {to} choices, is not saved",
+            f.what
+        ),
+        Some(Saved::Wrote(p)) => format!(
+            "  saved the {} failure, shrunk from {from} to {to} choices: {} (it runs first whenever its scenario runs)",
+            f.what,
+            p.display()
+        ),
+        Some(Saved::Kept(p)) => format!(
+            "  the {} failure is already saved: kept {} as it is",
+            f.what,
+            p.display()
+        ),
+    }
+}
+
+/// One line per regression file of `wakesim run` (two when it is not met: the reproduce line).
 pub fn regression_line(reg: &Regression, r: &Replayed) -> String {
     let head = format!(
-        "{} · regression of {} (seed {}) · expect {}",
+        "{} · regression of {} (seed {}) · {}",
         reg.path.display(),
         reg.scenario.path.display(),
         reg.seed,
-        reg.expect
+        reg.expectation_label()
     );
     match r {
-        Replayed::Stale { why, .. } => format!(
-            "✗ {head} · STALE: {why}\n  the model no longer consumes these choices the same way; re-shrink: wakesim shrink {} --seed {}",
-            reg.scenario.path.display(),
-            reg.seed
-        ),
+        Replayed::Stale { result, why, met } => {
+            let shown = if *met {
+                "met".to_string()
+            } else {
+                format!("it {}", describe(&result.outcome))
+            };
+            let mut s = format!(
+                "{} {head} · stale recording ({why}), ran as seed {} instead: {shown}",
+                if *met { "✓" } else { "✗" },
+                reg.seed
+            );
+            if !*met {
+                s += &format!(
+                    "\n  reproduce: wakesim replay {} --seed {}",
+                    reg.scenario.path.display(),
+                    reg.seed
+                );
+            }
+            s
+        }
         Replayed::Run { result, met: true } => {
-            format!("✓ {head} · shown · {} events", result.events)
+            format!("✓ {head} · met · {} events", result.events)
         }
         Replayed::Run { result, met: false } => format!(
             "✗ {head} · it {}\n  reproduce: wakesim replay {}",

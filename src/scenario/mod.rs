@@ -7,7 +7,8 @@
 //!                                  # (pi@0.99.1, pi@1.6.0) with wake = { extension = "..." }
 //! wake = "pi.is-idle"              # a registered wake logic
 //! seeds = 2000                     # seed budget: seeds 0..2000
-//! snapshot_seed = 31               # the seed whose timeline is snapshotted
+//! snapshot_seed = 31               # optional: the seed whose timeline is snapshotted
+//! regressions = "regressions"      # optional: where `run` saves failures (inside the project)
 //! duration_ms = 120000             # producers and faults act this long, then the host settles
 //!
 //! [producers]
@@ -50,7 +51,7 @@ mod raw;
 mod remote;
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use crate::adapter::AdapterSpec;
 use crate::check::{CheckParams, Invariant};
@@ -127,7 +128,12 @@ pub struct Scenario {
     pub host: HostKind,
     pub wake: String,
     pub seeds: u64,
-    pub snapshot_seed: u64,
+    /// The seed whose timeline is snapshotted; unset: the first seed showing the expected
+    /// failure of a failing scenario, 0 otherwise (`engine::snapshot_seed`).
+    pub snapshot_seed: Option<u64>,
+    /// The directory its saved failures live in (`regressions`, default `regressions/` beside
+    /// the file), always inside the scenario's project.
+    pub regressions: PathBuf,
     pub limits: Limits,
     /// The host family's configuration (producers, faults, timing).
     pub config: Config,
@@ -224,6 +230,46 @@ impl Wakes<'_> {
             )),
         }
     }
+}
+
+/// `a/b/../c` → `a/c`, without touching the file system.
+pub fn normalize(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::ParentDir if out.file_name().is_some() && !out.ends_with("..") => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// `p` made absolute against the current directory and normalised (no file system access
+/// beyond the current directory, so it works for files not written yet).
+pub fn absolute(p: &Path) -> PathBuf {
+    if p.is_absolute() {
+        normalize(p)
+    } else {
+        normalize(&std::env::current_dir().unwrap_or_default().join(p))
+    }
+}
+
+/// The project a scenario file belongs to: the nearest directory above it holding `Cargo.toml`
+/// or `.git`, else the file's own directory. Files wakesim writes for a scenario (its saved
+/// failures) stay inside it.
+pub fn project_root(scenario: &Path) -> PathBuf {
+    let dir = absolute(scenario.parent().unwrap_or(Path::new(".")));
+    (dir.ancestors())
+        .find(|d| d.join("Cargo.toml").exists() || d.join(".git").exists())
+        .map_or(dir.clone(), Path::to_path_buf)
+}
+
+/// Is `path` (once absolute and normalised) inside `root`?
+pub fn within(root: &Path, path: &Path) -> bool {
+    absolute(path).starts_with(absolute(root))
 }
 
 /// Every `*.toml` under `path` (a file or a directory), sorted, recursively. Each directory

@@ -1,12 +1,14 @@
 //! Reading a scenario file: the host first (it decides which family's sections the file may
 //! use), then the scenario's own keys, then the family's sections, every value checked.
 
+use std::path::{Path, PathBuf};
+
 use serde::Deserialize;
 use toml::Spanned;
 
 use super::adapter::WakeValue;
 use super::expect::RawExpect;
-use super::{MUST_REACH_SHARE_DEFAULT, Scenario, Scope, Wakes};
+use super::{MUST_REACH_SHARE_DEFAULT, Scenario, Scope, Wakes, normalize, project_root, within};
 use crate::adapter::AdapterSpec;
 use crate::check::CheckParams;
 use crate::error::{Error, Result};
@@ -132,7 +134,11 @@ struct RawScenario {
     host: Spanned<String>,
     wake: Spanned<WakeValue>,
     seeds: Spanned<u64>,
-    snapshot_seed: Spanned<u64>,
+    #[serde(default)]
+    snapshot_seed: Option<u64>,
+    /// Where failures found by `run` are saved (default: `regressions/` beside the file).
+    #[serde(default)]
+    regressions: Option<Spanned<String>>,
     #[serde(default)]
     duration_ms: Option<Spanned<u64>>,
     #[serde(default)]
@@ -210,7 +216,9 @@ impl RawScenario {
         let requests = e.requests.as_ref().map(|r| *r.get_ref());
         let must_reach = self.must_reach(cx, host)?;
         let explore = self.explore(cx)?;
+        let regressions = self.regressions(cx)?;
         Ok(Scenario {
+            regressions,
             adapter,
             remote,
             explore,
@@ -220,7 +228,7 @@ impl RawScenario {
             host,
             wake,
             seeds,
-            snapshot_seed: *self.snapshot_seed.get_ref(),
+            snapshot_seed: self.snapshot_seed,
             limits,
             config,
             check,
@@ -329,6 +337,27 @@ impl RawScenario {
                 })
             })
             .collect()
+    }
+
+    /// `regressions`: a directory relative to the scenario file, inside its project (see
+    /// `project_root`); by default `regressions/` beside the file.
+    fn regressions(&self, cx: Cx<'_>) -> Result<PathBuf> {
+        let dir = cx.path.parent().unwrap_or(Path::new("."));
+        let Some(key) = &self.regressions else {
+            return Ok(dir.join("regressions"));
+        };
+        let rel = Path::new(key.get_ref());
+        let inside = !rel.as_os_str().is_empty()
+            && rel.is_relative()
+            && within(&project_root(cx.path), &dir.join(rel));
+        if !inside {
+            let message = format!(
+                "`{}` is not inside the scenario's project (the nearest directory above the file holding Cargo.toml or .git): wakesim writes saved failures only inside it; a relative path that stays inside is expected",
+                key.get_ref()
+            );
+            return Err(cx.err(key.span(), message));
+        }
+        Ok(normalize(&dir.join(rel)))
     }
 
     /// `[explore]`: explore's default scope.

@@ -37,6 +37,8 @@ pub struct Divergence {
     pub index: usize,
     pub label: &'static str,
     pub bound: u64,
+    /// The site and bound the recording has at `index`: a replay diverges when either differs.
+    pub recorded_label: &'static str,
     pub recorded_bound: u64,
 }
 
@@ -347,6 +349,7 @@ impl Choices {
                         index: *pos - 1,
                         label,
                         bound,
+                        recorded_label: recorded.label,
                         recorded_bound: recorded.bound,
                     });
                 }

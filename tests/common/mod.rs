@@ -37,9 +37,12 @@ pub fn wakesim(args: &[&str]) -> std::process::Output {
         .expect("wakesim runs")
 }
 
-/// A fresh directory under the system's temp dir, per test process.
+/// A fresh directory under cargo's `target/tmp`, per test process: inside the project, where
+/// wakesim agrees to write regressions of the repository's scenarios.
 pub fn tempdir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("wakesim-test-{}-{name}", std::process::id()));
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("wakesim-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");
     dir
 }
