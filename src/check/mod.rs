@@ -12,6 +12,7 @@ mod exactly_once;
 mod fifo;
 mod flag_coherence;
 mod harness;
+mod invariant;
 mod isolation;
 mod latency;
 mod ledger;
@@ -20,8 +21,6 @@ mod no_loss;
 mod no_self_refusal;
 mod no_spin;
 mod single_starter;
-
-use std::fmt;
 
 pub use ledger::{Ledger, MsgLedger};
 
@@ -32,195 +31,7 @@ use crate::sim::record::{Actor, Ev, EvKind, Note, Record, Window};
 use crate::sim::sink::Sink;
 use crate::sim::time::Ms;
 
-/// The invariants wakesim checks (`wake-systems.md` §3.2 and §4).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Invariant {
-    NoLoss,
-    ExactlyOnce,
-    Fifo,
-    BoundedLatency,
-    SingleStarter,
-    FlagCoherence,
-    Harness,
-    NoSelfRefusal,
-    AliveWhileOwed,
-    NoSpin,
-    Isolation,
-    NoDeadlock,
-}
-
-impl Invariant {
-    pub const ALL: [Invariant; 12] = [
-        Invariant::NoLoss,
-        Invariant::ExactlyOnce,
-        Invariant::Fifo,
-        Invariant::BoundedLatency,
-        Invariant::SingleStarter,
-        Invariant::FlagCoherence,
-        Invariant::Harness,
-        Invariant::NoSelfRefusal,
-        Invariant::AliveWhileOwed,
-        Invariant::NoSpin,
-        Invariant::Isolation,
-        Invariant::NoDeadlock,
-    ];
-
-    /// The name used in scenario files, reports and `wakesim list`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Invariant::NoLoss => "no-loss",
-            Invariant::ExactlyOnce => "exactly-once",
-            Invariant::Fifo => "fifo",
-            Invariant::BoundedLatency => "bounded-latency",
-            Invariant::SingleStarter => "single-starter",
-            Invariant::FlagCoherence => "flag-coherence",
-            Invariant::Harness => "harness",
-            Invariant::NoSelfRefusal => "no-self-refusal",
-            Invariant::AliveWhileOwed => "alive-while-owed",
-            Invariant::NoSpin => "no-spin",
-            Invariant::Isolation => "isolation",
-            Invariant::NoDeadlock => "no-deadlock",
-        }
-    }
-
-    pub fn statement(self) -> &'static str {
-        match self {
-            Invariant::NoLoss => {
-                "every produced message not dropped by a documented guard reaches a model request"
-            }
-            Invariant::ExactlyOnce => "no message enters the conversation twice",
-            Invariant::Fifo => "messages of one source enter the conversation in production order",
-            Invariant::BoundedLatency => {
-                "a pending message waits at most latency_ms_max while the host is idle, and rides \
-                 one of the next latency_requests_max model requests"
-            }
-            Invariant::SingleStarter => {
-                "never two starters at Agent.prompt: no run is rejected as 'already processing'"
-            }
-            Invariant::FlagCoherence => {
-                "the run flag is true while an agent run is active; agent_settled never fires during one"
-            }
-            Invariant::Harness => "every model request carries what before_agent_start added",
-            Invariant::NoSelfRefusal => {
-                "a wake is never refused as busy because of a wake issued earlier in the same drain"
-            }
-            Invariant::AliveWhileOwed => {
-                "a session does not end on its own while it owns a job whose result has not reached \
-                 the model, unless a timeout notice for that job was reported"
-            }
-            Invariant::NoSpin => {
-                "the same unchanged outside input interrupts an idle wait at most once"
-            }
-            Invariant::Isolation => {
-                "another conversation's output never enters this one, and its jobs never hold this \
-                 session's wait open"
-            }
-            Invariant::NoDeadlock => {
-                "the host never reaches a point where no thread can run again while one is \
-                 unfinished (all blocked, or one waiting for a lock whose holder died)"
-            }
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<Invariant> {
-        Invariant::ALL.into_iter().find(|i| i.name() == name)
-    }
-
-    /// A liveness invariant breaks at the end of a run (or when a bound is crossed), not at an
-    /// instant: a story of its violation is the whole run, and shrinking measures all of it.
-    pub fn is_liveness(self) -> bool {
-        match self {
-            Invariant::NoLoss | Invariant::BoundedLatency => true,
-            Invariant::ExactlyOnce
-            | Invariant::Fifo
-            | Invariant::SingleStarter
-            | Invariant::FlagCoherence
-            | Invariant::Harness
-            | Invariant::NoSelfRefusal
-            | Invariant::AliveWhileOwed
-            | Invariant::NoSpin
-            | Invariant::Isolation
-            | Invariant::NoDeadlock => false,
-        }
-    }
-
-    const fn bit(self) -> u32 {
-        1 << (self as u32)
-    }
-}
-
-impl fmt::Display for Invariant {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// A broken invariant: which, when, about which message, and what happened.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Violation {
-    pub invariant: Invariant,
-    pub t: Ms,
-    pub msg: Option<MsgId>,
-    pub detail: String,
-}
-
-/// Bounds the checkers judge against; a scenario may override them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CheckParams {
-    pub latency_ms_max: u64,
-    pub latency_requests_max: u32,
-}
-
-impl Default for CheckParams {
-    fn default() -> Self {
-        CheckParams {
-            latency_ms_max: 40_000,
-            latency_requests_max: 8,
-        }
-    }
-}
-
-/// A set of invariants, as a bit mask.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct InvariantSet(u32);
-
-impl InvariantSet {
-    pub const fn of(list: &[Invariant]) -> InvariantSet {
-        let mut mask = 0;
-        let mut i = 0;
-        while i < list.len() {
-            mask |= list[i].bit();
-            i += 1;
-        }
-        InvariantSet(mask)
-    }
-
-    /// The delivery invariants every host is judged by (NO-LOSS, EXACTLY-ONCE, FIFO,
-    /// BOUNDED-LATENCY: the observations are host-agnostic), and `own`, a family's own.
-    pub const fn delivery_and(own: &[Invariant]) -> InvariantSet {
-        let delivery = InvariantSet::of(&[
-            Invariant::NoLoss,
-            Invariant::ExactlyOnce,
-            Invariant::Fifo,
-            Invariant::BoundedLatency,
-        ]);
-        InvariantSet(delivery.0 | InvariantSet::of(own).0)
-    }
-
-    pub fn contains(self, i: Invariant) -> bool {
-        self.0 & i.bit() != 0
-    }
-
-    /// This set without `i`.
-    pub const fn without(self, i: Invariant) -> InvariantSet {
-        InvariantSet(self.0 & !i.bit())
-    }
-    pub fn iter(self) -> impl Iterator<Item = Invariant> {
-        Invariant::ALL
-            .into_iter()
-            .filter(move |i| self.contains(*i))
-    }
-}
+pub use invariant::{CheckParams, Invariant, InvariantSet, Violation};
 
 /// What a checker may read besides the record: the messages and the ledger as it stood before
 /// the record was applied.

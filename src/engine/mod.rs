@@ -8,6 +8,7 @@ pub mod conform;
 pub mod determinism;
 pub mod explore;
 pub mod findability;
+mod keep;
 pub mod parallel;
 pub mod regression;
 pub mod runner;

@@ -305,48 +305,7 @@ impl<N> Ev<N> {
 impl<N: Note> Ev<N> {
     /// The same record with its note type-erased.
     pub fn erase(self) -> Ev {
-        match self {
-            Ev::Produced { msg } => Ev::Produced { msg },
-            Ev::Appended { msg } => Ev::Appended { msg },
-            Ev::Request { req, harness } => Ev::Request { req, harness },
-            Ev::Dropped { msg, reason } => Ev::Dropped { msg, reason },
-            Ev::Idle { idle } => Ev::Idle { idle },
-            Ev::Starter { who, accepted } => Ev::Starter { who, accepted },
-            Ev::RunFlag { on } => Ev::RunFlag { on },
-            Ev::AgentRun { on } => Ev::AgentRun { on },
-            Ev::Settled => Ev::Settled,
-            Ev::Mark(w) => Ev::Mark(w),
-            Ev::Note(n) => Ev::Note(Narration::new(n)),
-            Ev::Pass { pass, on } => Ev::Pass { pass, on },
-            Ev::Wake {
-                pass,
-                wake,
-                msgs,
-                refused,
-            } => Ev::Wake {
-                pass,
-                wake,
-                msgs,
-                refused,
-            },
-            Ev::Work {
-                work,
-                shown,
-                conv,
-                op,
-            } => Ev::Work {
-                work,
-                shown,
-                conv,
-                op,
-            },
-            Ev::WorkNoticed { work } => Ev::WorkNoticed { work },
-            Ev::Waiting { own, foreign } => Ev::Waiting { own, foreign },
-            Ev::InputInterrupt { input } => Ev::InputInterrupt { input },
-            Ev::SessionEnd { cause } => Ev::SessionEnd { cause },
-            Ev::OwnerClaimed { msg } => Ev::OwnerClaimed { msg },
-            Ev::Deadlock { threads } => Ev::Deadlock { threads },
-        }
+        self.map_note(Narration::new)
     }
 }
 
