@@ -22,10 +22,11 @@ pub enum Invariant {
     NoSpin,
     Isolation,
     NoDeadlock,
+    NoWastedWake,
 }
 
 impl Invariant {
-    pub const ALL: [Invariant; 12] = [
+    pub const ALL: [Invariant; 13] = [
         Invariant::NoLoss,
         Invariant::ExactlyOnce,
         Invariant::Fifo,
@@ -38,6 +39,7 @@ impl Invariant {
         Invariant::NoSpin,
         Invariant::Isolation,
         Invariant::NoDeadlock,
+        Invariant::NoWastedWake,
     ];
 
     /// The name used in scenario files, reports and `wakesim list`.
@@ -55,6 +57,7 @@ impl Invariant {
             Invariant::NoSpin => "no-spin",
             Invariant::Isolation => "isolation",
             Invariant::NoDeadlock => "no-deadlock",
+            Invariant::NoWastedWake => "no-wasted-wake",
         }
     }
 
@@ -94,6 +97,10 @@ impl Invariant {
                 "the host never reaches a point where no thread can run again while one is \
                  unfinished (all blocked, or one waiting for a lock whose holder died)"
             }
+            Invariant::NoWastedWake => {
+                "a run a wake prompt starts delivers a message with its first model request: no \
+                 model call for nothing"
+            }
         }
     }
 
@@ -115,7 +122,8 @@ impl Invariant {
             | Invariant::AliveWhileOwed
             | Invariant::NoSpin
             | Invariant::Isolation
-            | Invariant::NoDeadlock => false,
+            | Invariant::NoDeadlock
+            | Invariant::NoWastedWake => false,
         }
     }
 

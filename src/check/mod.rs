@@ -20,7 +20,10 @@ mod no_deadlock;
 mod no_loss;
 mod no_self_refusal;
 mod no_spin;
+mod no_wasted_wake;
 mod single_starter;
+#[cfg(test)]
+mod testkit;
 
 pub use ledger::{Ledger, MsgLedger};
 
@@ -80,6 +83,7 @@ struct Checkers {
     no_spin: no_spin::NoSpin,
     isolation: isolation::Isolation,
     no_deadlock: no_deadlock::NoDeadlock,
+    no_wasted_wake: no_wasted_wake::NoWastedWake,
 }
 
 /// Run `$call` on every checker of monitor `$m` whose invariant is in `$set` (the live checkers
@@ -112,6 +116,7 @@ macro_rules! each_checker {
         each_checker!(@one set, cs.no_spin, $c, $call);
         each_checker!(@one set, cs.isolation, $c, $call);
         each_checker!(@one set, cs.no_deadlock, $c, $call);
+        each_checker!(@one set, cs.no_wasted_wake, $c, $call);
     }};
     (@one $set:ident, $field:expr, $c:ident, $call:expr) => {{
         let $c = &mut $field;
@@ -156,6 +161,7 @@ impl Checkers {
         route(&self.no_spin, set, &mut routes);
         route(&self.isolation, set, &mut routes);
         route(&self.no_deadlock, set, &mut routes);
+        route(&self.no_wasted_wake, set, &mut routes);
         routes
     }
 
@@ -172,6 +178,7 @@ impl Checkers {
         self.no_spin.reset();
         self.isolation.reset();
         self.no_deadlock.reset();
+        self.no_wasted_wake.reset();
     }
 }
 

@@ -143,7 +143,8 @@ impl Texts<'_> {
             | Ev::Work { .. }
             | Ev::WorkNoticed { .. }
             | Ev::Waiting { .. }
-            | Ev::OwnerClaimed { .. } => return (None, 1),
+            | Ev::OwnerClaimed { .. }
+            | Ev::PromptSent { .. } => return (None, 1),
         };
         (Some(text), 1)
     }

@@ -239,6 +239,10 @@ pub enum Ev<N = Narration> {
     /// blocked with nothing timed to wake it, or waits for a lock whose holder died. A real host
     /// under a thread scheduler reports it as its run's end; the run cannot go on.
     Deadlock { threads: u32 },
+    /// A prompt was sent into the host: by the wake logic (`from_wake`, pi's
+    /// `sendUserMessage`) or by the user. `Starter::Prompt(prompt)` names it when it reaches
+    /// `Agent.prompt`. NO-WASTED-WAKE reads it.
+    PromptSent { prompt: u32, from_wake: bool },
 }
 
 /// The kind of an observation, without its fields: what a checker declares it reads
@@ -266,6 +270,7 @@ pub enum EvKind {
     SessionEnd,
     OwnerClaimed,
     Deadlock,
+    PromptSent,
 }
 
 impl<N> Ev<N> {
@@ -298,6 +303,7 @@ impl<N> Ev<N> {
             Ev::SessionEnd { .. } => EvKind::SessionEnd,
             Ev::OwnerClaimed { .. } => EvKind::OwnerClaimed,
             Ev::Deadlock { .. } => EvKind::Deadlock,
+            Ev::PromptSent { .. } => EvKind::PromptSent,
         }
     }
 }
@@ -355,6 +361,7 @@ impl<N> Ev<N> {
             Ev::SessionEnd { cause } => Ev::SessionEnd { cause },
             Ev::OwnerClaimed { msg } => Ev::OwnerClaimed { msg },
             Ev::Deadlock { threads } => Ev::Deadlock { threads },
+            Ev::PromptSent { prompt, from_wake } => Ev::PromptSent { prompt, from_wake },
         }
     }
 }
@@ -622,6 +629,11 @@ impl<N: Note> Encode for Ev<N> {
             Ev::Deadlock { threads } => {
                 h.tag(21);
                 h.u32(*threads);
+            }
+            Ev::PromptSent { prompt, from_wake } => {
+                h.tag(22);
+                h.u32(*prompt);
+                h.bool(*from_wake);
             }
         }
     }

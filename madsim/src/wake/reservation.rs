@@ -126,10 +126,11 @@ impl Coordinator {
     fn observe(&mut self, ev: Event) {
         match ev {
             Event::SessionStart(ctx) => {
-                // The host dropped the old session's queues (documented loss, P-7).
+                // The host dropped the old session's queues and what it appended but never
+                // requested (documented loss, P-7); what is still pending here never reached
+                // it and goes into the new session (forgetting it would be a loss).
                 self.ctx = Some(ctx);
                 self.run_active = false;
-                self.pending.clear();
                 self.owed = false;
                 self.reserved_until = None;
                 self.recheck_at = None;

@@ -11,7 +11,7 @@ use super::{PiEv, PiKernel, vocab};
 use crate::family::common::Core;
 use crate::family::common::faults::FaultKind;
 use crate::sim::choice::Ratio;
-use crate::sim::msg::Payload;
+use crate::sim::msg::{MsgId, Payload};
 use crate::sim::record::{Actor, Ev};
 use crate::sim::sink::Sink;
 
@@ -199,16 +199,13 @@ impl PiHost {
         }
         self.core.session += 1;
         self.core.replacing = true;
-        self.core.next_turn.clear();
-        self.core.pending_custom.clear();
-        self.core.steering.clear();
-        self.core.follow_up.clear();
         let session = self.core.session;
         self.core.note(
             k,
             Actor::Fault,
             Note::Fault(FaultNote::Replaced { session }),
         );
+        self.drop_old_session(k);
         let d = self.core.step_delay(k);
         k.schedule(d, PiEv::SessionStart);
     }
@@ -267,15 +264,38 @@ impl PiHost {
         }
     }
 
-    /// The replacement session starts: what the old one still owed is dropped, as documented.
-    pub(super) fn session_start(&mut self, k: &mut PiKernel) {
-        self.core.replacing = false;
-        // What the old session still owed is the documented loss of replacement (P-7).
-        let owed = k.sink.owed().to_vec();
-        for msg in owed {
+    /// The documented loss of replacement (P-7), at the replacement instant: exactly what the
+    /// host itself discards with the old session, its four queues (`_pendingNextTurnMessages`,
+    /// `_pendingCustomMessages`, steering, follow-up) and what was appended to the old session
+    /// but is in no model request yet, each dropped once, in id order. What the wake logic holds
+    /// in its own memory, or sends while the old ctx is stale, stays owed: delivered in the new
+    /// session it is no loss, forgotten it is one (NO-LOSS).
+    fn drop_old_session(&mut self, k: &mut PiKernel) {
+        let c = &mut self.core;
+        let mut ids: Vec<MsgId> = Vec::new();
+        let queued = c.next_turn.drain(..).chain(c.pending_custom.drain(..));
+        let queued = queued.chain(c.steering.drain(..)).chain(c.follow_up.drain(..));
+        for p in queued {
+            ids.extend_from_slice(p.ids());
+        }
+        ids.extend_from_slice(k.sink.ledger().unrequested());
+        ids.sort_unstable();
+        ids.dedup();
+        for msg in ids {
+            // Only a message still owed can be dropped: one a request already carried, or that
+            // sat in two of the queues, is not dropped again.
+            if !k.sink.owed().contains(&msg) {
+                continue;
+            }
             let reason = vocab::SESSION_REPLACED;
             self.core.emit(k, Actor::Host, Ev::Dropped { msg, reason });
         }
+    }
+
+    /// The replacement session starts. The old session's losses were dropped at the replacement
+    /// instant (`drop_old_session`); nothing else is excused here.
+    pub(super) fn session_start(&mut self, k: &mut PiKernel) {
+        self.core.replacing = false;
         let session = self.core.session;
         self.core
             .note(k, Actor::Host, Note::SessionStart { session });

@@ -11,7 +11,8 @@
 //   as long as our own wake prompt would (30 s, until its before_agent_start), and so does a
 //   steer typed within 2 s of the end of a run (it may go on as a prompt); our own wake prompt is
 //   withdrawn at input while a user prompt is on its way; a window that expires while the host
-//   compacts (a prompt's step 9) stays open; a new orchestrator message queues behind held ones.
+//   compacts (a prompt's step 9) stays open; a new orchestrator message queues behind held ones;
+//   what is held at session_start goes into the new session instead of being forgotten.
 //
 // Routing: "idle" when ctx.isIdle() (store the content with triggerTurn false and owe one wake),
 // "run" while a run is active (steer/followUp with triggerTurn), "hold" when busy without a run
@@ -246,21 +247,27 @@ export function createGentleAgents(pi: ExtensionAPI, options: GentleOptions = {}
   }
 
   pi.on("session_start", (_event, ctx: ExtensionContext) => {
-    completions = [];
-    messages = [];
+    if (!fixed) {
+      // Upstream forgets what it still holds: it never reached pi, so it is lost.
+      completions = [];
+      messages = [];
+      heldOrchestrator = [];
+      completionsMaybePending = false;
+    }
     parentCtx = ctx;
     parentRunActive = false;
+    // A wake owed for the old session was for content pi dropped with it.
     wakeOwed = false;
     wakeInFlight = false;
     forgetUserPrompt();
-    heldOrchestrator = [];
-    completionsMaybePending = false;
     endPromptStart();
     stopHoldRecheck();
     if (boundaryFlush !== undefined) {
       clearTimeout(boundaryFlush);
       boundaryFlush = undefined;
     }
+    // wakesim's fix 7: what is held goes into the new session.
+    if (fixed) flushAll();
   });
 
   pi.on("before_agent_start", () => {

@@ -59,6 +59,12 @@
 //!    host is busy without a run, with our wake or a user prompt pending, stays open (re-checked
 //!    every second), and session_compact reopens it for that prompt too (fix 2 for our own).
 //!
+//! 7. At session_start G4 clears its own queues: content that arrived while the old ctx was stale
+//!    (or was held over a compaction or /tree) never reached pi, so no documented drop covers it
+//!    (pi discards only its own queues and what the old session appended but never requested);
+//!    it is lost (scenario `g4-session-replacement-drops-documented`). Fix: keep what is held and
+//!    flush it into the new session (scenario `g4-fixed-session-replacement-delivers`).
+//!
 //! Modelled on the claude-bridge path (the wake is `sendUserMessage(text, steer)`), the one whose
 //! requests must carry the harness. Sends in the model never throw synchronously, so the
 //! delivery-retry timer of the real file (armed only on a synchronous throw) is not needed.
@@ -391,18 +397,28 @@ impl PiWake for Gentle {
     }
 
     fn on_session_start(&mut self, pi: &mut Pi<'_>, ctx: Ctx) {
-        self.completions.clear();
-        self.messages.clear();
+        if !self.fixed {
+            // G4 forgets what it still holds: pi's own queues went with the old session, but
+            // these never reached pi at all (a loss: g4-session-replacement-drops-documented).
+            self.completions.clear();
+            self.messages.clear();
+            self.held_orchestrator.clear();
+            self.completions_maybe_pending = false;
+        }
         self.parent_ctx = Some(ctx);
         self.parent_run_active = false;
+        // A wake owed for the old session was for content pi dropped with it.
         self.wake_owed = false;
         self.wake_in_flight = false;
         self.forget_user_prompt();
-        self.held_orchestrator.clear();
-        self.completions_maybe_pending = false;
         self.end_prompt_start(pi);
         Self::clear_timer(pi, &mut self.hold_recheck);
         Self::clear_timer(pi, &mut self.boundary_flush);
+        if self.fixed {
+            // Fix 7: what it holds (sent while the ctx was stale, or held over a compaction or
+            // /tree) goes into the new session.
+            self.flush_all(pi);
+        }
     }
 
     fn on_before_agent_start(&mut self, pi: &mut Pi<'_>, _ctx: Ctx) {
