@@ -71,9 +71,11 @@ fn registry() -> Registry {
         .with_pi("test.forgets", "forgets what it holds at /new", move || {
             Box::new(holds(false))
         })
-        .with_pi("test.carries", "carries what it holds into the new session", move || {
-            Box::new(holds(true))
-        })
+        .with_pi(
+            "test.carries",
+            "carries what it holds into the new session",
+            move || Box::new(holds(true)),
+        )
         .with_pi("test.strands", "strands messages in nextTurn", || {
             Box::new(Strands)
         })
@@ -175,7 +177,10 @@ fn a_strand_in_next_turn_longer_than_the_bound_before_new_breaks_latency() {
             .unwrap_or_else(|| panic!("seed {seed}: nextTurn not dropped at /new"))
             .t;
         let broke = broken(&r);
-        assert!(!broke.contains(&Invariant::NoLoss), "seed {seed}: {broke:?}");
+        assert!(
+            !broke.contains(&Invariant::NoLoss),
+            "seed {seed}: {broke:?}"
+        );
         let stranded_too_long = dropped_at.0 > bound;
         assert_eq!(
             broke.contains(&Invariant::BoundedLatency),

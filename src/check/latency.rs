@@ -71,7 +71,14 @@ impl Latency {
 
     /// Message `id` leaves the owed list at `t` by a documented drop: judge the idle time it
     /// waited up to the drop.
-    fn judge_drop(&mut self, t: Ms, id: MsgId, why: &str, view: &View<'_>, out: &mut Vec<Violation>) {
+    fn judge_drop(
+        &mut self,
+        t: Ms,
+        id: MsgId,
+        why: &str,
+        view: &View<'_>,
+        out: &mut Vec<Violation>,
+    ) {
         let owed = view.ledger.get(id);
         if owed.delivered_at.is_some() || owed.dropped.is_some() {
             return;
@@ -85,9 +92,7 @@ impl Latency {
         // Crossed in the idle stretch still open (else when the stretch it crossed in closed,
         // which only a message behind an earlier owed one can leave unreported).
         let crossing = match self.idle_since {
-            Some(since) if waited - max <= t.saturating_sub(since).0 => {
-                Ms(t.0 - (waited - max))
-            }
+            Some(since) if waited - max <= t.saturating_sub(since).0 => Ms(t.0 - (waited - max)),
             _ => t,
         };
         let info = &view.messages[id.0 as usize];
@@ -225,7 +230,13 @@ mod tests {
         vec![
             (0, Ev::Idle { idle: true }),
             (0, Ev::Produced { msg: m1 }),
-            (drop_at, Ev::Dropped { msg: m1, reason: REPLACED }),
+            (
+                drop_at,
+                Ev::Dropped {
+                    msg: m1,
+                    reason: REPLACED,
+                },
+            ),
             (drop_at, Ev::Idle { idle: false }),
             (drop_at + 10, Ev::Idle { idle: true }),
         ]
@@ -240,18 +251,36 @@ mod tests {
 
     #[test]
     fn a_message_stranded_past_the_bound_fails_although_a_drop_excuses_its_loss() {
-        let out = feed(&mut Latency::default(), params(1_000), &stranded_then_dropped(1_500), 9_000);
+        let out = feed(
+            &mut Latency::default(),
+            params(1_000),
+            &stranded_then_dropped(1_500),
+            9_000,
+        );
         assert_eq!(out.len(), 1, "{out:?}");
         assert_eq!(out[0].invariant, Invariant::BoundedLatency);
         assert_eq!(out[0].t, Ms(1_000), "dated when the bound was crossed");
         assert_eq!(out[0].msg, Some(MsgId(0)));
-        assert!(out[0].detail.contains("waited 1500 ms"), "{}", out[0].detail);
-        assert!(out[0].detail.contains("session replaced"), "{}", out[0].detail);
+        assert!(
+            out[0].detail.contains("waited 1500 ms"),
+            "{}",
+            out[0].detail
+        );
+        assert!(
+            out[0].detail.contains("session replaced"),
+            "{}",
+            out[0].detail
+        );
     }
 
     #[test]
     fn a_message_dropped_within_the_bound_is_excused() {
-        let out = feed(&mut Latency::default(), params(1_000), &stranded_then_dropped(900), 9_000);
+        let out = feed(
+            &mut Latency::default(),
+            params(1_000),
+            &stranded_then_dropped(900),
+            9_000,
+        );
         assert!(out.is_empty(), "{out:?}");
     }
 
@@ -264,7 +293,13 @@ mod tests {
             (0, Ev::Produced { msg: m1 }),
             (600, Ev::Idle { idle: false }),
             (5_600, Ev::Idle { idle: true }),
-            (6_200, Ev::Dropped { msg: m1, reason: REPLACED }),
+            (
+                6_200,
+                Ev::Dropped {
+                    msg: m1,
+                    reason: REPLACED,
+                },
+            ),
         ];
         let out = feed(&mut Latency::default(), params(1_000), &events, 9_000);
         assert_eq!(out.len(), 1, "{out:?}");
@@ -272,7 +307,16 @@ mod tests {
         // A message delivered before the drop record is not judged by it.
         let mut delivered = events.clone();
         delivered.insert(3, (5_000, Ev::Appended { msg: m1 }));
-        delivered.insert(4, (5_000, Ev::Request { req: 1, harness: false }));
+        delivered.insert(
+            4,
+            (
+                5_000,
+                Ev::Request {
+                    req: 1,
+                    harness: false,
+                },
+            ),
+        );
         let out = feed(&mut Latency::default(), params(1_000), &delivered, 9_000);
         assert!(out.is_empty(), "{out:?}");
     }

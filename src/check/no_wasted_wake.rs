@@ -122,15 +122,27 @@ mod tests {
         assert_eq!(out.len(), 1, "{out:?}");
         assert_eq!(out[0].invariant, Invariant::NoWastedWake);
         assert_eq!(out[0].t, Ms(41));
-        assert!(out[0].detail.contains("wake prompt P1"), "{}", out[0].detail);
-        assert!(out[0].detail.contains("the 1 message(s) owed"), "{}", out[0].detail);
+        assert!(
+            out[0].detail.contains("wake prompt P1"),
+            "{}",
+            out[0].detail
+        );
+        assert!(
+            out[0].detail.contains("the 1 message(s) owed"),
+            "{}",
+            out[0].detail
+        );
     }
 
     #[test]
     fn a_wake_with_nothing_owed_is_wasted() {
         let out = judge(&[(0, sent(1, true)), (3, started(1)), (4, request(1))]);
         assert_eq!(out.len(), 1, "{out:?}");
-        assert!(out[0].detail.contains("nothing was owed"), "{}", out[0].detail);
+        assert!(
+            out[0].detail.contains("nothing was owed"),
+            "{}",
+            out[0].detail
+        );
     }
 
     #[test]

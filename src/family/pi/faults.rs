@@ -274,7 +274,9 @@ impl PiHost {
         let c = &mut self.core;
         let mut ids: Vec<MsgId> = Vec::new();
         let queued = c.next_turn.drain(..).chain(c.pending_custom.drain(..));
-        let queued = queued.chain(c.steering.drain(..)).chain(c.follow_up.drain(..));
+        let queued = queued
+            .chain(c.steering.drain(..))
+            .chain(c.follow_up.drain(..));
         for p in queued {
             ids.extend_from_slice(p.ids());
         }
