@@ -260,6 +260,7 @@ pub fn story(
                 | Ev::AgentRun { .. }
                 | Ev::Starter { .. }
                 | Ev::Settled
+                | Ev::PromptSent { .. }
         )
     });
     let mut records = shown.peekable();

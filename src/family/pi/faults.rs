@@ -228,6 +228,11 @@ impl PiHost {
         let id = self.core.new_prompt(true, Payload::None, behavior);
         self.core
             .note(k, Actor::User, Note::UserPrompt { prompt: id, steer });
+        let sent = Ev::PromptSent {
+            prompt: id,
+            from_wake: false,
+        };
+        self.core.emit(k, Actor::User, sent);
         self.core.prompt_begin(k, id);
     }
 

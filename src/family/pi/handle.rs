@@ -7,7 +7,7 @@ use super::note::{HostError, Note, TimerOp};
 use super::{PiEv, PiKernel, vocab};
 use crate::family::common::Core;
 use crate::sim::msg::Payload;
-use crate::sim::record::Actor;
+use crate::sim::record::{Actor, Ev};
 use crate::sim::time::Ms;
 
 /// The `pi` handle a wake logic calls. Every call acts on the host at once; sends are
@@ -47,6 +47,11 @@ impl Pi<'_> {
                 deliver_as,
             },
         );
+        let sent = Ev::PromptSent {
+            prompt: id,
+            from_wake: true,
+        };
+        self.core.emit(self.k, Actor::Wake, sent);
         if deliver_as == Some(DeliverAs::NextTurn) {
             self.core.note(
                 self.k,

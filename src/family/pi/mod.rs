@@ -110,6 +110,7 @@ impl Family for PiFamily {
         Invariant::SingleStarter,
         Invariant::FlagCoherence,
         Invariant::Harness,
+        Invariant::NoWastedWake,
     ]);
     const WINDOWS: &'static [Window] = vocab::WINDOWS;
     const STATES: &'static [&'static str] = note::STATES;
