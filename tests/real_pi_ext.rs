@@ -101,9 +101,16 @@ fn a_killed_jobs_notification_never_reaches_the_model_on_0_99_1() {
         notes.contains("sendMessage(m2, {deliverAs: nextTurn, triggerTurn: false})"),
         "{notes}"
     );
-    assert!(notes.contains("direct run R2"), "a second run follows: {notes}");
+    assert!(
+        notes.contains("direct run R2"),
+        "a second run follows: {notes}"
+    );
     assert_eq!(produced(&r), 3);
-    assert_eq!(appended(&r), vec![0, 2], "m1 and m3 reach the model, m2 never");
+    assert_eq!(
+        appended(&r),
+        vec![0, 2],
+        "m1 and m3 reach the model, m2 never"
+    );
     assert!(broke(&r, "no-loss") && broke(&r, "bounded-latency"));
 }
 
@@ -122,9 +129,10 @@ fn a_killed_jobs_notification_follows_the_next_runs_own_message_on_1_6_0() {
 fn an_inbox_message_starts_a_run_without_the_harness_on_0_99_1() {
     let r = run(COLLAB, 0);
     let notes = texts(&r);
+    // Seed 0: an urgent message (steer) on the idle host, 40 ms of the extension's debounce.
     assert!(notes.contains("writes m1 to"), "{notes}");
     assert!(
-        notes.contains("sendMessage(m1, {deliverAs: followUp, triggerTurn: true})"),
+        notes.contains("sendMessage(m1, {deliverAs: steer, triggerTurn: true})"),
         "{notes}"
     );
     assert!(broke(&r, "harness"));
@@ -158,7 +166,10 @@ fn the_gentle_shell_command_is_not_run_without_its_checkout_and_runs_with_one() 
         .expect("wakesim runs");
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{text}");
-    assert!(text.contains("gentle-agents.ts · 20 seeds · expect fail harness"), "{text}");
+    assert!(
+        text.contains("gentle-agents.ts · 20 seeds · expect fail harness"),
+        "{text}"
+    );
 }
 
 #[test]
