@@ -59,6 +59,11 @@ pub(super) struct RunTask {
     /// The last model reply was a retryable error (the `retries` fault): the agent loop ends
     /// the inner run at once (turn_end, agent_end, no queue polled) and pi retries it.
     pub failed: bool,
+    /// The next `agent.continue()` continues from the assistant's reply (queued messages
+    /// asked for it), so it takes a follow-up when no steer is queued; a retry or a
+    /// before-settle continuation continues from the context (`runAgentLoopContinue`), which
+    /// polls only steering first and follow-ups at its stop branch.
+    pub follow_up_first: bool,
     /// 0.58 has no shared prompt options: a run carries the harness if a prompt started it.
     pub harness: bool,
     /// The starter was rejected: this run only settles.
@@ -342,6 +347,7 @@ impl PiCore {
             tools_left: 0,
             had_tools: false,
             failed: false,
+            follow_up_first: true,
             harness,
             rejected: false,
         };

@@ -60,7 +60,8 @@ impl PiHost {
         let inner = self.core.runs[i].inner;
         self.run_note(k, id, RunNote::AgentStart { inner });
         self.hook(k, Hook::AgentStart);
-        if !self.poll(k, id, Queue::Steering) && inner > 1 {
+        let follow_up_first = self.core.runs[i].follow_up_first;
+        if !self.poll(k, id, Queue::Steering) && inner > 1 && follow_up_first {
             self.poll(k, id, Queue::FollowUp);
         }
         self.core.runs[i].phase = RPhase::Request;
@@ -336,6 +337,9 @@ impl PiHost {
         } else {
             0
         };
+        // Which continue() follows: from the context (a retry drops the failed reply; a
+        // before-settle continuation adds an entry) or from the assistant's reply (the rest).
+        self.core.runs[i].follow_up_first = !retry;
         if retry {
             self.run_note(k, id, RunNote::Retry);
             on_timer(&mut self.core, k);
@@ -360,6 +364,7 @@ impl PiHost {
             let d = self.core.step_delay(k);
             continue_after(k, d, PiEv::Run(id));
         } else if generation == Gen::V099 && self.core.fires(k, PiFault::ExtraContinues) {
+            self.core.runs[i].follow_up_first = false;
             self.core.runs[i].phase = RPhase::Continue;
             let d = self.core.handler_delay(k);
             continue_after(k, d, PiEv::Run(id));
