@@ -399,11 +399,15 @@ function probe(pi) {
   pi.on("agent_end", handlers);
   pi.on("agent_settled", handlers);
   if (faultOn("extra_continues")) {
-    pi.on("agent_before_settle", async () => {
+    pi.on("agent_before_settle", async (event) => {
       if (!fires("extra_continues")) return undefined;
       note("the before-settle boundary asks for another continue() (fault)", "fault");
       await handlers();
-      return { continue: true };
+      // pi continues only with runnable context (its docs: chain an entry and return
+      // `continue: true`); a bare `continue: true` after an assistant reply is refused as
+      // "requested continuation without runnable model context", and the run settles.
+      const entry = { type: "custom_message", customType: "wakesim.continue", content: "continue", display: false };
+      return { entries: [...(event.entries || []), entry], continue: true };
     });
   }
   pi.registerTool({
@@ -648,9 +652,18 @@ async function runOnce() {
   slot.pi = undefined;
   if (wake.fresh_modules) loaderMod.clearExtensionCache();
   peer?.reset();
+  // pi's retry settings from the scenario's `retry_ms` (the model computes the same backoff:
+  // `min` is baseDelayMs, `max` maxAgentDelayMs, which 0.58 does not have). maxRetries is the
+  // fault's own bound, so pi never gives up on a retry the fault asked for.
+  const retries = scenario.faults.find((f) => f.name === "retries");
   const settingsManager = SettingsManager.inMemory({
     compaction: { enabled: false },
-    retry: { enabled: true, maxRetries: 3, baseDelayMs: scenario.timing.retry_ms.min },
+    retry: {
+      enabled: true,
+      maxRetries: Math.max(retries ? retries.max : 0, 1),
+      baseDelayMs: scenario.timing.retry_ms.min,
+      maxAgentDelayMs: scenario.timing.retry_ms.max,
+    },
   });
   const resourceLoader = new DefaultResourceLoader({
     cwd: workDir,
