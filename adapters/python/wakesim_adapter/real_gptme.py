@@ -159,8 +159,13 @@ def load():
     def start_step_thread(*args, **kwargs):
         # A fault at the thread boundary: starting a wake's step thread fails (`can't start
         # new thread`), as `threading.Thread.start` can (the model's DispatchFailure).
-        if RUN.dispatch_fails > 0 and kwargs.get("reserved") and sched._get_ident() in RUN.waking:
-            RUN.dispatch_fails -= 1
+        waking = kwargs.get("reserved") and sched._get_ident() in RUN.waking
+        if RUN.dispatch_fault is not None:
+            fails = waking and RUN.dispatch_fault()
+        else:
+            fails = waking and RUN.dispatch_fails > 0
+            RUN.dispatch_fails -= 1 if fails else 0
+        if fails:
             RUN.note("host", "starting the step thread fails (RuntimeError)")
             raise RuntimeError("can't start new thread (a wakesim fault)")
         return real_start(*args, **kwargs)
@@ -221,6 +226,16 @@ def load():
         return kept
 
     watch._record_event = record_event
+    real_deliver = watch._deliver
+
+    def deliver(w, text):
+        # The watch thread's delivery is a pass of its own, as the model's `fire` runs one
+        # (a driver that compares with the model asks for it: `Run.deliver_passes`).
+        if not RUN.deliver_passes:
+            return real_deliver(w, text)
+        return RUN.observe_pass(lambda: real_deliver(w, text), w.logdir.name)
+
+    watch._deliver = deliver
     G = g
     return g
 
@@ -355,7 +370,10 @@ def _stream(messages, model, tools, output_schema=None, max_tokens=None, tempera
 
 def _execute_tool(self, *args, **kwargs):
     RUN.note("host", f"tool {self.tool} executes")
-    sched.SCHED.sleep(RUN.draw_ms(RUN.tool_ms, "gptme.tool-ms") / 1000)
+    if RUN.free_tool_runs > 0:
+        RUN.free_tool_runs -= 1   # a confirmed call: the model runs it at once
+    else:
+        sched.SCHED.sleep(RUN.draw_ms(RUN.tool_ms, "tools") / 1000)
     from gptme.message import Message
     yield Message("system", "Ran command: `echo hello`\nhello", call_id=getattr(self, "call_id", None))
 
@@ -468,6 +486,17 @@ class Run:
         self.persist_failed = set()
         self.in_flight = {}       # thread ident -> the wake it is inside
         self.generating = 0
+        # What a driver mirroring the model's plan sets (plan_server.py): the reply kind drawn
+        # when the reply arrives, the persist and dispatch faults drawn at their opportunity,
+        # confirmed tool calls that execute at once, the watch delivery as a pass, and the
+        # producers' stream names and origins by the model's numbering.
+        self.reply_after = None
+        self.persist_fault = None
+        self.dispatch_fault = None
+        self.free_tool_runs = 0
+        self.deliver_passes = False
+        self.produce_names = None
+        self.origin_index = {}
 
     # ---- time and choices
 
@@ -535,7 +564,11 @@ class Run:
     def log_write(self, conversation):
         # The fault is the wake's persist (request_watch_wake writing the watch message), as the
         # model's PersistFailure is; other writes succeed.
-        if conversation in self.persist_fails and sched._get_ident() in self.waking:
+        if self.persist_fault is not None:
+            fails = sched._get_ident() in self.waking and self.persist_fault()
+        else:
+            fails = conversation in self.persist_fails and sched._get_ident() in self.waking
+        if fails:
             self.persist_fails.discard(conversation)
             self.persist_failed.add(sched._get_ident())
             self.note("host", f"log write of {conversation} fails (OSError)")
@@ -584,7 +617,7 @@ class Run:
         self.generating += 1   # the state a request's line shows is GENERATING
         self.obs("host", {"Request": {"req": req, "harness": True, "conv": cid, "carries": seen}})
         self.generating -= 1
-        ms = self.draw_ms(self.model_ms, "gptme.model-ms")
+        ms = self.draw_ms(self.model_ms, "model")
         if kind == "tool" and self.confirm_ms is not None:
             # The user confirms the tool call `confirm_ms` after the reply shows it.
             at(self.now_ms() + ms + self.confirm_ms, confirm_tools, cid, name="user-confirms")
@@ -593,6 +626,8 @@ class Run:
             SCHED.sleep(ms / 1000)
         finally:
             self.generating -= 1
+        if self.reply_after is not None:
+            kind = self.reply_after(cid)
         if reply_kind:
             return kind
         return TOOL_REPLY if kind == "tool" else TEXT_REPLY
