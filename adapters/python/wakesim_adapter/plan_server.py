@@ -118,11 +118,31 @@ def server_plan(ch, sc, limits):
                 timed.append((ch.instant(1, max(active - 1, 1), "fault time"), f.name))
     model_ms, tool_ms = _span(t["model_ms"]), _span(t["tool_ms"])
     confirm_ms, command_ms = _span(t["confirm_ms"]), _span(t["command_ms"])
-    kwargs = dict(tools=("watch", "shell") if on.get("watch_tool") else ("shell",),
+    # A conversation with subagents has the subagent tool loaded: its STEP_PRE hook takes the
+    # completions at every step, as the model's does.
+    tools = (("watch",) if on.get("watch_tool") else ()) + ("shell",) + \
+        (("subagent",) if "completion" in kinds_on else ())
+    kwargs = dict(tools=tools,
                   replies={}, model_ms=model_ms, tool_ms=tool_ms)
 
-    def busy_session(s):
-        return s.generating or s.pending_tools or s._executing_tools
+    def user_step():
+        # What the /step route does (`api_v2_sessions.py`): under the conversation lock and
+        # the session's step_lock, 409 when any session generates or a command owns the
+        # conversation; else reserve (generating, a new step_seq) and start the step thread.
+        SM = R.G.SessionManager
+        s = max(SM.get_sessions_for_conversation("A"), key=lambda x: x.last_activity)
+        with SM.conversation_lock("A"), s.step_lock:
+            if SM.conversation_generating("A") or SM.command_is_active("A"):
+                return False
+            s.generating = True
+            s.step_seq += 1
+            seq = s.step_seq
+        from gptme.message import Message
+        R.RUN.manager("A").append(Message("user", "Do the task."))
+        R.RUN.note("user", "user step on A")
+        R.G.session_step._start_step_thread("A", s, R.MODEL, R.RUN.workspace, stream=False,
+                                            reserved=True, step_seq=seq)
+        return True
 
     def occurrence(at, name):
         # A timed fault's occurrence (`ServerHost::timed_fault`): retried every `retry_ms` while
@@ -135,9 +155,7 @@ def server_plan(ch, sc, limits):
             while now_ms() < active:
                 SM = R.G.SessionManager
                 if name == "user_steps":
-                    s = max(SM.get_sessions_for_conversation("A"), key=lambda x: x.last_activity)
-                    if not busy_session(s):
-                        R.user_step("A")
+                    if user_step():
                         return
                 elif "A" not in SM._active_commands:
                     SM.start_command("A")
@@ -183,6 +201,9 @@ def server_plan(ch, sc, limits):
         if fires:
             R.producer([(t_, R.fire, (ws[w],)) for t_, w in fires], "watch:A")
         if comps:
-            R.producer([(t_, R.subagent_done, ("A", f"agent{a + 1}")) for t_, a in comps],
-                       "subagent:A")
+            # `notify_completion` wakes the parent itself (`_notify_server`): a pass of its
+            # own, as the model's.
+            def done(agent):
+                R.RUN.observe_pass(lambda: R.subagent_done("A", agent), "A")
+            R.producer([(t_, done, (f"agent{a + 1}",)) for t_, a in comps], "subagent:A")
     return plan, kwargs, setup
