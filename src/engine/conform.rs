@@ -195,6 +195,9 @@ pub enum Verdict {
         real: Box<RunResult>,
         model: Box<RunResult>,
     },
+    /// No model run within the bound gives it, and the real run marked a window the model
+    /// cannot have (`Family::UNMODELLED`, gptme's step-end gap): excluded, by that window.
+    Excluded { window: &'static str, at: usize },
     /// The two lanes drew different plans: the driver does not mirror the model's plan.
     PlanMismatch {
         real: Vec<Choice>,
@@ -268,6 +271,14 @@ pub fn conform_seed(
     if untimed(&observations(&best.1.trace)) == untimed(&target) {
         return Verdict::Weak { runs };
     }
+    let unmodelled = real.host.family().unmodelled();
+    let marked = r.trace.iter().find_map(|rec| match rec.ev {
+        Ev::Mark(w) if unmodelled.iter().any(|u| u.code == w.code) => Some(w.name),
+        _ => None,
+    });
+    if let Some(window) = marked {
+        return Verdict::Excluded { window, at: best.0 };
+    }
     Verdict::Diverged {
         at: best.0,
         runs,
@@ -339,6 +350,8 @@ pub struct Tally {
     pub weak: u64,
     pub diverged: u64,
     pub first_diverged: Option<u64>,
+    /// Seeds excluded by a window the model cannot have, by window.
+    pub excluded: BTreeMap<&'static str, u64>,
 }
 
 impl Tally {
@@ -347,6 +360,7 @@ impl Tally {
             Verdict::Strong => self.strong += 1,
             Verdict::Match { .. } => self.matched += 1,
             Verdict::Weak { .. } => self.weak += 1,
+            Verdict::Excluded { window, .. } => *self.excluded.entry(window).or_default() += 1,
             Verdict::Diverged { .. } | Verdict::PlanMismatch { .. } => {
                 self.diverged += 1;
                 self.first_diverged.get_or_insert(seed);

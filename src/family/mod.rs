@@ -173,6 +173,10 @@ pub trait Family: Sized + 'static {
     /// The labels of its model's per-seed plan draws (producers, faults), which its drivers draw
     /// first, alike: conformance compares the two lanes' plans by them.
     const PLAN_LABELS: &'static [&'static str] = &[];
+    /// Race windows only its real hosts can mark (threads the model runs as one event): a seed
+    /// whose real run marked one and then parted from every model run is excluded from
+    /// conformance, by name, rather than counted as a divergence.
+    const UNMODELLED: &'static [Window] = &[];
     /// Its own driver, when `hosts/launch.mjs` does not start its real hosts.
     const OWN_DRIVER: Option<OwnDriver> = None;
 
@@ -216,6 +220,8 @@ pub trait AnyFamily: Sync {
     fn twin(&self, wake: &serde_json::Value) -> std::result::Result<Twin, String>;
     /// Its plan's draw labels (see [`Family::PLAN_LABELS`]).
     fn plan_labels(&self) -> &'static [&'static str];
+    /// The windows only its real hosts have (see [`Family::UNMODELLED`]).
+    fn unmodelled(&self) -> &'static [Window];
     /// Its own driver (see [`Family::OWN_DRIVER`]).
     fn own_driver(&self) -> Option<OwnDriver>;
 }
@@ -521,6 +527,10 @@ impl<F: Family> AnyFamily for Of<F> {
 
     fn plan_labels(&self) -> &'static [&'static str] {
         F::PLAN_LABELS
+    }
+
+    fn unmodelled(&self) -> &'static [Window] {
+        F::UNMODELLED
     }
 
     fn own_driver(&self) -> Option<OwnDriver> {

@@ -164,6 +164,8 @@ def _wire_obs(ev, ids):
               else {"Started": "started", "Killed": "killed"}[op])
         return {"ev": "work", "work": body["work"], "shown": body["shown"],
                 "conv": 0 if body["conv"] == "A" else 1, "op": op}
+    if name == "Mark":
+        return {"ev": "mark", "window": body["window"]}
     if name == "InputInterrupt":
         return {"ev": "input_interrupt", "input": body["input"]}
     if name == "SessionEnd":

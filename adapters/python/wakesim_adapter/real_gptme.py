@@ -213,6 +213,17 @@ def load():
     def retry_deferred_watch_wakes(cls, conversation_id):
         return RUN.observe_pass(lambda: g.variant_retry(cls, conversation_id), conversation_id)
 
+    real_add_event = SM.add_event.__func__
+
+    def add_event(cls, conversation_id, event):
+        # A step's end (`step_complete`, sent under step_lock right after `generating =
+        # False`): until the same thread's retry starts, a wake from another thread is in the
+        # step-end gap (`Run.observe_wake`).
+        if RUN is not None and isinstance(event, dict) and event.get("type") == "step_complete":
+            RUN.step_ending.setdefault(conversation_id, set()).add(sched._get_ident())
+        return real_add_event(cls, conversation_id, event)
+
+    SM.add_event = classmethod(add_event)
     g.real_retry = real_retry
     g.variant_retry = real_retry
     SM.request_watch_wake = classmethod(request_watch_wake)
@@ -497,6 +508,7 @@ class Run:
         self.deliver_passes = False
         self.produce_names = None
         self.origin_index = {}
+        self.step_ending = {}     # conversation -> step threads between their end and retry
 
     # ---- time and choices
 
@@ -677,6 +689,7 @@ class Run:
         self.passes += 1
         p = self.passes
         key = sched._get_ident()
+        self.step_ending.get(conversation, set()).discard(key)
         outer = self.pass_stack.get(key)
         self.pass_stack[key] = p
         self.obs("wake", {"Pass": {"pass": p, "on": True, "conv": conversation}})
@@ -725,6 +738,10 @@ class Run:
         finally:
             self.waking.discard(me)
             self.in_flight.pop(me, None)
+        if ok and self.in_step_end_gap(conversation, me):
+            self.note("host", "step-end gap: a step ended and its retry has not run yet; "
+                              "deferred events of the conversation wait behind this wake")
+            self.obs("host", {"Mark": {"window": "step-end-gap"}})
         if ok:
             SM = G.SessionManager
             for sid in SM._conversation_sessions.get(conversation, ()):
@@ -742,6 +759,16 @@ class Run:
         self.obs("wake", {"Wake": {"pass": p, "wake": n, "msgs": msgs, "refused": refused,
                                    "conv": conversation}})
         return ok
+
+    def in_step_end_gap(self, conversation, me):
+        """Another thread's step has ended (`generating = False`) and not yet run its retry,
+        and events deferred before this wake are still queued for the conversation."""
+        if not any(t != me for t in self.step_ending.get(conversation, ())):
+            return False
+        logdir = self.logs_dir / conversation
+        watch = any(item[0] == logdir for item in G.watch._pending_deliveries)
+        comps = any(item[0] == logdir for item in list(G.subagent_types._completion_queue.queue))
+        return watch or comps
 
     # ---- judgments the tests use (wakesim's checkers judge the same records in a lane)
 

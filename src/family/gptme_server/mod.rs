@@ -145,6 +145,7 @@ impl Family for ServerFamily {
     const WIRE: WireNames = real::WIRE;
     const OWN_DRIVER: Option<OwnDriver> = Some(real::DRIVER);
     const PLAN_LABELS: &'static [&'static str] = real::PLAN_LABELS;
+    const UNMODELLED: &'static [Window] = vocab::UNMODELLED;
 
     fn real_sections(config: &ServerConfig) -> serde_json::Value {
         real::sections(config)
