@@ -204,6 +204,6 @@ def server_plan(ch, sc, limits):
             # `notify_completion` wakes the parent itself (`_notify_server`): a pass of its
             # own, as the model's.
             def done(agent):
-                R.RUN.observe_pass(lambda: R.subagent_done("A", agent), "A")
+                R.RUN.observe_pass(lambda: R.subagent_done("A", agent), "A", retry=False)
             R.producer([(t_, done, (f"agent{a + 1}",)) for t_, a in comps], "subagent:A")
     return plan, kwargs, setup

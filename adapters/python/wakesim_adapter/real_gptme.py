@@ -224,6 +224,20 @@ def load():
         return real_add_event(cls, conversation_id, event)
 
     SM.add_event = classmethod(add_event)
+
+    def taking(real_take):
+        # What a retry took from a deferred queue (`Run.in_step_end_gap`).
+        def take(logdir):
+            got = real_take(logdir)
+            if RUN is not None and got:
+                me = sched._get_ident()
+                if me in RUN.retrying:
+                    RUN.retrying[me] += len(got)
+            return got
+        return take
+
+    watch.take_queued_watch_events = taking(watch.take_queued_watch_events)
+    subagent_hooks.take_queued_completions = taking(subagent_hooks.take_queued_completions)
     g.real_retry = real_retry
     g.variant_retry = real_retry
     SM.request_watch_wake = classmethod(request_watch_wake)
@@ -244,7 +258,7 @@ def load():
         # (a driver that compares with the model asks for it: `Run.deliver_passes`).
         if not RUN.deliver_passes:
             return real_deliver(w, text)
-        return RUN.observe_pass(lambda: real_deliver(w, text), w.logdir.name)
+        return RUN.observe_pass(lambda: real_deliver(w, text), w.logdir.name, retry=False)
 
     watch._deliver = deliver
     G = g
@@ -509,6 +523,7 @@ class Run:
         self.produce_names = None
         self.origin_index = {}
         self.step_ending = {}     # conversation -> step threads between their end and retry
+        self.retrying = {}        # thread ident -> events its retry pass took so far
 
     # ---- time and choices
 
@@ -685,17 +700,22 @@ class Run:
 
     # ---- wake observation
 
-    def observe_pass(self, fn, conversation):
+    def observe_pass(self, fn, conversation, retry=True):
         self.passes += 1
         p = self.passes
         key = sched._get_ident()
+        ending = key in self.step_ending.get(conversation, ())
         self.step_ending.get(conversation, set()).discard(key)
+        if retry and ending:
+            self.retrying[key] = 0
         outer = self.pass_stack.get(key)
         self.pass_stack[key] = p
         self.obs("wake", {"Pass": {"pass": p, "on": True, "conv": conversation}})
         try:
             return fn()
         finally:
+            if retry and ending:
+                self.retrying.pop(key, None)
             self.obs("wake", {"Pass": {"pass": p, "on": False, "conv": conversation}})
             if outer is None:
                 self.pass_stack.pop(key, None)
@@ -739,8 +759,8 @@ class Run:
             self.waking.discard(me)
             self.in_flight.pop(me, None)
         if ok and self.in_step_end_gap(conversation, me):
-            self.note("host", "step-end gap: a step ended and its retry has not run yet; "
-                              "deferred events of the conversation wait behind this wake")
+            self.note("host", "step-end gap: a step ended and its retry has not woken for what it took; "
+                              "events deferred before this wake wait behind it")
             self.obs("host", {"Mark": {"window": "step-end-gap"}})
         if ok:
             SM = G.SessionManager
@@ -761,8 +781,12 @@ class Run:
         return ok
 
     def in_step_end_gap(self, conversation, me):
-        """Another thread's step has ended (`generating = False`) and not yet run its retry,
-        and events deferred before this wake are still queued for the conversation."""
+        """A wake accepted between another thread's step end (`generating = False`) and the
+        wake of that step's retry for events deferred before this one: the step has ended and
+        its retry has not started while such events are queued, or its retry runs and has
+        taken some."""
+        if any(n > 0 for t, n in self.retrying.items() if t != me):
+            return True
         if not any(t != me for t in self.step_ending.get(conversation, ())):
             return False
         logdir = self.logs_dir / conversation
