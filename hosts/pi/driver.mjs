@@ -46,6 +46,7 @@ const FAULTS = [
   "tree_summarization",
   "session_replacement",
   "user_prompts",
+  "prompt_compaction_fails",
 ];
 const TIMED = new Set(["manual_compaction", "tree_summarization", "session_replacement", "user_prompts"]);
 // Faults this driver injects through pi's own entry points. The others are refused at `hello`
