@@ -100,6 +100,16 @@ pub struct OwnDriver {
     pub own: &'static str,
 }
 
+/// A real host's model twin (`wakesim conform`): the same code on the family's model host.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Twin {
+    /// Through the family's adapter: the command that runs it (pi: the Node adapter).
+    Adapter(Vec<String>),
+    /// A built-in wake logic of the family, by its registry name (gptme: the driver's variant
+    /// as the model's `gptme.*` logic).
+    Builtin(&'static str),
+}
+
 impl WireNames {
     pub const NONE: WireNames = WireNames {
         drops: &[],
@@ -167,6 +177,10 @@ pub trait Family: Sized + 'static {
     /// The labels of its model's per-seed plan draws (producers, faults), which its drivers draw
     /// first, alike: conformance compares the two lanes' plans by them.
     const PLAN_LABELS: &'static [&'static str] = &[];
+    /// Race windows only its real hosts can mark (threads the model runs as one event): a seed
+    /// whose real run marked one and then parted from every model run is excluded from
+    /// conformance, by name, rather than counted as a divergence.
+    const UNMODELLED: &'static [Window] = &[];
     /// Its own driver, when `hosts/launch.mjs` does not start its real hosts.
     const OWN_DRIVER: Option<OwnDriver> = None;
 
@@ -175,9 +189,9 @@ pub trait Family: Sized + 'static {
         serde_json::Value::Object(Default::default())
     }
 
-    /// The model twin of a real host's wake (`hello.wake`): the adapter command that runs the
-    /// same code on the family's model host.
-    fn twin(_wake: &serde_json::Value) -> std::result::Result<Vec<String>, String> {
+    /// The model twin of a real host's wake (`hello.wake`): the adapter command, or the built-in
+    /// wake logic, that runs the same code on the family's model host.
+    fn twin(_wake: &serde_json::Value) -> std::result::Result<Twin, String> {
         Err(format!("{} real hosts have no model twin yet", Self::NAME))
     }
 }
@@ -208,10 +222,12 @@ pub trait AnyFamily: Sync {
     fn vocab(&self) -> Vocab;
     /// `config` resolved for a driver (see [`Family::real_sections`]).
     fn real_sections(&self, config: &Config) -> serde_json::Value;
-    /// The model twin's adapter command (see [`Family::twin`]).
-    fn twin(&self, wake: &serde_json::Value) -> std::result::Result<Vec<String>, String>;
+    /// The model twin (see [`Family::twin`]).
+    fn twin(&self, wake: &serde_json::Value) -> std::result::Result<Twin, String>;
     /// Its plan's draw labels (see [`Family::PLAN_LABELS`]).
     fn plan_labels(&self) -> &'static [&'static str];
+    /// The windows only its real hosts have (see [`Family::UNMODELLED`]).
+    fn unmodelled(&self) -> &'static [Window];
     /// Its own driver (see [`Family::OWN_DRIVER`]).
     fn own_driver(&self) -> Option<OwnDriver>;
 }
@@ -518,12 +534,16 @@ impl<F: Family> AnyFamily for Of<F> {
         F::real_sections(typed::<F>(config))
     }
 
-    fn twin(&self, wake: &serde_json::Value) -> std::result::Result<Vec<String>, String> {
+    fn twin(&self, wake: &serde_json::Value) -> std::result::Result<Twin, String> {
         F::twin(wake)
     }
 
     fn plan_labels(&self) -> &'static [&'static str] {
         F::PLAN_LABELS
+    }
+
+    fn unmodelled(&self) -> &'static [Window] {
+        F::UNMODELLED
     }
 
     fn own_driver(&self) -> Option<OwnDriver> {

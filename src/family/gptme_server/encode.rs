@@ -45,7 +45,6 @@ impl Encode for RetryCause {
                 h.u8(s);
             }
             RetryCause::FinishCommand => h.tag(1),
-            RetryCause::SubagentCompletion => h.tag(2),
         }
     }
 }
@@ -80,6 +79,11 @@ impl Encode for Note {
                 h.tag(2);
                 cid.encode(h);
                 cause.encode(h);
+            }
+            Note::NotifyCompletion { cid, msg } => {
+                h.tag(15);
+                cid.encode(h);
+                msg.encode(h);
             }
             Note::RequestWake {
                 cid,

@@ -159,8 +159,13 @@ impl ServerHost {
             ServerTimed::UserSteps => {
                 let n = self.core.sessions.len() as u64;
                 let session = k.choose(n, "session") as usize;
-                let s = self.core.sessions[session];
-                if s.generating.is_some() || s.pending_tools || s.executing_tools {
+                // The /step route (gptme 0.35.1, `api_v2_sessions.py`) answers 409 while any
+                // session of the conversation generates or a command owns it; a tool call
+                // pending confirmation does not hold it off. (The model held a user step back
+                // while tools were pending or executing, and let it in during a command:
+                // `wakesim conform` against the real route showed both.)
+                let generating = self.core.sessions.iter().any(|s| s.generating.is_some());
+                if generating || self.core.command {
                     return self.timed.retry(k, i, SrvEv::Timed(i));
                 }
                 self.core.sessions[session].generating = Some(StepOrigin::User);

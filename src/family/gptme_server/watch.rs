@@ -3,10 +3,10 @@
 //! deferred wakes retried).
 
 use super::SrvKernel;
-use super::api::{SubagentCompletion, WatchEvent};
+use super::api::{SubagentCompletion, SystemMessage, WatchEvent};
 use super::core::ServerCore;
 use super::host::ServerHost;
-use super::note::{Note, RetryCause};
+use super::note::Note;
 use super::{COMPLETION_STREAM, CONV, WATCH_STREAM, vocab};
 use crate::family::common::Core;
 use crate::sim::msg::{MsgFrom, MsgKind};
@@ -144,13 +144,20 @@ impl ServerHost {
             stream: Some("the subagent completions of logdir A"),
         };
         let msg = k.produce_from(from, self.core.state() as u8);
-        self.core.completions.push_back(SubagentCompletion {
+        let c = SubagentCompletion {
             logdir: CONV,
             agent,
             msg,
+        };
+        // `notify_completion` (gptme 0.35.1, `tools/subagent/hooks.py`): `_notify_server` wakes
+        // the parent at once, and the completion is queued (`_completion_queue.put`) only when
+        // that wake is refused; the retry at a step's end takes it from there. (The model had
+        // inferred a queue-then-retry; `wakesim conform` against the real code showed the
+        // direct wake: the wake's pass was no retry.)
+        self.pass(k, Note::NotifyCompletion { cid: CONV, msg }, |_, srv| {
+            if !srv.request_watch_wake(CONV, SystemMessage::completion(&c)) {
+                srv.put_completion(c);
+            }
         });
-        // [inference] The notifier retries so that an idle parent is woken (the retry is where
-        // W2-subagent delivers completions).
-        self.retry(k, RetryCause::SubagentCompletion);
     }
 }

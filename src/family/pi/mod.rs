@@ -165,8 +165,8 @@ impl Family for PiFamily {
         real::sections(config)
     }
 
-    fn twin(wake: &serde_json::Value) -> std::result::Result<Vec<String>, String> {
-        real::twin(wake)
+    fn twin(wake: &serde_json::Value) -> std::result::Result<crate::family::Twin, String> {
+        real::twin(wake).map(crate::family::Twin::Adapter)
     }
 }
 
