@@ -15,6 +15,7 @@
 //! judged by the same family's invariants, windows and states, configured by the same scenario
 //! sections. A real host is a [`HostKind`] of its family like the models.
 
+pub mod claims;
 pub mod common;
 pub mod gptme_cli;
 pub mod gptme_server;
@@ -41,7 +42,7 @@ use crate::input::values::FaultValue;
 use crate::limits::Limits;
 use crate::outcome::{Drive, RunResult};
 use crate::remote::Vocab;
-use crate::sim::choice::Choices;
+use crate::sim::choice::{Choices, Ratio};
 use crate::sim::record::{Note, Window};
 use crate::sim::{Kernel, World};
 use common::faults::{FaultKind, FaultSpec};
@@ -157,6 +158,9 @@ pub trait Family: Sized + 'static {
     /// Restrict a configuration to explore's scope: every producer count at most `messages_max`.
     fn scope(config: &mut Self::Config, messages_max: u64);
 
+    /// The faults `config` names in `[faults]`, with their specs.
+    fn faults_of(config: &Self::Config) -> &[(Self::Fault, FaultSpec)];
+
     /// The world of one run: host `variant` with `config` and a fresh wake logic.
     fn world(variant: Self::Variant, config: &Self::Config, wake: Box<Self::Wake>) -> Self::World;
 
@@ -206,6 +210,8 @@ pub trait AnyFamily: Sync {
     fn config(&self, cx: Cx<'_>) -> Result<Config>;
     /// `config` restricted to explore's scope (see [`Family::scope`]).
     fn scoped(&self, config: &Config, messages_max: u64) -> Config;
+    /// The faults `config` switches on in some seeds (share above 0), with their shares.
+    fn faults_on(&self, config: &Config) -> Vec<(&'static str, Ratio)>;
     /// A runner of this family's seeds, keeping its kernel's allocations across seeds.
     fn runs(&self) -> Box<dyn Runs>;
     /// Register the family's built-in wake logics.
@@ -487,6 +493,13 @@ impl<F: Family> AnyFamily for Of<F> {
             toml::from_str(cx.text).map_err(|e| cx.toml(e))?;
         let faults = faults::<F::Fault>(cx, &raw.faults)?;
         F::config(cx, raw.producers, raw.timing, faults).map(Config::new)
+    }
+
+    fn faults_on(&self, config: &Config) -> Vec<(&'static str, Ratio)> {
+        (F::faults_of(typed::<F>(config)).iter())
+            .filter(|(_, spec)| spec.share.num > 0)
+            .map(|(f, spec)| (f.name(), spec.share))
+            .collect()
     }
 
     fn scoped(&self, config: &Config, messages_max: u64) -> Config {

@@ -146,6 +146,11 @@ impl Encode for Note {
                 h.tag(14);
                 h.bool(*finished);
             }
+            Note::LockGap { call, msg } => {
+                h.tag(15);
+                h.str(call);
+                msg.encode(h);
+            }
         }
     }
 }

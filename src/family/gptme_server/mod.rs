@@ -124,6 +124,10 @@ impl Family for ServerFamily {
         })
     }
 
+    fn faults_of(config: &ServerConfig) -> &[(ServerFault, FaultSpec)] {
+        &config.faults
+    }
+
     fn scope(config: &mut ServerConfig, messages_max: u64) {
         config.producers.events.cap(messages_max);
         config.producers.completions.cap(messages_max);

@@ -118,6 +118,11 @@ pub enum Note {
     Command {
         finished: bool,
     },
+    /// A watch event fires in a lock gap of the retry, after `call` returned.
+    LockGap {
+        call: &'static str,
+        msg: MsgId,
+    },
 }
 
 /// Why a wake was refused, in words.
@@ -193,6 +198,9 @@ impl record::Note for Note {
                 "runs a slash command: it owns the conversation".to_string()
             }
             Note::Command { finished: true } => "finish_command".to_string(),
+            Note::LockGap { call, msg } => {
+                format!("{msg}'s watch fires in the retry's lock gap, after {call} returned")
+            }
         }
     }
 

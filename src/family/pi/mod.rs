@@ -137,6 +137,10 @@ impl Family for PiFamily {
         })
     }
 
+    fn faults_of(config: &PiConfig) -> &[(PiFault, FaultSpec)] {
+        &config.faults
+    }
+
     fn scope(config: &mut PiConfig, messages_max: u64) {
         config.producers.messages.cap(messages_max);
     }
