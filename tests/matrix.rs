@@ -84,7 +84,9 @@ fn list_prints_the_matrix() {
     assert!(out.status.success(), "{text}");
     assert!(text.contains("scenario matrix"), "{text}");
     assert!(
-        text.contains("watch_in_wake_gap        w2-one-wake-per-burst-passes 1/2, w2-wake-gap-keeps-order 1/1"),
+        text.contains(
+            "watch_in_wake_gap        w2-one-wake-per-burst-passes 1/2, w2-wake-gap-keeps-order 1/1"
+        ),
         "{text}"
     );
     assert!(!text.contains("MISSING"), "{text}");

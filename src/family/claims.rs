@@ -26,20 +26,38 @@ pub const CLAIMS: &[Claim] = &[
         wake: "pi.reservation",
         survives: &["retries", "extra_continues", "compaction_continue"],
         not_claimed: &[
-            ("input_swallows_prompt", "a failed wake strands (P-5, g3-failed-wake-strands)"),
-            ("auth_error", "a failed wake strands (P-5, g3-failed-wake-strands)"),
-            ("pre_prompt_compaction", "busy without a run takes the host path (P-6)"),
-            ("prompt_compaction_fails", "step 9 compacts only with pre_prompt_compaction"),
+            (
+                "input_swallows_prompt",
+                "a failed wake strands (P-5, g3-failed-wake-strands)",
+            ),
+            (
+                "auth_error",
+                "a failed wake strands (P-5, g3-failed-wake-strands)",
+            ),
+            (
+                "pre_prompt_compaction",
+                "busy without a run takes the host path (P-6)",
+            ),
+            (
+                "prompt_compaction_fails",
+                "step 9 compacts only with pre_prompt_compaction",
+            ),
             (
                 "manual_compaction",
                 "busy without a run takes the host path (g3-compaction-takes-host-path)",
             ),
-            ("tree_summarization", "busy without a run takes the host path (P-10, P-6)"),
+            (
+                "tree_summarization",
+                "busy without a run takes the host path (P-10, P-6)",
+            ),
             (
                 "session_replacement",
                 "a stale ctx takes the host path, breaking harness and nothing else (P-8, g3-session-replacement-takes-host-path)",
             ),
-            ("user_prompts", "a user prompt races the reservation's wake (P-9)"),
+            (
+                "user_prompts",
+                "a user prompt races the reservation's wake (P-9)",
+            ),
         ],
     },
     Claim {
@@ -121,11 +139,20 @@ pub const CLAIMS: &[Claim] = &[
             ("steer_writes", "not yet run on the real host"),
             ("teardown_reset", "not yet run on the real host"),
             ("tool_calls", "the real host's driver does not act on it"),
-            ("malformed_records", "the real host's driver does not act on it"),
+            (
+                "malformed_records",
+                "the real host's driver does not act on it",
+            ),
             ("prompt_flood", "the real host's driver does not act on it"),
-            ("subagent_reports", "the real host's driver does not act on it"),
+            (
+                "subagent_reports",
+                "the real host's driver does not act on it",
+            ),
             ("foreign_jobs", "the real host's driver does not act on it"),
-            ("concurrent_drain", "the real host's driver does not act on it"),
+            (
+                "concurrent_drain",
+                "the real host's driver does not act on it",
+            ),
             ("sigterm", "the real host's driver does not act on it"),
         ],
     },
