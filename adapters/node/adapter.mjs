@@ -236,7 +236,11 @@ function resolveUncached(spec, fromDir) {
 
 // DONT_CONTEXTIFY: the context's global is an ordinary object, not one behind interceptors, so
 // the module's global reads and the per-reset restore of the globals cost what they cost in Node.
-const context = vm.createContext(vm.constants.DONT_CONTEXTIFY, { name: "wakesim", microtaskMode: "afterEvaluate" });
+// A Node without it (before 20.18 / 22.8) gets the contextified global: slower, the same runs.
+const context = vm.createContext(vm.constants?.DONT_CONTEXTIFY ?? {}, {
+  name: "wakesim",
+  microtaskMode: "afterEvaluate",
+});
 const compiled = new Map();
 
 function compile(filename) {
