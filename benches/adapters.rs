@@ -19,6 +19,10 @@ use wakesim::engine::Runner;
 use wakesim::family::Registry;
 use wakesim::scenario::{Scenario, discover};
 
+/// The allocator the `wakesim` binary runs with (`src/main.rs`), so these figures are the CLI's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     divan::main();
 }

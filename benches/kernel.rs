@@ -30,6 +30,10 @@ use wakesim::sim::msg::MsgInfo;
 use wakesim::sim::record::{Ev, Record};
 use wakesim::sim::sink::Sink;
 
+/// The allocator the `wakesim` binary runs with (`src/main.rs`), so these figures are the CLI's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     divan::main();
 }

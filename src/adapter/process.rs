@@ -145,6 +145,17 @@ impl Process {
         write_within(w, &bytes, Instant::now() + bound)
     }
 
+    /// Write bytes that already end with a newline (one or more whole lines), within `bound`
+    /// as [`Process::write_line`].
+    pub fn write_lines(&mut self, bytes: &[u8], bound: Duration) -> std::io::Result<()> {
+        debug_assert!(bytes.ends_with(b"\n"), "whole lines");
+        let w = self
+            .stdin
+            .as_mut()
+            .ok_or_else(|| std::io::Error::other("stdin closed"))?;
+        write_within(w, bytes, Instant::now() + bound)
+    }
+
     /// The next line the adapter wrote, waiting at most `bound`.
     pub fn read_line(&mut self, bound: Duration) -> Result<Vec<u8>, ReadError> {
         self.stdout.next(Instant::now() + bound)
@@ -285,6 +296,8 @@ struct Lines {
     buf: Vec<u8>,
     /// Bytes of `buf` already handed out.
     pos: usize,
+    /// What one `read` fills, kept (not zeroed again for every line).
+    chunk: Box<[u8]>,
 }
 
 #[cfg(unix)]
@@ -294,13 +307,13 @@ impl Lines {
             pipe,
             buf: Vec::with_capacity(1 << 16),
             pos: 0,
+            chunk: vec![0u8; 1 << 14].into_boxed_slice(),
         })
     }
 
     /// The next line, waiting until `deadline` at most.
     fn next(&mut self, deadline: Instant) -> Result<Vec<u8>, ReadError> {
         use rustix::event::{PollFd, PollFlags, Timespec, poll};
-        let mut chunk = [0u8; 1 << 14];
         loop {
             if let Some(i) = self.buf[self.pos..].iter().position(|&b| b == b'\n') {
                 let line = self.buf[self.pos..self.pos + i].to_vec();
@@ -333,9 +346,9 @@ impl Lines {
                 Err(rustix::io::Errno::INTR) => continue,
                 Err(e) => return Err(ReadError::Failed(e.to_string())),
             }
-            match self.pipe.read(&mut chunk) {
+            match self.pipe.read(&mut self.chunk[..]) {
                 Ok(0) => return Err(ReadError::Eof),
-                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Ok(n) => self.buf.extend_from_slice(&self.chunk[..n]),
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(ReadError::Failed(e.to_string())),
             }

@@ -40,6 +40,8 @@ pub struct Slot {
     last: Vec<u8>,
     /// What the adapter said in its `hello`.
     pub adapter_name: String,
+    /// The line being written (its allocation kept across lines).
+    out: Vec<u8>,
 }
 
 /// A shared handle on a slot: the runner's pool keeps it, each run's wake logic borrows it.
@@ -80,6 +82,7 @@ impl Slot {
             starting: false,
             last: Vec::new(),
             adapter_name: String::new(),
+            out: Vec::new(),
         }
     }
 
@@ -99,11 +102,17 @@ impl Slot {
     /// Write one message, within the answer bound: an adapter that does not read its stdin is
     /// a timeout fault, not a hang.
     pub fn send(&mut self, msg: &impl Serialize, doing: &str) -> Result<(), AdapterFault> {
-        let line = serde_json::to_string(msg).expect("a protocol message serializes");
+        // Serialized straight into a buffer kept across lines, newline and all.
+        let mut out = std::mem::take(&mut self.out);
+        out.clear();
+        serde_json::to_writer(&mut out, msg).expect("a protocol message serializes");
+        out.push(b'\n');
         LINES_SENT.fetch_add(1, Ordering::Relaxed);
         let ms = self.bound_ms();
         let p = self.proc.as_mut().expect("a live process");
-        match p.write_line(&line, Duration::from_millis(ms)) {
+        let written = p.write_lines(&out, Duration::from_millis(ms));
+        self.out = out;
+        match written {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::TimedOut => Err(self.fail(
                 FaultKind::Timeout,

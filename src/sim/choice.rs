@@ -74,6 +74,27 @@ pub struct Choices {
     divergence: Option<Divergence>,
     /// Draws made past the end of a replayed sequence.
     extended: usize,
+    /// The boundary sets of the last few delay ranges drawn, each a pure function of the range
+    /// and `near` (emptied when `near` changes): a host draws most of its delays from a handful
+    /// of ranges, so a draw skips the two searches of `near`.
+    spans: [Span; SPANS],
+    spans_len: usize,
+    spans_next: usize,
+}
+
+/// How many delay ranges keep their boundary set.
+const SPANS: usize = 8;
+
+/// A delay range's boundary set, as `delay_with_grid` reads it from `near`: the inside points
+/// are `near[a..a + inside]`, and `n` points in all (with `lo`, and `hi` unless a constant's
+/// neighbourhood is `hi`).
+#[derive(Clone, Copy, Default)]
+struct Span {
+    lo: u64,
+    hi: u64,
+    a: usize,
+    inside: usize,
+    n: usize,
 }
 
 impl Choices {
@@ -101,6 +122,9 @@ impl Choices {
             near: Vec::new(),
             divergence: None,
             extended: 0,
+            spans: [Span::default(); SPANS],
+            spans_len: 0,
+            spans_next: 0,
         }
     }
 
@@ -138,6 +162,8 @@ impl Choices {
         self.constants.sort_unstable();
         self.constants.dedup();
         self.near.clear();
+        self.spans_len = 0;
+        self.spans_next = 0;
         for &c in &self.constants {
             for v in [c.saturating_sub(1), c, c.saturating_add(1)] {
                 if self.near.last().is_none_or(|&last| last < v) {
@@ -258,14 +284,7 @@ impl Choices {
         if self.profile.boundary_only {
             return self.delay_boundary_only(lo, hi, label, grid);
         }
-        // The boundary set is `lo`, the neighbourhoods of the constants inside `(lo, hi]`, and
-        // `hi`, ascending and distinct, at most `BOUNDARY_POINTS_MAX` of them (the first ones).
-        // `near` is sorted, so the inside ones are one slice of it.
-        let a = self.near.partition_point(|&v| v <= lo);
-        let b = self.near.partition_point(|&v| v <= hi);
-        let inside = b - a;
-        let hi_inside = inside > 0 && self.near[b - 1] == hi;
-        let n = (1 + inside + usize::from(!hi_inside)).min(BOUNDARY_POINTS_MAX);
+        let Span { a, inside, n, .. } = self.span(lo, hi);
         // Weights: 1 per boundary point, `n` for the uniform class, so each half is even.
         let classes = n as u64 + 1;
         let index = match &mut self.source {
@@ -287,6 +306,36 @@ impl Choices {
         } else {
             lo + self.choose(hi - lo + 1, label)
         }
+    }
+
+    /// The boundary set of `lo..=hi` (`hi > lo`): kept for the last few ranges.
+    #[inline]
+    fn span(&mut self, lo: u64, hi: u64) -> Span {
+        if let Some(s) = self.spans[..self.spans_len]
+            .iter()
+            .find(|s| s.lo == lo && s.hi == hi)
+        {
+            return *s;
+        }
+        // The boundary set is `lo`, the neighbourhoods of the constants inside `(lo, hi]`, and
+        // `hi`, ascending and distinct, at most `BOUNDARY_POINTS_MAX` of them (the first ones).
+        // `near` is sorted, so the inside ones are one slice of it.
+        let a = self.near.partition_point(|&v| v <= lo);
+        let b = self.near.partition_point(|&v| v <= hi);
+        let inside = b - a;
+        let hi_inside = inside > 0 && self.near[b - 1] == hi;
+        let n = (1 + inside + usize::from(!hi_inside)).min(BOUNDARY_POINTS_MAX);
+        let span = Span {
+            lo,
+            hi,
+            a,
+            inside,
+            n,
+        };
+        self.spans[self.spans_next] = span;
+        self.spans_next = (self.spans_next + 1) % SPANS;
+        self.spans_len = (self.spans_len + 1).min(SPANS);
+        span
     }
 
     /// `delay_with_grid` in the boundary-only profile (explore): the boundary set, with the

@@ -364,14 +364,13 @@
   }
 
   function restoreGlobals() {
+    // Globals the module added go; the baseline's are put back where the module changed or
+    // deleted them.
     for (const name of Object.getOwnPropertyNames(g)) {
-      if (name.startsWith("__wakesim")) continue;
-      const d = baseline.get(name);
-      if (!d) {
-        delete g[name];
-      } else if ("value" in d && g[name] !== d.value) {
-        Object.defineProperty(g, name, d);
-      }
+      if (!baseline.has(name) && !name.startsWith("__wakesim")) delete g[name];
+    }
+    for (const [name, d] of baseline) {
+      if ("value" in d && g[name] !== d.value) Object.defineProperty(g, name, d);
     }
   }
 

@@ -55,7 +55,17 @@ class Ctx:
         self.session = session
 
     def is_idle(self):
-        r = self._pi._conn.query({"type": "is_idle", "ctx": self.session})
+        pi = self._pi
+        if pi._hint_valid and pi._hint_ctx == self.session:
+            # The event's `idle` holds until the handler's first send: answered here, and the
+            # simulator checks the `known` answer instead of sending one (docs/protocol.md).
+            hint = pi._hint
+            pi._conn.call({"type": "is_idle", "ctx": self.session,
+                           "known": "stale_ctx" if hint is None else hint})
+            if hint is None:
+                raise StaleCtx(STALE)
+            return hint
+        r = pi._conn.query({"type": "is_idle", "ctx": self.session})
         if r.get("error") == "stale_ctx":
             raise StaleCtx(STALE)
         return r.get("value") is True
@@ -68,6 +78,10 @@ class Pi:
         self._conn = conn
         self._clock = clock
         self._handlers = {}
+        # The event's `idle` for its ctx, valid until a send (the only calls that change it).
+        self._hint = None
+        self._hint_ctx = 0
+        self._hint_valid = False
 
     def on(self, event, handler=None):
         """`pi.on("agent_end", fn)`, or as a decorator: `@pi.on("agent_end")`."""
@@ -77,6 +91,7 @@ class Pi:
         return None
 
     def send_message(self, message, options=None):
+        self._hint_valid = False
         options = options or {}
         custom = message.get("custom_type") if isinstance(message, dict) else None
         self._conn.call({
@@ -88,6 +103,7 @@ class Pi:
         })
 
     def send_user_message(self, content, options=None):
+        self._hint_valid = False
         self._conn.call({
             "type": "send_user_message",
             "carries": carries(content),
@@ -150,6 +166,10 @@ class PiFacade:
         return results
 
     def dispatch(self, ev):
+        pi = self._pi
+        pi._hint_valid = "idle" in ev
+        pi._hint = ev.get("idle")
+        pi._hint_ctx = ev["ctx"]
         ctx = self._ctx(ev["ctx"])
         name = ev["event"]
         if name == "message":

@@ -28,6 +28,11 @@ class Fatal(Exception):
     """The adapter itself cannot go on; reported as {"type":"error"}."""
 
 
+# One encoder for every line (`json.dumps` with `separators` builds a new one per call).
+_encode = json.JSONEncoder(separators=(",", ":")).encode
+_DONE = '{"type":"done"}'
+
+
 class Connection:
     """Lines on the real stdin and stdout, with calls buffered until the next query or `done`."""
 
@@ -44,11 +49,11 @@ class Connection:
         return line
 
     def call(self, obj):
-        self._pending.append(json.dumps(obj, separators=(",", ":")))
+        self._pending.append(_encode(obj))
 
     def flush(self, last=None):
         if last is not None:
-            self._pending.append(json.dumps(last, separators=(",", ":")))
+            self._pending.append(last if last.__class__ is str else _encode(last))
         if self._pending:
             self._out.write(("\n".join(self._pending) + "\n").encode())
             self._pending = []
@@ -172,6 +177,30 @@ def _own(module):
     return own
 
 
+class _KnownModules:
+    """A meta path finder for the user's modules already found once: a reset imports them afresh
+    (new module objects, their code run again) without searching `sys.path` and stat-ing files
+    for each one again. Names resolve to the same files in every run, as the code compiled once
+    per process (`_cached_get_code`) already assumes."""
+
+    def __init__(self):
+        self.specs = {}
+
+    def find_spec(self, name, path=None, target=None):
+        # The spec found the first time serves every later run (imports are sequential; a
+        # spec's `cached` is computed once).
+        return self.specs.get(name)
+
+    def remember(self, name, module):
+        spec = getattr(module, "__spec__", None)
+        if spec is not None and spec.origin and name not in self.specs:
+            self.specs[name] = spec
+
+
+_known = _KnownModules()
+sys.meta_path.insert(0, _known)
+
+
 class ModuleLoader:
     """Loads the user's module afresh at every reset, and the user's modules it imported (the
     standard library and site-packages stay imported)."""
@@ -182,6 +211,7 @@ class ModuleLoader:
         if not os.path.isfile(self.path):
             raise Fatal(f"module {path} not found (from {os.getcwd()})")
         self._baseline = None
+        self._spec = None
 
     def load_factory(self):
         """The module's factory (`--export`, default `wake`): pi modules."""
@@ -196,15 +226,19 @@ class ModuleLoader:
             self._baseline = set(sys.modules)
         else:
             for name in [m for m in sys.modules if m not in self._baseline]:
-                if _own(sys.modules[name]):
+                module = sys.modules[name]
+                if _own(module):
+                    _known.remember(name, module)
                     del sys.modules[name]
         directory = os.path.dirname(self.path)
         if directory not in sys.path:
             sys.path.insert(0, directory)
-        name = "wakesim_user_" + os.path.splitext(os.path.basename(self.path))[0]
-        spec = importlib.util.spec_from_file_location(name, self.path)
+        if self._spec is None:
+            name = "wakesim_user_" + os.path.splitext(os.path.basename(self.path))[0]
+            self._spec = importlib.util.spec_from_file_location(name, self.path)
+        spec = self._spec
         module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
+        sys.modules[spec.name] = module
         spec.loader.exec_module(module)
         return module
 
@@ -260,17 +294,17 @@ def serve(facades, loader_args):
                 conn.flush({"type": "ready", **ready})
             elif kind == "event":
                 clock.now_ms = msg["now"]
-                end = {"type": "done"}
+                end = _DONE
                 try:
                     result = facade.dispatch(msg)
                     if result is not None and "type" in result:
                         end = result
                     elif result is not None:
-                        end.update(result)
+                        end = {"type": "done", **result}
                 except Fatal:
                     raise
                 except Exception as e:
-                    end["error"] = describe(e)
+                    end = {"type": "done", "error": describe(e)}
                 conn.flush(end)
             else:
                 raise Fatal(f"unexpected message from the simulator: {line[:200]!r}")
