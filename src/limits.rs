@@ -60,6 +60,9 @@ pub const EXPLORE_MESSAGES_MAX: u64 = 16;
 /// `--runs-max`): a few seconds in the kernel, bounded through an adapter too.
 pub const SAVE_SHRINK_RUNS_MAX: u64 = 5_000;
 pub const EXPLORE_DEVIATIONS_MAX: usize = 8;
+/// Interior points per delay range at most (`explore --interior N`): a delay's points are
+/// capped at 32 anyway.
+pub const EXPLORE_INTERIOR_MAX: u64 = 16;
 
 /// The default wall-clock bound on any single answer of an adapter during runs.
 pub const ADAPTER_TIMEOUT_MS_DEFAULT: u64 = 10_000;

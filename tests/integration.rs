@@ -255,7 +255,7 @@ fn list_names_hosts_wakes_invariants_and_faults() {
     for l in String::from_utf8_lossy(&json.stdout).lines() {
         let v: serde_json::Value = serde_json::from_str(l).expect("JSON line");
         assert!(
-            ["host", "wake", "invariant", "fault", "window", "scenario"]
+            ["host", "wake", "invariant", "fault", "window", "scenario", "matrix"]
                 .contains(&v["type"].as_str().expect("type"))
         );
     }
@@ -908,4 +908,81 @@ fn explore_cli_records_a_regression_that_replays() {
     let out = wakesim(&["explore", file.to_str().expect("utf-8")]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stdout).contains("✗ single-starter"));
+}
+
+/// A clean, exhausted scope is reported as that scope only (issue 15, class 5): the text says
+/// what it does not cover and the JSON says `"proof": "scope-only"`; `--interior N` adds interior
+/// delay points, so the same scope runs strictly more sequences, and a recorded run keeps them.
+#[test]
+fn explore_states_its_scope_and_never_proof() {
+    let file = "scenarios/gptme/pr3843-chat-loop-fixed.toml";
+    let out = wakesim(&["explore", file]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("no run of this scope breaks an invariant; scope only, not a proof: not covered are runs with more than 2 message(s)"),
+        "{text}"
+    );
+    assert!(!text.contains("no run breaks any invariant"), "{text}");
+    let json = |extra: &[&str]| {
+        let mut args = vec!["explore", file, "--format", "json"];
+        args.extend_from_slice(extra);
+        let out = wakesim(&args);
+        assert_eq!(out.status.code(), Some(0), "{extra:?}");
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("one JSON line")
+    };
+    let plain = json(&[]);
+    assert_eq!(plain["proof"], "scope-only");
+    assert_eq!(plain["exhausted"], true);
+    assert_eq!(plain["scope"]["interior_points"], 0);
+    assert_eq!(plain["scope"]["instant_points"], 7);
+    assert_eq!(
+        plain["scope"]["not_covered"].as_array().map(Vec::len),
+        Some(3)
+    );
+    let wide = json(&["--interior", "3"]);
+    assert_eq!(wide["scope"]["interior_points"], 3);
+    assert_eq!(wide["exhausted"], true);
+    let runs = |v: &serde_json::Value| v["runs"].as_u64().expect("runs");
+    assert!(
+        runs(&wide) > runs(&plain),
+        "{} vs {}",
+        runs(&wide),
+        runs(&plain)
+    );
+    let out = wakesim(&["explore", file, "--interior", "17"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--interior 17 is out of range 0..=16"));
+
+    // A failure found with interior points is recorded with them, and replays as found.
+    let dir = tempdir("explore-interior");
+    let out = wakesim(&[
+        "explore",
+        "scenarios/pi/g3-failed-wake-strands.toml",
+        "--interior",
+        "2",
+        "--record",
+        "--out",
+        dir.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let saved = dir.join("g3-failed-wake-strands-explored.toml");
+    let text = std::fs::read_to_string(&saved).expect("recorded");
+    assert!(
+        text.contains("profile = \"boundary\"\nmessages_max = 2\ninterior = 2\n"),
+        "{text}"
+    );
+    let out = wakesim(&["replay", saved.to_str().expect("utf-8")]);
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!all.contains("stale"), "{all}");
+    assert!(all.contains("bounded-latency"), "{all}");
 }

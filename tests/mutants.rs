@@ -21,7 +21,8 @@
 
 use std::path::PathBuf;
 
-use wakesim::engine::{Runner, ScenarioReport};
+use wakesim::engine::regression::{self, Replayed};
+use wakesim::engine::{Runner, ScenarioReport, describe};
 use wakesim::family::Registry;
 use wakesim::scenario::{Expect, Scenario, discover};
 
@@ -84,9 +85,47 @@ fn verdict(
     }
 }
 
+/// Stage 0: the scenarios' saved runs (`regressions/*.toml`), each replayed from its recorded
+/// choices and judged by its verdict only: a saved failure must still show its pinned failure, a
+/// saved pass must still pass (a stale recording is judged on its seed, as `run` judges it).
+/// `tests/scenarios.rs` replays them strictly, trace and all, which any change breaks; here only
+/// a verdict that the file does not allow kills, so a mutant that makes a documented failure go
+/// away is told apart at the run that showed it, not after the scenario's whole budget. Each
+/// kill counts the saved runs of its scenario replayed until it (1 for the first).
+fn saved_runs(
+    runner: &mut Runner<'_>,
+    registry: &Registry,
+    family: &[(String, Scenario)],
+) -> Vec<String> {
+    let mut kills = Vec::new();
+    for (rel, scn) in family {
+        let mut saved = regression::of_scenario(scn, registry).expect("regressions load");
+        saved.sort_by(|a, b| a.path.cmp(&b.path));
+        for (i, reg) in saved.iter().enumerate() {
+            let (result, met) = match reg.replay(runner, false) {
+                Replayed::Stale { result, met, .. } | Replayed::Run { result, met } => {
+                    (result, met)
+                }
+            };
+            if !met {
+                let file = reg.path.file_name().unwrap_or_default().to_string_lossy();
+                kills.push(format!(
+                    "{rel} · seeds {} · saved run {file}: {}, but it {}",
+                    i + 1,
+                    reg.expectation_label(),
+                    describe(&result.outcome)
+                ));
+                break;
+            }
+        }
+    }
+    kills
+}
+
 /// Every scenario naming one of `wakes`, judged; panics listing the ones that fail.
 ///
-/// In two stages, so that a mutant costs what it takes to tell it apart: first the first
+/// In three stages, so that a mutant costs what it takes to tell it apart: the saved runs
+/// (`saved_runs`); then the first
 /// `FIRST_SEEDS` seeds of every scenario (a kill there is exact: the smallest first-killing seed
 /// over all scenarios); then, if none killed, each scenario's remaining budget and exploration in
 /// file order, stopping at the first that fails (a mutant that only makes runs long would
@@ -99,6 +138,8 @@ fn gate(wakes: &[&str]) {
         files.extend(discover(&root().join(dir)).expect("scenario dir"));
     }
     files.sort();
+    // Saved runs live beside their scenarios (`regressions/`): stage 0 reads them per scenario.
+    files.retain(|f| !std::fs::read_to_string(f).is_ok_and(|t| regression::is_regression(&t)));
     let mut family = Vec::new();
     for path in files {
         let rel = path
@@ -113,9 +154,10 @@ fn gate(wakes: &[&str]) {
     }
     assert!(!family.is_empty(), "no scenario names any of {wakes:?}");
 
-    let mut kills = Vec::new();
+    let mut kills = saved_runs(&mut runner, &registry, &family);
+    let told = !kills.is_empty();
     let mut reports = Vec::new();
-    for (rel, scn) in &family {
+    for (rel, scn) in family.iter().filter(|_| !told) {
         let mut rep = ScenarioReport::new(0..scn.seeds);
         run_seeds(&mut runner, scn, 0..scn.seeds.min(FIRST_SEEDS), &mut rep);
         if let Some(u) = &rep.unexpected {

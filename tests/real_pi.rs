@@ -80,7 +80,7 @@ fn conforms(rel: &str, n: u64) {
         match conform_seed(&mut runner, &real, &model, seed, 200) {
             Verdict::Strong => strong += 1,
             Verdict::Match { .. } | Verdict::Weak { .. } => {}
-            v @ Verdict::Diverged { .. } => panic!(
+            v @ (Verdict::Diverged { .. } | Verdict::Excluded { .. }) => panic!(
                 "{rel}: {}",
                 wakesim::report::conform::divergence(&real, &model, &v)
             ),

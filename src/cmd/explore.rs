@@ -10,7 +10,7 @@ use crate::engine::explore::{Explored, explore};
 use crate::engine::regression::{self, Keep};
 use crate::error::{Error, Result};
 use crate::family::Registry;
-use crate::limits::{EXPLORE_DEVIATIONS_MAX, EXPLORE_MESSAGES_MAX};
+use crate::limits::{EXPLORE_DEVIATIONS_MAX, EXPLORE_INTERIOR_MAX, EXPLORE_MESSAGES_MAX};
 use crate::report::explore::{Exploration, json, text};
 use crate::scenario::{Expect, Scenario, Scope};
 
@@ -27,6 +27,10 @@ pub struct Args {
     /// Runs at most; beyond it the scope is reported as not exhausted (default 200,000).
     #[arg(long)]
     runs_max: Option<u64>,
+    /// Evenly spaced interior points each delay may also take besides its boundary set
+    /// (default 0: lo, hi and the wake logic's constants ±1 only).
+    #[arg(long)]
+    interior: Option<u64>,
     /// Keep the smallest run showing the expected failure as a regression file.
     #[arg(long)]
     record: bool,
@@ -47,10 +51,12 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
         EXPLORE_DEVIATIONS_MAX as u64,
     )?;
     bounded("--runs-max", args.runs_max, 1, u64::MAX)?;
+    bounded("--interior", args.interior, 0, EXPLORE_INTERIOR_MAX)?;
     let scope = Scope {
         messages_max: args.messages.unwrap_or(scn.explore.messages_max),
         deviations_max: args.deviations.unwrap_or(scn.explore.deviations_max),
         runs_max: args.runs_max.unwrap_or(scn.explore.runs_max),
+        interior: args.interior.unwrap_or(scn.explore.interior),
     };
     let mut runner = Runner::new(registry);
     runner.prepare(&scn)?;
@@ -104,11 +110,15 @@ fn record(args: &Args, scn: &Scenario, ex: &Explored) -> Result<()> {
     };
     let path = dir.join(format!("{stem}-explored.toml"));
     let comment = format!(
-        "wakesim regression: the smallest failure `wakesim explore {}` found in {} runs\n(at most {} message(s), {} deviation(s)); delays from the boundary set.",
+        "wakesim regression: the smallest failure `wakesim explore {}` found in {} runs\n(at most {} message(s), {} deviation(s)); delays from the boundary set{}.",
         file.display(),
         ex.runs,
         ex.scope.messages_max,
-        ex.scope.deviations_max
+        ex.scope.deviations_max,
+        match ex.scope.interior {
+            0 => String::new(),
+            n => format!(" and {n} interior point(s)"),
+        }
     );
     let kept = Keep {
         scenario: file,
@@ -117,7 +127,7 @@ fn record(args: &Args, scn: &Scenario, ex: &Explored) -> Result<()> {
         target: None,
         pin: regression::is_witness(scn, r),
         comment,
-        explored: Some(ex.scope.messages_max),
+        explored: Some(ex.scope),
     }
     .write(&path)?;
     eprint!("{}", kept.describe());

@@ -14,7 +14,12 @@
 //! - delays drawn only from the boundary set (`lo`, `hi`, each constant of the wake logic and
 //!   one either side), never uniformly;
 //! - at most `deviations_max` choices away from their simplest value per run (as context
-//!   bounding counts preemptions), while every same-instant order within that budget is tried.
+//!   bounding counts preemptions), while every same-instant order within that budget is tried;
+//! - with `interior` N (`explore --interior N`), every delay also takes N evenly spaced interior
+//!   points of its range (outside events' instants take `INSTANT_GRID` of them anyway).
+//!
+//! So a clean, exhausted scope is no proof beyond it: a run with more messages, more unusual
+//! choices, or a delay strictly inside its range off those points is not among the runs.
 
 use std::collections::BTreeSet;
 
@@ -65,6 +70,7 @@ pub fn explore_until(
     let scn = scn.scoped(scope.messages_max);
     let profile = Profile {
         boundary_only: true,
+        interior: scope.interior,
     };
     let mut prefix: Vec<Choice> = Vec::new();
     let mut hashes = BTreeSet::new();

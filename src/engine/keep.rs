@@ -61,8 +61,9 @@ pub struct Keep<'a> {
     pub pin: bool,
     /// The comment the file starts with.
     pub comment: String,
-    /// Its choices were drawn by `explore` (delays from the boundary set) with this message cap.
-    pub explored: Option<u64>,
+    /// Its choices were drawn by `explore` (delays from the boundary set) in this scope (its
+    /// message cap and interior points are written to the file).
+    pub explored: Option<crate::scenario::Scope>,
 }
 
 /// What `run`'s saving of a failure did (`Keep::save`).

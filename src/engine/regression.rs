@@ -24,7 +24,8 @@
 //! wakesim = "0.1.0"
 //! choices = ["1/2 fault on", "0/3 fault rate", "3/4 await"]  # value/bound site
 //! profile = "boundary"        # optional, from `explore`: delays from the boundary set,
-//! messages_max = 2              # and its message cap
+//! messages_max = 2              # and its message cap,
+//! interior = 3                  # and its interior points per delay (`--interior`), if any
 //!
 //! [expect]                       # optional, as in scenario files: pins a witness
 //! verdict = "fail"
@@ -49,9 +50,9 @@ use crate::check::Invariant;
 use crate::error::{Error, Result};
 use crate::family::Registry;
 use crate::input::located;
-use crate::limits::SAVE_SHRINK_RUNS_MAX;
+use crate::limits::{EXPLORE_INTERIOR_MAX, SAVE_SHRINK_RUNS_MAX};
 use crate::outcome::{Outcome, RunResult};
-use crate::scenario::{Expect, RawExpect, Scenario, absolute, discover};
+use crate::scenario::{Expect, RawExpect, Scenario, Scope, absolute, discover};
 use crate::sim::choice::{Choice, Profile};
 
 /// The `format` key that marks a TOML file as a regression.
@@ -98,6 +99,9 @@ struct RawRegression {
     /// Explore's message cap the choices were drawn under.
     #[serde(default)]
     messages_max: Option<u64>,
+    /// Explore's interior points per delay the choices were drawn under (`--interior`).
+    #[serde(default)]
+    interior: Option<Spanned<u64>>,
     #[serde(default)]
     expect: Option<Spanned<RawExpect>>,
 }
@@ -205,6 +209,15 @@ impl Regression {
             None | Some(("random", _)) => Profile::default(),
             Some(("boundary", _)) => Profile {
                 boundary_only: true,
+                interior: match &raw.interior {
+                    None => 0,
+                    Some(n) if *n.get_ref() <= EXPLORE_INTERIOR_MAX => *n.get_ref(),
+                    Some(n) => {
+                        let message =
+                            format!("{} is out of range 0..={EXPLORE_INTERIOR_MAX}", n.get_ref());
+                        return Err(err(n.span(), message));
+                    }
+                },
             },
             Some((other, span)) => {
                 return Err(err(
@@ -277,7 +290,7 @@ impl Regression {
         expect: Option<&Expect>,
         choices: &[Choice],
         comment: &str,
-        explored: Option<u64>,
+        explored: Option<Scope>,
     ) -> String {
         let mut s = String::new();
         for line in comment.lines() {
@@ -287,9 +300,12 @@ impl Regression {
         s += &format!("scenario = {}\n", toml_str(scenario_rel));
         s += &format!("seed = {seed}\n");
         s += &format!("wakesim = \"{}\"\n", env!("CARGO_PKG_VERSION"));
-        if let Some(messages_max) = explored {
+        if let Some(scope) = explored {
             s += "profile = \"boundary\"\n";
-            s += &format!("messages_max = {messages_max}\n");
+            s += &format!("messages_max = {}\n", scope.messages_max);
+            if scope.interior > 0 {
+                s += &format!("interior = {}\n", scope.interior);
+            }
         }
         s += "choices = [\n";
         for c in choices {

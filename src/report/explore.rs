@@ -1,5 +1,11 @@
 //! What `wakesim explore` prints: the scope, the runs, the failures by invariant, the smallest
 //! failure's story and the verdict; as text or as one JSON line.
+//!
+//! A clean, exhausted scope is reported as what it is: no run *of that scope* breaks an
+//! invariant. Both formats state the scope and what lies outside it, and the JSON says
+//! `"proof": "scope-only"`: exploration bounds messages, unusual choices and delay points, so it
+//! says nothing about a run beyond them (issue 15: a scope called "exhausted" was read as proof,
+//! and seed 2,201 then broke bounded-latency).
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -10,7 +16,8 @@ use serde::Serialize;
 use super::json::FORMAT;
 use crate::engine::describe;
 use crate::engine::explore::Explored;
-use crate::scenario::{Expect, Scenario};
+use crate::scenario::{Expect, Scenario, Scope};
+use crate::sim::choice::INSTANT_GRID;
 
 /// One exploration, for either format.
 pub struct Exploration<'a> {
@@ -40,6 +47,8 @@ struct ExploreLine<'a> {
     smallest_failure: Option<SmallestFailure>,
     seconds: f64,
     met: bool,
+    /// Always "scope-only": a clean scope says nothing of runs outside it.
+    proof: &'static str,
 }
 
 #[derive(Serialize)]
@@ -48,6 +57,36 @@ struct ScopeJson {
     deviations_max: usize,
     runs_max: u64,
     delays: &'static str,
+    /// Interior points every delay takes besides its boundary set (`--interior`).
+    interior_points: u64,
+    /// Interior points an outside event's instant takes (a producer message, a timed fault).
+    instant_points: u64,
+    /// What no run of the scope covers, in sentences.
+    not_covered: Vec<String>,
+}
+
+/// The scope's delay points, in words.
+fn delay_points(scope: &Scope) -> String {
+    let mut s = "delays at lo, hi and the wake logic's constants ±1".to_string();
+    if scope.interior > 0 {
+        s += &format!(" and {} interior point(s)", scope.interior);
+    }
+    s + &format!(
+        ", outside events' instants also at {} interior point(s)",
+        INSTANT_GRID.max(scope.interior)
+    )
+}
+
+/// What the scope leaves out, in sentences.
+fn not_covered(scope: &Scope) -> Vec<String> {
+    vec![
+        format!("runs with more than {} message(s)", scope.messages_max),
+        format!(
+            "runs with more than {} choice(s) away from their simplest value",
+            scope.deviations_max
+        ),
+        "delays strictly inside their range at any other point".to_string(),
+    ]
 }
 
 #[derive(Serialize)]
@@ -70,6 +109,9 @@ pub fn json(e: &Exploration<'_>) -> String {
             deviations_max: ex.scope.deviations_max,
             runs_max: ex.scope.runs_max,
             delays: "boundary set",
+            interior_points: ex.scope.interior,
+            instant_points: INSTANT_GRID.max(ex.scope.interior),
+            not_covered: not_covered(&ex.scope),
         },
         runs: ex.runs,
         distinct: ex.distinct,
@@ -94,6 +136,7 @@ pub fn json(e: &Exploration<'_>) -> String {
         }),
         seconds: (e.secs * 1000.0).round() / 1000.0,
         met: e.met,
+        proof: "scope-only",
     };
     serde_json::to_string(&line).expect("an explore line serializes") + "\n"
 }
@@ -104,11 +147,12 @@ pub fn text(e: &Exploration<'_>) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "explored {} ({}): at most {} message(s), delays from the boundary set, at most {} deviation(s) per run",
+        "explored {} ({}): at most {} message(s), at most {} deviation(s) per run, {}",
         e.file.display(),
         scn.wake,
         ex.scope.messages_max,
-        ex.scope.deviations_max
+        ex.scope.deviations_max,
+        delay_points(&ex.scope)
     );
     let _ = writeln!(
         s,
@@ -117,13 +161,22 @@ pub fn text(e: &Exploration<'_>) -> String {
         ex.distinct,
         e.secs,
         if ex.exhausted {
-            "scope exhausted"
+            "every run of this scope ran"
         } else {
-            "NOT exhausted: --runs-max reached"
+            "NOT every run of this scope ran: --runs-max reached"
         }
     );
     if ex.failing == 0 {
-        let _ = writeln!(s, "  no run breaks any invariant");
+        let _ = writeln!(
+            s,
+            "  no run {} breaks an invariant; scope only, not a proof: not covered are {}",
+            if ex.exhausted {
+                "of this scope"
+            } else {
+                "that ran"
+            },
+            not_covered(&ex.scope).join(", ")
+        );
     } else {
         let by: Vec<String> = (ex.by_invariant.iter())
             .map(|(i, n)| format!("{i} {n}"))

@@ -107,6 +107,9 @@ pub struct Scope {
     pub deviations_max: usize,
     /// Runs at most; past it the scope is reported as not exhausted.
     pub runs_max: u64,
+    /// Evenly spaced interior points each delay may also take, besides its boundary set
+    /// (`explore --interior N`; 0 by default: delays at their boundaries only).
+    pub interior: u64,
 }
 
 impl Default for Scope {
@@ -115,6 +118,7 @@ impl Default for Scope {
             messages_max: 2,
             deviations_max: 3,
             runs_max: 200_000,
+            interior: 0,
         }
     }
 }

@@ -28,6 +28,10 @@ pub struct Choice {
 pub struct Profile {
     /// Only draw delays from the boundary set (explore mode): no uniform class.
     pub boundary_only: bool,
+    /// In the boundary-only profile, evenly spaced interior points every delay's boundary set
+    /// gains (`explore --interior N`); 0, the default, adds none (outside events' instants have
+    /// `INSTANT_GRID` of their own, or this many if more).
+    pub interior: u64,
 }
 
 /// Where a replayed sequence stopped matching the model that consumes it.
@@ -235,7 +239,7 @@ impl Choices {
     /// constant of the logic under test and one either side of it. Half the weight goes to the
     /// boundary set and half to a uniform draw (none in the boundary-only profile).
     pub fn delay(&mut self, lo: u64, hi: u64, label: &'static str) -> u64 {
-        self.delay_with_grid(lo, hi, label, 0)
+        self.delay_with_grid(lo, hi, label, self.profile.interior)
     }
 
     /// When an outside event happens (a producer message, a timed fault) in `lo..=hi`. In
@@ -244,7 +248,7 @@ impl Choices {
     /// host's activity (a generation, a wait) that no constant marks, so exploration still
     /// reaches the windows of long ranges.
     pub fn instant(&mut self, lo: u64, hi: u64, label: &'static str) -> u64 {
-        self.delay_with_grid(lo, hi, label, INSTANT_GRID)
+        self.delay_with_grid(lo, hi, label, INSTANT_GRID.max(self.profile.interior))
     }
 
     fn delay_with_grid(&mut self, lo: u64, hi: u64, label: &'static str, grid: u64) -> u64 {
@@ -447,6 +451,46 @@ mod tests {
             }
         }
         assert_eq!(seen, [true, true, true]);
+    }
+
+    #[test]
+    fn explore_delays_take_interior_points_only_when_asked() {
+        // Every value a boundary-only delay can take: enumerate its classes by replaying each.
+        let points = |interior: u64, instant: bool| {
+            let profile = Profile {
+                boundary_only: true,
+                interior,
+            };
+            let mut out = Vec::new();
+            for v in 0.. {
+                let mut c = Choices::replay(
+                    vec![Choice {
+                        bound: u64::MAX,
+                        value: v,
+                        label: "d",
+                    }],
+                    profile,
+                );
+                c.set_constants(&[500]);
+                let d = if instant {
+                    c.instant(0, 1_000, "d")
+                } else {
+                    c.delay(0, 1_000, "d")
+                };
+                let bound = c.log()[0].bound;
+                out.push(d);
+                if v + 1 >= bound {
+                    break;
+                }
+            }
+            out
+        };
+        assert_eq!(points(0, false), [0, 499, 500, 501, 1_000]);
+        assert_eq!(points(3, false), [0, 250, 499, 500, 501, 750, 1_000]);
+        // 125, 250, ..., 875 (500 is already a point): instants keep their own grid of 7.
+        assert_eq!(points(0, true).len(), 5 + 6);
+        // 100, 200, ..., 900: or the interior points, if more.
+        assert_eq!(points(9, true).len(), 5 + 8);
     }
 
     #[test]
