@@ -62,7 +62,7 @@ function lockHolderGone(lock) {
 }
 
 /** `npm ci` in `dir` unless `ready()` already holds, under `dir/.install.lock`. */
-export function ensureInstalled(dir, ready) {
+export function ensureInstalled(dir, ready, extraArgs = []) {
   if (ready()) return;
   const lock = path.join(dir, ".install.lock");
   const deadline = Date.now() + INSTALL_WAIT_MS;
@@ -94,6 +94,7 @@ export function ensureInstalled(dir, ready) {
         "--loglevel=error",
         "--fetch-retries=1",
         "--fetch-timeout=30000",
+        ...extraArgs,
       ],
       // npm's output goes to stderr: stdout is the protocol.
       { stdio: ["ignore", 2, 2], timeout: INSTALL_WAIT_MS }
@@ -125,7 +126,14 @@ const HOSTS = {
   },
 };
 
-const [family, version, ...rest] = process.argv.slice(2);
+const [family, version, ...args] = process.argv.slice(2);
+// `--package DIR`: an extension's pinned package (a scenario's `wake.package`), installed too.
+const packages = [];
+const rest = [];
+for (let i = 0; i < args.length; i++) {
+  if (args[i] === "--package" && i + 1 < args.length) packages.push(path.resolve(args[++i]));
+  else rest.push(args[i]);
+}
 if (!family || !version) fatal("usage: launch.mjs FAMILY VERSION (e.g. pi 0.99.1)");
 const host = HOSTS[family];
 if (!host) fatal(`no real host of the family ${family} (known: ${Object.keys(HOSTS).join(", ")})`);
@@ -142,6 +150,25 @@ try {
   ensureInstalled(spec.dir, () => fs.existsSync(spec.probe));
 } catch (e) {
   fatal(`cannot install ${family} ${version} (${pinned(spec.dir)}): ${e.message}`);
+}
+for (const dir of packages) {
+  if (!fs.existsSync(path.join(dir, "package-lock.json"))) fatal(`${dir} is not a pinned package: no package-lock.json`);
+  // Every dependency the lock pins at the top level is there once `npm ci` completed. An
+  // extension's peer dependencies (pi's packages) are the host's own: pi's loader aliases them,
+  // so they are not installed (legacy peer dependencies).
+  const ready = () => {
+    try {
+      const pkg = JSON.parse(fs.readFileSync(path.join(dir, "package.json"), "utf8"));
+      return Object.keys(pkg.dependencies || {}).every((n) => fs.existsSync(path.join(dir, "node_modules", n, "package.json")));
+    } catch {
+      return false;
+    }
+  };
+  try {
+    ensureInstalled(dir, ready, ["--legacy-peer-deps"]);
+  } catch (e) {
+    fatal(`cannot install the extension package ${pinned(dir)}: ${e.message}`);
+  }
 }
 if (rest[0] === "--install-only") process.exit(0);
 

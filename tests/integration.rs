@@ -255,7 +255,7 @@ fn list_names_hosts_wakes_invariants_and_faults() {
     for l in String::from_utf8_lossy(&json.stdout).lines() {
         let v: serde_json::Value = serde_json::from_str(l).expect("JSON line");
         assert!(
-            ["host", "wake", "invariant", "fault", "window", "scenario"]
+            ["host", "wake", "invariant", "fault", "window", "scenario", "matrix"]
                 .contains(&v["type"].as_str().expect("type"))
         );
     }

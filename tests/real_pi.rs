@@ -4,10 +4,10 @@
 //! What this proves:
 //! - determinism: a seed gives the same trace alone, after other seeds, and in another driver
 //!   process; `wakesim replay` prints the same bytes run to run;
-//! - conformance: the first seeds of the real-pi scenarios without retries (G0, G2, G3's and
-//!   G4's failed wake, P-9), on the real host and on its model twin, give the same observation
-//!   streams (`wakesim conform`; nightly runs multiply the seeds with
-//!   `WAKESIM_SEEDS_MULTIPLIER`);
+//! - conformance: the first seeds of the real-pi scenarios (G0, G1's and G3's with retries and
+//!   before-settle continues, G2, G3's and G4's failed wake, P-9), on the real host and on its
+//!   model twin, give the same observation streams (`wakesim conform`; nightly runs multiply
+//!   the seeds with `WAKESIM_SEEDS_MULTIPLIER`);
 //! - the reference's minimal interleavings the real lane can inject reproduce on the real host
 //!   (P-1, P-3 with H-2, P-4 with H-1 and its inference about the harness, P-5, P-9, P-11; H-3
 //!   is P-1's mechanism), each asserted on the observations of a seed;
@@ -80,7 +80,7 @@ fn conforms(rel: &str, n: u64) {
         match conform_seed(&mut runner, &real, &model, seed, 200) {
             Verdict::Strong => strong += 1,
             Verdict::Match { .. } | Verdict::Weak { .. } => {}
-            v @ Verdict::Diverged { .. } => panic!(
+            v @ (Verdict::Diverged { .. } | Verdict::Excluded { .. }) => panic!(
                 "{rel}: {}",
                 wakesim::report::conform::divergence(&real, &model, &v)
             ),
@@ -101,6 +101,21 @@ fn conformance_g0_follow_up() {
         "scenarios/real-pi/g0-follow-up-while-parent-calls-tools.toml",
         10,
     );
+}
+
+/// Retries (pi's own backoff, which the model computes as pi does) and before-settle
+/// continuations between inner runs.
+#[test]
+fn conformance_g1_retries_between_inner_runs() {
+    conforms(
+        "scenarios/real-pi/g1-counter-strands-between-inner-runs.toml",
+        20,
+    );
+}
+
+#[test]
+fn conformance_g3_retries_and_continues() {
+    conforms("scenarios/real-pi/g3-passes-without-failed-wake.toml", 20);
 }
 
 #[test]

@@ -25,12 +25,14 @@ import module from "node:module";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 import * as vclock from "../lib/vclock.mjs";
+import * as peers from "./peers.mjs";
 import * as wire from "../lib/wire.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const DRIVER = "wakesim-pi-driver/0.1.0";
 const HARNESS = "[wakesim harness]";
-const MARKER = /\[wakesim m(\d+)\]/g;
+// `[wakesim m<id+1>]`, or a fake peer's tag `[wakesim <tag>]` that it bound to an id (peers.mjs).
+const MARKER = /\[wakesim ([a-z]+)(\d+)\]/g;
 
 // Faults in the model's order (src/host/pi/config.rs `PiFault::ALL`): the plan draws them in it.
 const FAULTS = [
@@ -44,6 +46,7 @@ const FAULTS = [
   "tree_summarization",
   "session_replacement",
   "user_prompts",
+  "prompt_compaction_fails",
 ];
 const TIMED = new Set(["manual_compaction", "tree_summarization", "session_replacement", "user_prompts"]);
 // Faults this driver injects through pi's own entry points. The others are refused at `hello`
@@ -62,6 +65,16 @@ const DEFAULT_OPTIONS = {
 
 const sandbox = fs.mkdtempSync(path.join(os.tmpdir(), "wakesim-pi-"));
 for (const d of ["home", "agent", "tmp", "work"]) fs.mkdirSync(path.join(sandbox, d));
+// jiti (pi's extension loader) keeps its transpile cache in TMPDIR: kept beside the pinned
+// packages (git-ignored, keyed by each file's source hash), so a published extension's hundreds
+// of TypeScript files are transpiled once per machine, not once per driver.
+try {
+  const jitiCache = path.join(here, "..", ".cache", "jiti");
+  fs.mkdirSync(jitiCache, { recursive: true });
+  fs.symlinkSync(jitiCache, path.join(sandbox, "tmp", "jiti"));
+} catch {
+  // Without the shared cache jiti transpiles into the sandbox; nothing else changes.
+}
 process.on("exit", () => fs.rmSync(sandbox, { recursive: true, force: true }));
 const env = {
   HOME: path.join(sandbox, "home"),
@@ -135,6 +148,8 @@ const { createAssistantMessageEventStream } = piAi;
 const extFile = wake.extension;
 if (!extFile || !fs.existsSync(extFile)) wire.fatal(`extension ${extFile} not found`);
 const deliver = wake.deliver || "factory";
+// `peer:NAME`: content reaches the extension through its own transport, driven by a fake peer.
+const peer = deliver.startsWith("peer:") ? await peers.load(deliver.slice(5), { sandbox, workDir: path.join(sandbox, "work") }) : null;
 const wrapper = path.join(sandbox, "wakesim-extension.ts");
 fs.writeFileSync(
   wrapper,
@@ -274,7 +289,10 @@ function sourceName(kind, source) {
 function carried(content) {
   const text = typeof content === "string" ? content : JSON.stringify(content);
   const ids = [];
-  for (const m of text.matchAll(MARKER)) ids.push(Number(m[1]) - 1);
+  for (const m of text.matchAll(MARKER)) {
+    if (m[1] === "m") ids.push(Number(m[2]) - 1);
+    else if (R.tags.has(m[1] + m[2]) && !ids.includes(R.tags.get(m[1] + m[2]))) ids.push(R.tags.get(m[1] + m[2]));
+  }
   return ids;
 }
 
@@ -382,11 +400,15 @@ function probe(pi) {
   pi.on("agent_end", handlers);
   pi.on("agent_settled", handlers);
   if (faultOn("extra_continues")) {
-    pi.on("agent_before_settle", async () => {
+    pi.on("agent_before_settle", async (event) => {
       if (!fires("extra_continues")) return undefined;
       note("the before-settle boundary asks for another continue() (fault)", "fault");
       await handlers();
-      return { continue: true };
+      // pi continues only with runnable context (its docs: chain an entry and return
+      // `continue: true`); a bare `continue: true` after an assistant reply is refused as
+      // "requested continuation without runnable model context", and the run settles.
+      const entry = { type: "custom_message", customType: "wakesim.continue", content: "continue", display: false };
+      return { entries: [...(event.entries || []), entry], continue: true };
     });
   }
   pi.registerTool({
@@ -619,6 +641,7 @@ async function runOnce() {
     idle: null,
     lastWakeAt: null,
     produced: 0,
+    tags: new Map(),
   };
   vclock.begin();
   const planned = plan();
@@ -629,9 +652,19 @@ async function runOnce() {
   slot.factoryReturn = undefined;
   slot.pi = undefined;
   if (wake.fresh_modules) loaderMod.clearExtensionCache();
+  peer?.reset();
+  // pi's retry settings from the scenario's `retry_ms` (the model computes the same backoff:
+  // `min` is baseDelayMs, `max` maxAgentDelayMs, which 0.58 does not have). maxRetries is the
+  // fault's own bound, so pi never gives up on a retry the fault asked for.
+  const retries = scenario.faults.find((f) => f.name === "retries");
   const settingsManager = SettingsManager.inMemory({
     compaction: { enabled: false },
-    retry: { enabled: true, maxRetries: 3, baseDelayMs: scenario.timing.retry_ms.min },
+    retry: {
+      enabled: true,
+      maxRetries: Math.max(retries ? retries.max : 0, 1),
+      baseDelayMs: scenario.timing.retry_ms.min,
+      maxAgentDelayMs: scenario.timing.retry_ms.max,
+    },
   });
   const resourceLoader = new DefaultResourceLoader({
     cwd: workDir,
@@ -715,6 +748,8 @@ async function runOnce() {
     const name = deliver.slice(7);
     send = slot.module && slot.module[name];
     if (typeof send !== "function") throw new Error(`${extFile}: no exported function ${name}`);
+  } else if (peer) {
+    send = null;
   } else if (deliver.startsWith("event:")) {
     const name = deliver.slice(6);
     send = (message) => slot.pi.events.emit(name, message);
@@ -726,6 +761,7 @@ async function runOnce() {
   await session.bindExtensions({});
 
   // Producer messages and timed faults on virtual timers.
+  const peerRun = peer?.begin({ pi: slot.pi, session, messages: planned.messages, note: (text) => note(text, "wake"), tag: (tag, id) => R.tags.set(tag, id) });
   for (const m of planned.messages) {
     setTimeout(() => {
       const id = wire.produce(t(), m.kind, m.source, { state: state() });
@@ -738,6 +774,10 @@ async function runOnce() {
         if ((wake.constants_ms || []).some((c) => Math.abs(since - c) <= 1)) mark("at-constant-boundary");
       }
       note(`${name} → extension (${m.kind} from ${sourceName(m.kind, m.source)})`, "wake");
+      if (peerRun) {
+        peerRun.arrive(m, { id, name, marker: `[wakesim ${name}]` });
+        return;
+      }
       const message = {
         customType: `wakesim.${m.kind}`,
         content: `${m.kind} from ${sourceName(m.kind, m.source)} [wakesim ${name}]`,

@@ -1,11 +1,11 @@
 //! `wakesim list [PATH..] [--format text|json]`: what wakesim knows (hosts, wake logics,
 //! invariants, faults, windows) and the scenarios under the paths (default `scenarios/`, when
-//! there is one).
+//! there is one), with the scenario matrix of the fixed variants over them.
 
 use std::path::PathBuf;
 
 use super::args::Format;
-use crate::engine::suite;
+use crate::engine::{matrix, suite};
 use crate::error::Result;
 use crate::family::Registry;
 use crate::report;
@@ -44,6 +44,11 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
         out += &match args.format {
             Format::Json => report::list::scenarios_json(&listed),
             Format::Text => report::list::scenarios_text(&listed),
+        };
+        let rows = matrix::matrix(&suite.scenarios);
+        out += &match args.format {
+            Format::Json => report::matrix::json(&rows),
+            Format::Text => report::matrix::text(&rows),
         };
     }
     super::print(&out)?;

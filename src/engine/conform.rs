@@ -20,13 +20,15 @@
 //!
 //! The streams compared are the observations checkers read (`Produced`, `Request` with what it
 //! carries and its harness, `Starter`, `RunFlag`, `AgentRun`, `Settled`, `Dropped`, ...), each
-//! with its time; notes, coverage marks and `Idle` (which a driver derives from the real host's
-//! fields rather than reads) are left out.
+//! with its time; notes, coverage marks, `Idle` (which a driver derives from the real host's
+//! fields rather than reads) and a gptme delivery pass's brackets (`Pass`: atomic in the model,
+//! not in the real code; each `Wake` keeps its pass number) are left out.
 
 use std::collections::BTreeMap;
 
 use super::runner::Runner;
 use crate::adapter::AdapterSpec;
+use crate::family::Twin;
 use crate::limits::ADAPTER_START_TIMEOUT_MS_DEFAULT;
 use crate::outcome::RunResult;
 use crate::scenario::Scenario;
@@ -45,21 +47,26 @@ pub fn twin(real: &Scenario) -> Result<Scenario, String> {
     let spec = (real.remote.as_ref())
         .ok_or_else(|| format!("{} does not name a real host", real.path.display()))?;
     let family = real.host.family();
-    let command = family.twin(&spec.wake)?;
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let adapter = AdapterSpec {
-        command,
-        cwd: root.to_path_buf(),
-        constants_ms: spec.constants_ms.clone(),
-        timeout_ms: spec.timeout_ms,
-        start_timeout_ms: ADAPTER_START_TIMEOUT_MS_DEFAULT,
-        options: spec.wake.get("options").cloned().unwrap_or_default(),
-        origin: spec.origin.clone(),
+    let (wake, adapter) = match family.twin(&spec.wake)? {
+        Twin::Adapter(command) => {
+            let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+            let adapter = AdapterSpec {
+                command,
+                cwd: root.to_path_buf(),
+                constants_ms: spec.constants_ms.clone(),
+                timeout_ms: spec.timeout_ms,
+                start_timeout_ms: ADAPTER_START_TIMEOUT_MS_DEFAULT,
+                options: spec.wake.get("options").cloned().unwrap_or_default(),
+                origin: spec.origin.clone(),
+            };
+            (format!("{} (model twin)", real.wake), Some(adapter))
+        }
+        Twin::Builtin(name) => (name.to_string(), None),
     };
     Ok(Scenario {
         host: real.host.model(),
-        wake: format!("{} (model twin)", real.wake),
-        adapter: Some(adapter),
+        wake,
+        adapter,
         remote: None,
         ..real.clone()
     })
@@ -80,7 +87,8 @@ pub enum Obs {
     Unrequested(Vec<MsgId>),
 }
 
-/// What checkers read of a trace, with times. `Appended` is folded into the request that
+/// What checkers read of a trace, with times, each instant in a canonical order
+/// (`commute_requests`). `Appended` is folded into the request that
 /// follows it ("a request with what it carries"): the model appends a prompt's messages at step
 /// 12 and pi 0.99.1 after the `agent_start` handlers, one handler delay apart, and only what
 /// each request carries decides a verdict. Prompts are numbered by the order they first reach
@@ -100,7 +108,13 @@ pub fn observations(trace: &[Record]) -> Vec<(u64, Obs)> {
                 harness: *harness,
                 carries: std::mem::take(&mut pending),
             },
-            ev if ev.is_note() || matches!(ev, Ev::Mark(_) | Ev::Idle { .. }) => continue,
+            // A delivery pass's brackets: the model runs a pass as one atomic event, the real
+            // gptme on threads, where another thread's request or message can fall between a
+            // pass's start and end. What a checker reads of a pass is the number each `Wake`
+            // carries, which is compared.
+            ev if ev.is_note() || matches!(ev, Ev::Mark(_) | Ev::Idle { .. } | Ev::Pass { .. }) => {
+                continue;
+            }
             Ev::Starter {
                 who: Starter::Prompt(p),
                 accepted,
@@ -120,7 +134,43 @@ pub fn observations(trace: &[Record]) -> Vec<(u64, Obs)> {
         let t = trace.last().map_or(0, |r| r.t.0);
         out.push((t, Obs::Unrequested(pending)));
     }
+    commute_requests(&mut out);
     out
+}
+
+/// Does `o` commute with a model request at the same instant? A message made or dropped, or a
+/// refused wake, neither appends to the conversation (what a request carries) nor reads what a
+/// request changes: the two orders are one behaviour. The model makes a step's request in an
+/// event of its own, after the delivery or retry that woke it; the real gptme's step thread can
+/// make it while that delivery's thread, or a producer, is still at work in the same instant.
+fn commutes_with_request(o: &Obs) -> bool {
+    matches!(
+        o,
+        Obs::Ev(
+            Ev::Produced { .. }
+                | Ev::Dropped { .. }
+                | Ev::Wake {
+                    refused: Some(_),
+                    ..
+                }
+        )
+    )
+}
+
+/// The canonical order of each instant: a request after every observation that commutes with it
+/// (`commutes_with_request`), so that two streams differing only in such orders compare equal.
+fn commute_requests(out: &mut [(u64, Obs)]) {
+    let mut moved = true;
+    while moved {
+        moved = false;
+        for i in 1..out.len() {
+            let (a, b) = (&out[i - 1], &out[i]);
+            if a.0 == b.0 && matches!(a.1, Obs::Request { .. }) && commutes_with_request(&b.1) {
+                out.swap(i - 1, i);
+                moved = true;
+            }
+        }
+    }
 }
 
 fn common_prefix(a: &[(u64, Obs)], b: &[(u64, Obs)]) -> usize {
@@ -145,6 +195,9 @@ pub enum Verdict {
         real: Box<RunResult>,
         model: Box<RunResult>,
     },
+    /// No model run within the bound gives it, and the real run marked a window the model
+    /// cannot have (`Family::UNMODELLED`, gptme's step-end gap): excluded, by that window.
+    Excluded { window: &'static str, at: usize },
     /// The two lanes drew different plans: the driver does not mirror the model's plan.
     PlanMismatch {
         real: Vec<Choice>,
@@ -218,6 +271,14 @@ pub fn conform_seed(
     if untimed(&observations(&best.1.trace)) == untimed(&target) {
         return Verdict::Weak { runs };
     }
+    let unmodelled = real.host.family().unmodelled();
+    let marked = r.trace.iter().find_map(|rec| match rec.ev {
+        Ev::Mark(w) if unmodelled.iter().any(|u| u.code == w.code) => Some(w.name),
+        _ => None,
+    });
+    if let Some(window) = marked {
+        return Verdict::Excluded { window, at: best.0 };
+    }
     Verdict::Diverged {
         at: best.0,
         runs,
@@ -289,6 +350,8 @@ pub struct Tally {
     pub weak: u64,
     pub diverged: u64,
     pub first_diverged: Option<u64>,
+    /// Seeds excluded by a window the model cannot have, by window.
+    pub excluded: BTreeMap<&'static str, u64>,
 }
 
 impl Tally {
@@ -297,6 +360,7 @@ impl Tally {
             Verdict::Strong => self.strong += 1,
             Verdict::Match { .. } => self.matched += 1,
             Verdict::Weak { .. } => self.weak += 1,
+            Verdict::Excluded { window, .. } => *self.excluded.entry(window).or_default() += 1,
             Verdict::Diverged { .. } | Verdict::PlanMismatch { .. } => {
                 self.diverged += 1;
                 self.first_diverged.get_or_insert(seed);

@@ -9,6 +9,7 @@ pub mod determinism;
 pub mod explore;
 pub mod findability;
 mod keep;
+pub mod matrix;
 pub mod parallel;
 pub mod regression;
 pub mod runner;

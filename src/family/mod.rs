@@ -15,6 +15,7 @@
 //! judged by the same family's invariants, windows and states, configured by the same scenario
 //! sections. A real host is a [`HostKind`] of its family like the models.
 
+pub mod claims;
 pub mod common;
 pub mod gptme_cli;
 pub mod gptme_server;
@@ -41,7 +42,7 @@ use crate::input::values::FaultValue;
 use crate::limits::Limits;
 use crate::outcome::{Drive, RunResult};
 use crate::remote::Vocab;
-use crate::sim::choice::Choices;
+use crate::sim::choice::{Choices, Ratio};
 use crate::sim::record::{Note, Window};
 use crate::sim::{Kernel, World};
 use common::faults::{FaultKind, FaultSpec};
@@ -99,6 +100,16 @@ pub struct OwnDriver {
     pub own: &'static str,
 }
 
+/// A real host's model twin (`wakesim conform`): the same code on the family's model host.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Twin {
+    /// Through the family's adapter: the command that runs it (pi: the Node adapter).
+    Adapter(Vec<String>),
+    /// A built-in wake logic of the family, by its registry name (gptme: the driver's variant
+    /// as the model's `gptme.*` logic).
+    Builtin(&'static str),
+}
+
 impl WireNames {
     pub const NONE: WireNames = WireNames {
         drops: &[],
@@ -147,6 +158,9 @@ pub trait Family: Sized + 'static {
     /// Restrict a configuration to explore's scope: every producer count at most `messages_max`.
     fn scope(config: &mut Self::Config, messages_max: u64);
 
+    /// The faults `config` names in `[faults]`, with their specs.
+    fn faults_of(config: &Self::Config) -> &[(Self::Fault, FaultSpec)];
+
     /// The world of one run: host `variant` with `config` and a fresh wake logic.
     fn world(variant: Self::Variant, config: &Self::Config, wake: Box<Self::Wake>) -> Self::World;
 
@@ -163,6 +177,10 @@ pub trait Family: Sized + 'static {
     /// The labels of its model's per-seed plan draws (producers, faults), which its drivers draw
     /// first, alike: conformance compares the two lanes' plans by them.
     const PLAN_LABELS: &'static [&'static str] = &[];
+    /// Race windows only its real hosts can mark (threads the model runs as one event): a seed
+    /// whose real run marked one and then parted from every model run is excluded from
+    /// conformance, by name, rather than counted as a divergence.
+    const UNMODELLED: &'static [Window] = &[];
     /// Its own driver, when `hosts/launch.mjs` does not start its real hosts.
     const OWN_DRIVER: Option<OwnDriver> = None;
 
@@ -171,9 +189,9 @@ pub trait Family: Sized + 'static {
         serde_json::Value::Object(Default::default())
     }
 
-    /// The model twin of a real host's wake (`hello.wake`): the adapter command that runs the
-    /// same code on the family's model host.
-    fn twin(_wake: &serde_json::Value) -> std::result::Result<Vec<String>, String> {
+    /// The model twin of a real host's wake (`hello.wake`): the adapter command, or the built-in
+    /// wake logic, that runs the same code on the family's model host.
+    fn twin(_wake: &serde_json::Value) -> std::result::Result<Twin, String> {
         Err(format!("{} real hosts have no model twin yet", Self::NAME))
     }
 }
@@ -192,6 +210,8 @@ pub trait AnyFamily: Sync {
     fn config(&self, cx: Cx<'_>) -> Result<Config>;
     /// `config` restricted to explore's scope (see [`Family::scope`]).
     fn scoped(&self, config: &Config, messages_max: u64) -> Config;
+    /// The faults `config` switches on in some seeds (share above 0), with their shares.
+    fn faults_on(&self, config: &Config) -> Vec<(&'static str, Ratio)>;
     /// A runner of this family's seeds, keeping its kernel's allocations across seeds.
     fn runs(&self) -> Box<dyn Runs>;
     /// Register the family's built-in wake logics.
@@ -202,10 +222,12 @@ pub trait AnyFamily: Sync {
     fn vocab(&self) -> Vocab;
     /// `config` resolved for a driver (see [`Family::real_sections`]).
     fn real_sections(&self, config: &Config) -> serde_json::Value;
-    /// The model twin's adapter command (see [`Family::twin`]).
-    fn twin(&self, wake: &serde_json::Value) -> std::result::Result<Vec<String>, String>;
+    /// The model twin (see [`Family::twin`]).
+    fn twin(&self, wake: &serde_json::Value) -> std::result::Result<Twin, String>;
     /// Its plan's draw labels (see [`Family::PLAN_LABELS`]).
     fn plan_labels(&self) -> &'static [&'static str];
+    /// The windows only its real hosts have (see [`Family::UNMODELLED`]).
+    fn unmodelled(&self) -> &'static [Window];
     /// Its own driver (see [`Family::OWN_DRIVER`]).
     fn own_driver(&self) -> Option<OwnDriver>;
 }
@@ -473,6 +495,13 @@ impl<F: Family> AnyFamily for Of<F> {
         F::config(cx, raw.producers, raw.timing, faults).map(Config::new)
     }
 
+    fn faults_on(&self, config: &Config) -> Vec<(&'static str, Ratio)> {
+        (F::faults_of(typed::<F>(config)).iter())
+            .filter(|(_, spec)| spec.share.num > 0)
+            .map(|(f, spec)| (f.name(), spec.share))
+            .collect()
+    }
+
     fn scoped(&self, config: &Config, messages_max: u64) -> Config {
         let mut c = typed::<F>(config).clone();
         F::scope(&mut c, messages_max);
@@ -505,12 +534,16 @@ impl<F: Family> AnyFamily for Of<F> {
         F::real_sections(typed::<F>(config))
     }
 
-    fn twin(&self, wake: &serde_json::Value) -> std::result::Result<Vec<String>, String> {
+    fn twin(&self, wake: &serde_json::Value) -> std::result::Result<Twin, String> {
         F::twin(wake)
     }
 
     fn plan_labels(&self) -> &'static [&'static str] {
         F::PLAN_LABELS
+    }
+
+    fn unmodelled(&self) -> &'static [Window] {
+        F::UNMODELLED
     }
 
     fn own_driver(&self) -> Option<OwnDriver> {

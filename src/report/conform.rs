@@ -81,5 +81,14 @@ pub fn summary(real: &Scenario, model: &Scenario, seeds: u64, secs: f64, t: &Tal
         t.weak,
         t.diverged,
         (t.first_diverged).map_or(String::new(), |s| format!(" (first at seed {s})")),
-    )
+    ) + &excluded(t)
+}
+
+/// The seeds excluded by a race the model cannot have, by window.
+fn excluded(t: &Tally) -> String {
+    (t.excluded.iter())
+        .map(|(w, n)| {
+            format!(" · {n} excluded: the real host's `{w}`, which the model cannot have")
+        })
+        .collect()
 }

@@ -9,6 +9,7 @@ pub mod html;
 pub mod json;
 pub mod lines;
 pub mod list;
+pub mod matrix;
 pub mod merge;
 pub mod mermaid;
 pub mod progress;

@@ -45,7 +45,10 @@ impl<'de> Deserialize<'de> for WakeValue {
                 map: A,
             ) -> std::result::Result<WakeValue, A::Error> {
                 let x = RawExternal::deserialize(de::value::MapAccessDeserializer::new(map))?;
-                let remote_only = x.deliver.is_some() || x.fresh_modules.is_some();
+                let remote_only = x.deliver.is_some()
+                    || x.fresh_modules.is_some()
+                    || x.package.is_some()
+                    || x.checkout.is_some();
                 // A family with its own driver (gptme) names its real host's code by `variant`
                 // or `patch` instead of `extension`; `remote.rs` checks which the host takes.
                 let code = (x.extension.as_ref().map(|_| ()))
@@ -60,7 +63,7 @@ impl<'de> Deserialize<'de> for WakeValue {
                         "give `command` (an adapter's program and arguments) or `extension` (an extension a real host loads)",
                     )),
                     (Some(_), None) if remote_only => Err(de::Error::custom(
-                        "`deliver` and `fresh_modules` are for a real host's `extension`, not an adapter's `command`",
+                        "`deliver`, `fresh_modules`, `package` and `checkout` are for a real host's `extension`, not an adapter's `command`",
                     )),
                     (Some(_), None) => Ok(WakeValue::External(Box::new(x))),
                 }
@@ -93,6 +96,15 @@ pub(super) struct RawExternal {
     /// factory's closure state always does).
     #[serde(default)]
     pub(super) fresh_modules: Option<bool>,
+    /// A pinned npm package directory (its `package.json` and `package-lock.json`, relative to
+    /// `cwd`) that holds the extension: installed with `npm ci` on first use, and `extension` is
+    /// then a path inside its `node_modules`.
+    #[serde(default)]
+    pub(super) package: Option<Spanned<String>>,
+    /// The name of an environment variable holding a checkout's directory (a repository not on
+    /// a registry): `extension` is then a path inside it, and the scenario is not run without it.
+    #[serde(default)]
+    pub(super) checkout: Option<Spanned<String>>,
     /// The adapter's working directory, relative to the scenario file's directory (default: that
     /// directory). The program and its arguments are taken relative to it.
     #[serde(default)]

@@ -40,38 +40,15 @@ impl RawExternal {
             );
             return Err(err(key.span(), message));
         }
-        let Some(ext) = &self.extension else {
-            unreachable!("a table without `extension` is read as an adapter's")
-        };
         let cwd = self.cwd(path, err)?;
-        let extension = cwd.join(ext.get_ref());
-        let extension = match extension.canonicalize() {
-            Ok(p) if p.is_file() => p,
-            _ => {
-                let message = format!("extension `{}` not found", extension.display());
-                return Err(err(ext.span(), message));
-            }
-        };
-        let deliver = match &self.deliver {
-            Some(d) => {
-                let v = d.get_ref();
-                let named = |p: &str| v.strip_prefix(p).is_some_and(|n| !n.is_empty());
-                if v != "factory" && !named("export:") && !named("event:") {
-                    let message = format!(
-                        "deliver `{v}` is not one of \"factory\", \"export:NAME\", \"event:NAME\""
-                    );
-                    return Err(err(d.span(), message));
-                }
-                v.clone()
-            }
-            None => "factory".to_string(),
-        };
+        let hosts = hosts_dir();
+        let (extension, package) = self.extension_path(&cwd, err)?;
+        let deliver = self.deliver(&hosts, err)?;
         let constants_ms = self.constants(err)?;
         let timeout_ms = bound(&self.timeout_ms, REMOTE_TIMEOUT_MS_DEFAULT, err)?;
         let start_timeout_ms = bound(&self.start_timeout_ms, REMOTE_START_TIMEOUT_MS_DEFAULT, err)?;
         // A version is pinned by its lock file (npm's for a Node host, pip's hashed requirements
         // for a Python one); `hosts/launch.mjs` installs it and starts the family's driver.
-        let hosts = hosts_dir();
         let dir = hosts.join(family.name()).join(real.version);
         let pinned = ["package-lock.json", "requirements.txt"];
         if !pinned.iter().any(|f| dir.join(f).is_file()) {
@@ -88,6 +65,7 @@ impl RawExternal {
             "options": self.options_json(),
             "constants_ms": constants_ms,
             "fresh_modules": self.fresh_modules.unwrap_or(false),
+            "package": package.as_ref().map(|p| p.to_string_lossy()),
         });
         let label = self.name.clone().unwrap_or_else(|| {
             let name = extension
@@ -103,12 +81,20 @@ impl RawExternal {
             wake,
             // The family's sections are read after `wake`; the scenario fills them in.
             sections: Value::Null,
-            command: vec![
-                "node".to_string(),
-                launcher,
-                family.name().to_string(),
-                real.version.to_string(),
-            ],
+            command: {
+                let mut c = vec![
+                    "node".to_string(),
+                    launcher,
+                    family.name().to_string(),
+                    real.version.to_string(),
+                ];
+                // The launcher installs the extension's pinned package before the driver starts.
+                if let Some(p) = &package {
+                    c.push("--package".to_string());
+                    c.push(p.to_string_lossy().into_owned());
+                }
+                c
+            },
             cwd: hosts,
             constants_ms,
             timeout_ms,
@@ -118,6 +104,73 @@ impl RawExternal {
         Ok((spec, label))
     }
 
+    /// The extension's file, and the pinned package directory holding it if any: relative to
+    /// `cwd`; with `package`, inside the package's `node_modules` (there once the launcher
+    /// installed it, so not checked here); with `checkout`, inside the directory the named
+    /// environment variable gives (a scenario of a repository not on a registry is not run
+    /// without it).
+    fn extension_path(&self, cwd: &Path, err: Err<'_>) -> Result<(PathBuf, Option<PathBuf>)> {
+        let Some(ext) = &self.extension else {
+            unreachable!("a table without `extension` is read as an adapter's")
+        };
+        if let (Some(_), Some(c)) = (&self.package, &self.checkout) {
+            let message = "give `package` (a pinned npm package) or `checkout` (a directory from an environment variable), not both";
+            return Err(err(c.span(), message.to_string()));
+        }
+        if let Some(p) = &self.package {
+            let dir = cwd.join(p.get_ref());
+            let dir = match dir.canonicalize() {
+                Ok(d) if d.join("package-lock.json").is_file() => d,
+                _ => {
+                    let message = format!(
+                        "package `{}` is not pinned: no package.json and package-lock.json there",
+                        dir.display()
+                    );
+                    return Err(err(p.span(), message));
+                }
+            };
+            let file = dir.join("node_modules").join(ext.get_ref());
+            return Ok((file, Some(dir)));
+        }
+        let base = match &self.checkout {
+            Some(var) => checkout_dir(var.get_ref(), var.span(), err)?,
+            None => cwd.to_path_buf(),
+        };
+        let extension = base.join(ext.get_ref());
+        match extension.canonicalize() {
+            Ok(p) if p.is_file() => Ok((p, None)),
+            _ => {
+                let message = format!("extension `{}` not found", extension.display());
+                Err(err(ext.span(), message))
+            }
+        }
+    }
+
+    /// `deliver`: `factory`, `export:NAME`, `event:NAME`, or `peer:NAME` (a fake peer of the
+    /// driver's, `hosts/<family>/peers/NAME.mjs`, through which content reaches the extension by
+    /// its own transport).
+    fn deliver(&self, hosts: &Path, err: Err<'_>) -> Result<String> {
+        let Some(d) = &self.deliver else {
+            return Ok("factory".to_string());
+        };
+        let v = d.get_ref();
+        let named = |p: &str| v.strip_prefix(p).filter(|n| !n.is_empty());
+        if let Some(peer) = named("peer:") {
+            let file = hosts.join("pi").join("peers").join(format!("{peer}.mjs"));
+            let plain = peer.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
+            if !plain || !file.is_file() {
+                let message = format!("no fake peer `{peer}` (hosts/pi/peers/{peer}.mjs)");
+                return Err(err(d.span(), message));
+            }
+        } else if v != "factory" && named("export:").is_none() && named("event:").is_none() {
+            let message = format!(
+                "deliver `{v}` is not one of \"factory\", \"export:NAME\", \"event:NAME\", \"peer:NAME\""
+            );
+            return Err(err(d.span(), message));
+        }
+        Ok(v.clone())
+    }
+
     /// `options`, as the JSON object handed on.
     pub(super) fn options_json(&self) -> Value {
         match &self.options {
@@ -125,6 +178,24 @@ impl RawExternal {
             None => Value::Object(Default::default()),
         }
     }
+}
+
+/// The directory an environment variable names (`checkout`): a scenario that needs a checkout
+/// the user has is not run without one, and says how to give it.
+fn checkout_dir(var: &str, span: std::ops::Range<usize>, err: Err<'_>) -> Result<PathBuf> {
+    let Some(value) = std::env::var_os(var).filter(|v| !v.is_empty()) else {
+        let message = format!(
+            "not run: {var} is not set; this scenario loads an extension from a checkout you have \
+             (set {var}=/path/to/checkout and run it again)"
+        );
+        return Err(err(span, message));
+    };
+    let dir = PathBuf::from(value);
+    if !dir.is_dir() {
+        let message = format!("{var}=`{}` is not a directory", dir.display());
+        return Err(err(span, message));
+    }
+    Ok(dir)
 }
 
 /// The span errors about the table as a whole point at: its `extension`.

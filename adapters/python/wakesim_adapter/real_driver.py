@@ -24,7 +24,7 @@ import os
 import sys
 
 from . import real_gptme as R
-from . import real_variants, sched
+from . import plan_server, real_variants, sched
 
 PROTOCOL = 1
 DRIVER = "wakesim-gptme-driver/0.1.0"
@@ -92,6 +92,15 @@ class RemoteChooser:
             raise Fatal(f"delay {v} out of {lo}..={hi} for {label}")
         return v
 
+    def instant(self, lo, hi, label):
+        if lo >= hi:
+            return lo
+        self.wire.send({"type": "choose", "label": label, "kind": "instant", "lo": lo, "hi": hi})
+        v = self.wire.value()
+        if not lo <= v <= hi:
+            raise Fatal(f"instant {v} out of {lo}..={hi} for {label}")
+        return v
+
     def chance(self, num, den, label):
         if num <= 0:
             return False
@@ -113,6 +122,8 @@ class LocalChooser(sched.SeededChooser):
             return lo
         k = self.choose(3, label + ".class")
         return lo if k == 0 else hi if k == 1 else lo + self.choose(hi - lo + 1, label)
+
+    instant = delay
 
     def chance(self, num, den, label):
         if num <= 0:
@@ -153,6 +164,8 @@ def _wire_obs(ev, ids):
               else {"Started": "started", "Killed": "killed"}[op])
         return {"ev": "work", "work": body["work"], "shown": body["shown"],
                 "conv": 0 if body["conv"] == "A" else 1, "op": op}
+    if name == "Mark":
+        return {"ev": "mark", "window": body["window"]}
     if name == "InputInterrupt":
         return {"ev": "input_interrupt", "input": body["input"]}
     if name == "SessionEnd":
@@ -228,9 +241,14 @@ SERVER_DEFAULTS = {
                   "completion_ms": {"min": 1, "max": 60_000}},
     "timing": {"model_ms": {"min": 200, "max": 6_000}, "tool_ms": {"min": 10, "max": 3_000},
                "confirm_ms": {"min": 500, "max": 20_000}, "command_ms": {"min": 100, "max": 5_000}},
-    "faults": [{"name": n, "share": [1, 2]} for n in (
-        "watch_tool", "user_steps", "tool_confirmation", "tool_calls", "slash_commands",
-        "persist_failure", "dispatch_failure")],  # SERVER_FAULTS, below
+    # The model's defaults (`ServerFault::defaults`), in `ServerFault::ALL` order: rate, max,
+    # whether it is timed; each on in half the seeds.
+    "faults": [{"name": n, "share": [1, 2], "rate": r, "max": m, "timed": t} for n, r, m, t in (
+        ("watch_tool", [1, 1], 1, False), ("user_steps", [1, 1], 3, True),
+        ("tool_confirmation", [1, 3], 3, False), ("tool_calls", [1, 3], 6, False),
+        ("slash_commands", [1, 1], 3, True), ("persist_failure", [1, 3], 2, False),
+        ("dispatch_failure", [1, 3], 2, False))],
+    "timed_retry_ms": 500, "timed_attempts_max": 40,
 }
 
 # The faults each plan acts on (the model's others are not implemented on the real host).
@@ -267,53 +285,6 @@ def _mix(ch, on, producers):
     if wire is not None:
         wire.send({"type": "mix", "faults": [[n, 1, 1] for n, v in on.items() if v],
                    "producers": producers})
-
-
-def server_plan(ch, sc):
-    """Draw a server run: which faults are on, the producers' instants, the user's activity."""
-    on = {f["name"]: ch.chance(f["share"][0], f["share"][1], "gptme.plan.fault." + f["name"])
-          for f in sc["faults"]}
-    _mix(ch, on, ["watch", "completion"])
-    p, t = sc["producers"], sc["timing"]
-    lo, hi = _span(p["events"])
-    n_events = lo + ch.choose(hi - lo + 1, "gptme.plan.events") if hi > lo else lo
-    first = ch.delay(*_span(p["start_ms"]), "gptme.plan.start")
-    instants = [first] if n_events else []
-    for _ in range(n_events - 1):
-        instants.append(instants[-1] + ch.delay(*_span(p["spacing_ms"]), "gptme.plan.spacing"))
-    watches = max(1, int(p.get("watches", 1)))
-    which = [ch.choose(watches, "gptme.plan.watch") for _ in instants]
-    lo, hi = _span(p["completions"])
-    n_comp = lo + ch.choose(hi - lo + 1, "gptme.plan.completions") if hi > lo else lo
-    comps = [ch.delay(*_span(p["completion_ms"]), "gptme.plan.completion") for _ in range(n_comp)]
-    user = ch.delay(0, max(1, first), "gptme.plan.user") if on.get("user_steps") else None
-    command = None
-    if on.get("slash_commands"):
-        command = (ch.delay(0, first + 5_000, "gptme.plan.command"),
-                   ch.delay(*_span(t["command_ms"]), "gptme.plan.command-ms"))
-    reply = "tool" if on.get("tool_confirmation") or on.get("tool_calls") else "text"
-    confirm = ch.delay(*_span(t["confirm_ms"]), "gptme.plan.confirm") if reply == "tool" else None
-    kwargs = dict(
-        tools=("watch", "shell") if on.get("watch_tool") else ("shell",),
-        replies={"A": [reply]}, model_ms=_span(t["model_ms"]), tool_ms=_span(t["tool_ms"]),
-        confirm_ms=confirm,
-        persist_fails={"A"} if on.get("persist_failure") else set(),
-        dispatch_fails=1 if on.get("dispatch_failure") else 0)
-
-    def plan():
-        R.session("A")
-        ws = [R.arm_watch("A") for _ in range(watches)]
-        if user is not None:
-            R.at(user, R.user_step, "A")
-        if command is not None:
-            R.at(command[0], R.command, "A", command[1])
-        # One producer thread per FIFO stream (the logdir's watch events; its completions).
-        if instants:
-            R.producer([(t_, R.fire, (ws[w],)) for t_, w in zip(instants, which)], "watch:A")
-        if comps:
-            R.producer([(t_, R.subagent_done, ("A", f"agent{i + 1}")) for i, t_ in enumerate(comps)],
-                       "subagent:A")
-    return plan, kwargs
 
 
 def cli_plan(ch, sc):
@@ -397,8 +368,12 @@ class Driver:
 
     def run(self, chooser=None):
         ch = chooser or RemoteChooser(self.wire)
-        make = server_plan if self.family == "gptme-server" else cli_plan
-        plan, kwargs = make(ch, self.sections)
+        setup = None
+        if self.family == "gptme-server":
+            # The model's plan, drawn as the model draws it (conformance).
+            plan, kwargs, setup = plan_server.server_plan(ch, self.sections, self.limits)
+        else:
+            plan, kwargs = cli_plan(ch, self.sections)
         state = server_state if self.family == "gptme-server" else cli_state
         ids = {}
         streams = {}
@@ -427,8 +402,13 @@ class Driver:
 
         def produce(stream, conversation, kind="watch", origin=None):
             # wakesim numbers the message; the marker is m<id+1>, the local id id+1.
-            src = streams.setdefault(stream, len(streams))
-            org = origins.setdefault(origin or stream, len(origins))
+            if run.produce_names is not None:
+                # The model's stream names, FIFO sources and origins (plan_server.py).
+                stream, src = run.produce_names[kind]
+                org = run.origin_index[origin]
+            else:
+                src = streams.setdefault(stream, len(streams))
+                org = origins.setdefault(origin or stream, len(origins))
             t = SCHED_NOW()
             if remote:
                 wire.send({"type": "produce", "t": t, "kind": kind, "source": src,
@@ -444,6 +424,8 @@ class Driver:
             return m
 
         run.produce = produce
+        if setup is not None:
+            setup(run)
         R.reset(run)
         real_variants.apply(self.variant)
         if self.patch is not None:

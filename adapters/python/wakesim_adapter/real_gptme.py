@@ -159,8 +159,13 @@ def load():
     def start_step_thread(*args, **kwargs):
         # A fault at the thread boundary: starting a wake's step thread fails (`can't start
         # new thread`), as `threading.Thread.start` can (the model's DispatchFailure).
-        if RUN.dispatch_fails > 0 and kwargs.get("reserved") and sched._get_ident() in RUN.waking:
-            RUN.dispatch_fails -= 1
+        waking = kwargs.get("reserved") and sched._get_ident() in RUN.waking
+        if RUN.dispatch_fault is not None:
+            fails = waking and RUN.dispatch_fault()
+        else:
+            fails = waking and RUN.dispatch_fails > 0
+            RUN.dispatch_fails -= 1 if fails else 0
+        if fails:
             RUN.note("host", "starting the step thread fails (RuntimeError)")
             raise RuntimeError("can't start new thread (a wakesim fault)")
         return real_start(*args, **kwargs)
@@ -208,6 +213,31 @@ def load():
     def retry_deferred_watch_wakes(cls, conversation_id):
         return RUN.observe_pass(lambda: g.variant_retry(cls, conversation_id), conversation_id)
 
+    real_add_event = SM.add_event.__func__
+
+    def add_event(cls, conversation_id, event):
+        # A step's end (`step_complete`, sent under step_lock right after `generating =
+        # False`): until the same thread's retry starts, a wake from another thread is in the
+        # step-end gap (`Run.observe_wake`).
+        if RUN is not None and isinstance(event, dict) and event.get("type") == "step_complete":
+            RUN.step_ending.setdefault(conversation_id, set()).add(sched._get_ident())
+        return real_add_event(cls, conversation_id, event)
+
+    SM.add_event = classmethod(add_event)
+
+    def taking(real_take):
+        # What a retry took from a deferred queue (`Run.in_step_end_gap`).
+        def take(logdir):
+            got = real_take(logdir)
+            if RUN is not None and got:
+                me = sched._get_ident()
+                if me in RUN.retrying:
+                    RUN.retrying[me] += len(got)
+            return got
+        return take
+
+    watch.take_queued_watch_events = taking(watch.take_queued_watch_events)
+    subagent_hooks.take_queued_completions = taking(subagent_hooks.take_queued_completions)
     g.real_retry = real_retry
     g.variant_retry = real_retry
     SM.request_watch_wake = classmethod(request_watch_wake)
@@ -221,6 +251,16 @@ def load():
         return kept
 
     watch._record_event = record_event
+    real_deliver = watch._deliver
+
+    def deliver(w, text):
+        # The watch thread's delivery is a pass of its own, as the model's `fire` runs one
+        # (a driver that compares with the model asks for it: `Run.deliver_passes`).
+        if not RUN.deliver_passes:
+            return real_deliver(w, text)
+        return RUN.observe_pass(lambda: real_deliver(w, text), w.logdir.name, retry=False)
+
+    watch._deliver = deliver
     G = g
     return g
 
@@ -355,7 +395,10 @@ def _stream(messages, model, tools, output_schema=None, max_tokens=None, tempera
 
 def _execute_tool(self, *args, **kwargs):
     RUN.note("host", f"tool {self.tool} executes")
-    sched.SCHED.sleep(RUN.draw_ms(RUN.tool_ms, "gptme.tool-ms") / 1000)
+    if RUN.free_tool_runs > 0:
+        RUN.free_tool_runs -= 1   # a confirmed call: the model runs it at once
+    else:
+        sched.SCHED.sleep(RUN.draw_ms(RUN.tool_ms, "tools") / 1000)
     from gptme.message import Message
     yield Message("system", "Ran command: `echo hello`\nhello", call_id=getattr(self, "call_id", None))
 
@@ -468,6 +511,19 @@ class Run:
         self.persist_failed = set()
         self.in_flight = {}       # thread ident -> the wake it is inside
         self.generating = 0
+        # What a driver mirroring the model's plan sets (plan_server.py): the reply kind drawn
+        # when the reply arrives, the persist and dispatch faults drawn at their opportunity,
+        # confirmed tool calls that execute at once, the watch delivery as a pass, and the
+        # producers' stream names and origins by the model's numbering.
+        self.reply_after = None
+        self.persist_fault = None
+        self.dispatch_fault = None
+        self.free_tool_runs = 0
+        self.deliver_passes = False
+        self.produce_names = None
+        self.origin_index = {}
+        self.step_ending = {}     # conversation -> step threads between their end and retry
+        self.retrying = {}        # thread ident -> events its retry pass took so far
 
     # ---- time and choices
 
@@ -535,7 +591,11 @@ class Run:
     def log_write(self, conversation):
         # The fault is the wake's persist (request_watch_wake writing the watch message), as the
         # model's PersistFailure is; other writes succeed.
-        if conversation in self.persist_fails and sched._get_ident() in self.waking:
+        if self.persist_fault is not None:
+            fails = sched._get_ident() in self.waking and self.persist_fault()
+        else:
+            fails = conversation in self.persist_fails and sched._get_ident() in self.waking
+        if fails:
             self.persist_fails.discard(conversation)
             self.persist_failed.add(sched._get_ident())
             self.note("host", f"log write of {conversation} fails (OSError)")
@@ -584,7 +644,7 @@ class Run:
         self.generating += 1   # the state a request's line shows is GENERATING
         self.obs("host", {"Request": {"req": req, "harness": True, "conv": cid, "carries": seen}})
         self.generating -= 1
-        ms = self.draw_ms(self.model_ms, "gptme.model-ms")
+        ms = self.draw_ms(self.model_ms, "model")
         if kind == "tool" and self.confirm_ms is not None:
             # The user confirms the tool call `confirm_ms` after the reply shows it.
             at(self.now_ms() + ms + self.confirm_ms, confirm_tools, cid, name="user-confirms")
@@ -593,6 +653,8 @@ class Run:
             SCHED.sleep(ms / 1000)
         finally:
             self.generating -= 1
+        if self.reply_after is not None:
+            kind = self.reply_after(cid)
         if reply_kind:
             return kind
         return TOOL_REPLY if kind == "tool" else TEXT_REPLY
@@ -638,16 +700,22 @@ class Run:
 
     # ---- wake observation
 
-    def observe_pass(self, fn, conversation):
+    def observe_pass(self, fn, conversation, retry=True):
         self.passes += 1
         p = self.passes
         key = sched._get_ident()
+        ending = key in self.step_ending.get(conversation, ())
+        self.step_ending.get(conversation, set()).discard(key)
+        if retry and ending:
+            self.retrying[key] = 0
         outer = self.pass_stack.get(key)
         self.pass_stack[key] = p
         self.obs("wake", {"Pass": {"pass": p, "on": True, "conv": conversation}})
         try:
             return fn()
         finally:
+            if retry and ending:
+                self.retrying.pop(key, None)
             self.obs("wake", {"Pass": {"pass": p, "on": False, "conv": conversation}})
             if outer is None:
                 self.pass_stack.pop(key, None)
@@ -690,6 +758,10 @@ class Run:
         finally:
             self.waking.discard(me)
             self.in_flight.pop(me, None)
+        if ok and self.in_step_end_gap(conversation, me):
+            self.note("host", "step-end gap: a step ended and its retry has not woken for what it took; "
+                              "events deferred before this wake wait behind it")
+            self.obs("host", {"Mark": {"window": "step-end-gap"}})
         if ok:
             SM = G.SessionManager
             for sid in SM._conversation_sessions.get(conversation, ()):
@@ -707,6 +779,20 @@ class Run:
         self.obs("wake", {"Wake": {"pass": p, "wake": n, "msgs": msgs, "refused": refused,
                                    "conv": conversation}})
         return ok
+
+    def in_step_end_gap(self, conversation, me):
+        """A wake accepted between another thread's step end (`generating = False`) and the
+        wake of that step's retry for events deferred before this one: the step has ended and
+        its retry has not started while such events are queued, or its retry runs and has
+        taken some."""
+        if any(n > 0 for t, n in self.retrying.items() if t != me):
+            return True
+        if not any(t != me for t in self.step_ending.get(conversation, ())):
+            return False
+        logdir = self.logs_dir / conversation
+        watch = any(item[0] == logdir for item in G.watch._pending_deliveries)
+        comps = any(item[0] == logdir for item in list(G.subagent_types._completion_queue.queue))
+        return watch or comps
 
     # ---- judgments the tests use (wakesim's checkers judge the same records in a lane)
 

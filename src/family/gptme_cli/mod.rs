@@ -164,6 +164,10 @@ impl Family for CliFamily {
         })
     }
 
+    fn faults_of(config: &CliConfig) -> &[(CliFault, FaultSpec)] {
+        &config.faults
+    }
+
     fn scope(config: &mut CliConfig, messages_max: u64) {
         config.producers.jobs.cap(messages_max);
         config.producers.prompt_records.cap(messages_max);

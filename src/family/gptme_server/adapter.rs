@@ -257,6 +257,13 @@ impl ServerWake for ExternalServer {
         self.constants_ms.clone()
     }
 
+    /// Asked before each call into the logic: the run starts in the adapter here, so `ready`
+    /// says whether it listens to `deliver`.
+    fn custom_deliver(&mut self) -> bool {
+        self.start();
+        self.events & DELIVER != 0
+    }
+
     fn deliver(&mut self, srv: &mut Server<'_>, cid: ConvId, event: WatchEvent) {
         self.start();
         if self.events & DELIVER == 0 {

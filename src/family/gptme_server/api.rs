@@ -102,6 +102,15 @@ pub trait ServerWake {
         default_deliver(srv, cid, event);
     }
 
+    /// True when [`ServerWake::deliver`] is not gptme's `_deliver` (a logic that overrides it
+    /// says so here). Then no watch event fires inside the retry's lock gaps (the logic is not
+    /// re-entered): each is delivered by `deliver` at its own instant. Otherwise a watch event due
+    /// within a thread start may run gptme's `_deliver` between the retry's calls
+    /// (`watch_in_take_gap`, `watch_in_wake_gap`). Asked before every call into the logic.
+    fn custom_deliver(&mut self) -> bool {
+        false
+    }
+
     /// `SessionManager.retry_deferred_watch_wakes(cid)`: called at step completion, in
     /// `finish_command`, and after a subagent completion was queued for `cid`.
     fn retry_deferred_watch_wakes(&mut self, srv: &mut Server<'_>, cid: ConvId);

@@ -8,6 +8,7 @@ use std::collections::VecDeque;
 use super::api::{SubagentCompletion, WatchEvent};
 use super::config::{ServerConfig, ServerFault};
 use super::note::{Note, ServerState, StepOrigin, WakeResult};
+use super::watch::Watches;
 use super::{SrvEv, SrvKernel, vocab};
 use crate::family::common::conv::{ConvId, take_where};
 use crate::family::common::faults::Faults;
@@ -53,6 +54,8 @@ pub struct ServerCore {
     pub(super) command: bool,
     /// `_pending_deliveries`: the global deque of deferred watch events.
     pub(super) pending: VecDeque<WatchEvent>,
+    /// The planned watch events and the storm guards (`watch.rs`).
+    pub(super) watches: Watches,
     /// `_completion_queue`: subagent completions.
     pub(super) completions: VecDeque<SubagentCompletion>,
     pub(super) steps: Vec<StepTask>,
@@ -73,8 +76,10 @@ pub struct ServerCore {
 impl ServerCore {
     pub(super) fn new(cfg: ServerConfig) -> ServerCore {
         let faults = Faults::new(&cfg.faults);
+        let watches = Watches::new(cfg.producers.watches);
         ServerCore {
             cfg,
+            watches,
             faults,
             sessions: vec![Session::default()],
             command: false,

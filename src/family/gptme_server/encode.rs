@@ -45,7 +45,6 @@ impl Encode for RetryCause {
                 h.u8(s);
             }
             RetryCause::FinishCommand => h.tag(1),
-            RetryCause::SubagentCompletion => h.tag(2),
         }
     }
 }
@@ -80,6 +79,11 @@ impl Encode for Note {
                 h.tag(2);
                 cid.encode(h);
                 cause.encode(h);
+            }
+            Note::NotifyCompletion { cid, msg } => {
+                h.tag(15);
+                cid.encode(h);
+                msg.encode(h);
             }
             Note::RequestWake {
                 cid,
@@ -141,6 +145,11 @@ impl Encode for Note {
             Note::Command { finished } => {
                 h.tag(14);
                 h.bool(*finished);
+            }
+            Note::LockGap { call, msg } => {
+                h.tag(15);
+                h.str(call);
+                msg.encode(h);
             }
         }
     }

@@ -1,7 +1,8 @@
 //! The gptme server's faults: what a seed may switch on ([`ServerFault`]), its timed faults as a
 //! type of their own ([`ServerTimed`], matched without a default, so a new timed fault does not
 //! compile until it is handled here), and how each timed fault acts. Opportunity faults fire
-//! where the model reaches them (`fires`): in `request_watch_wake` and at a step's reply.
+//! where the model reaches them (`fires`): in `request_watch_wake`, at a step's reply, and in the
+//! retry's lock gaps (`handle.rs`).
 
 use super::SrvEv;
 use super::SrvKernel;
@@ -34,10 +35,19 @@ pub enum ServerFault {
     /// `_start_step_thread` fails after the message was persisted: generating is undone and
     /// `request_watch_wake` still returns True (G-5's residual: persisted but not dispatched).
     DispatchFailure,
+    /// A watch event due within a thread start (`thread_ms.max`) fires in the retry's first lock
+    /// gap: after `take_queued_watch_events` released `_pending_lock`, before `request_watch_wake`
+    /// takes `conversation_lock` (`retry_deferred_watch_wakes`, `session_models.py`). Its
+    /// `_deliver` wakes an idle conversation ahead of the taken batch.
+    WatchInTakeGap,
+    /// A watch event due within a thread start fires in the retry's second lock gap: after
+    /// `request_watch_wake` returned, before the refused batch is requeued; refused too, its
+    /// `_deliver` appends it behind whatever is queued.
+    WatchInWakeGap,
 }
 
 impl ServerFault {
-    pub const ALL: [ServerFault; 8] = [
+    pub const ALL: [ServerFault; 10] = [
         ServerFault::WatchTool,
         ServerFault::UserSteps,
         ServerFault::ToolConfirmation,
@@ -46,6 +56,8 @@ impl ServerFault {
         ServerFault::SecondSession,
         ServerFault::PersistFailure,
         ServerFault::DispatchFailure,
+        ServerFault::WatchInTakeGap,
+        ServerFault::WatchInWakeGap,
     ];
 }
 
@@ -63,6 +75,8 @@ impl FaultKind for ServerFault {
             ServerFault::SecondSession => "second_session",
             ServerFault::PersistFailure => "persist_failure",
             ServerFault::DispatchFailure => "dispatch_failure",
+            ServerFault::WatchInTakeGap => "watch_in_take_gap",
+            ServerFault::WatchInWakeGap => "watch_in_wake_gap",
         }
     }
 
@@ -88,6 +102,12 @@ impl FaultKind for ServerFault {
             ServerFault::DispatchFailure => {
                 "the step thread fails to start after persisting: request_watch_wake returns True (G-5 residual)"
             }
+            ServerFault::WatchInTakeGap => {
+                "a watch event due within a thread start fires between the retry's take and its wake (no lock held)"
+            }
+            ServerFault::WatchInWakeGap => {
+                "a watch event due within a thread start fires after the retry's wake returns, before the requeue"
+            }
         }
     }
 
@@ -100,7 +120,9 @@ impl FaultKind for ServerFault {
             | ServerFault::ToolCalls
             | ServerFault::SecondSession
             | ServerFault::PersistFailure
-            | ServerFault::DispatchFailure => None,
+            | ServerFault::DispatchFailure
+            | ServerFault::WatchInTakeGap
+            | ServerFault::WatchInWakeGap => None,
         }
     }
 
@@ -111,6 +133,7 @@ impl FaultKind for ServerFault {
             ServerFault::ToolConfirmation => (Ratio::new(1, 3), 3),
             ServerFault::ToolCalls => (Ratio::new(1, 3), 6),
             ServerFault::PersistFailure | ServerFault::DispatchFailure => (Ratio::new(1, 3), 2),
+            ServerFault::WatchInTakeGap | ServerFault::WatchInWakeGap => (Ratio::new(1, 2), 3),
         }
     }
 
@@ -136,8 +159,13 @@ impl ServerHost {
             ServerTimed::UserSteps => {
                 let n = self.core.sessions.len() as u64;
                 let session = k.choose(n, "session") as usize;
-                let s = self.core.sessions[session];
-                if s.generating.is_some() || s.pending_tools || s.executing_tools {
+                // The /step route (gptme 0.35.1, `api_v2_sessions.py`) answers 409 while any
+                // session of the conversation generates or a command owns it; a tool call
+                // pending confirmation does not hold it off. (The model held a user step back
+                // while tools were pending or executing, and let it in during a command:
+                // `wakesim conform` against the real route showed both.)
+                let generating = self.core.sessions.iter().any(|s| s.generating.is_some());
+                if generating || self.core.command {
                     return self.timed.retry(k, i, SrvEv::Timed(i));
                 }
                 self.core.sessions[session].generating = Some(StepOrigin::User);

@@ -1,11 +1,17 @@
 //! [`Server`], the handle a gptme-server wake logic calls: `request_watch_wake` and the queue
 //! operations. Every call acts on the host at once and counts against the call budget.
+//!
+//! gptme releases its locks between these calls: `retry_deferred_watch_wakes` holds
+//! `_pending_lock` only inside `take_queued_watch_events` and `conversation_lock` only inside
+//! `request_watch_wake`, so the watch thread's `_fire` → `_deliver` may run when either returns.
+//! During a retry the handle lets a watch event due within a thread start run there (the faults
+//! `watch_in_take_gap` and `watch_in_wake_gap`), through gptme's own `_deliver`.
 
-use super::api::{SubagentCompletion, SystemMessage, WatchEvent};
+use super::api::{SubagentCompletion, SystemMessage, WatchEvent, default_deliver};
 use super::config::ServerFault;
 use super::core::ServerCore;
 use super::note::{Note, WakeResult};
-use super::{SrvKernel, vocab};
+use super::{CONV, SrvKernel, vocab};
 use crate::family::common::Core;
 use crate::family::common::conv::ConvId;
 use crate::sim::msg::Payload;
@@ -16,6 +22,8 @@ use crate::sim::time::Ms;
 pub struct Server<'a> {
     pub(super) core: &'a mut ServerCore,
     pub(super) k: &'a mut SrvKernel,
+    /// The logic's `deliver` is gptme's `_deliver`, so a watch event may run in a lock gap.
+    pub(super) gaps: bool,
 }
 
 impl Server<'_> {
@@ -78,6 +86,7 @@ impl Server<'_> {
         {
             c.start_step(self.k, usize::from(session) - 1);
         }
+        self.lock_gap(ServerFault::WatchInWakeGap, "request_watch_wake");
         refused.is_none()
     }
 
@@ -91,7 +100,40 @@ impl Server<'_> {
         }
         let ids: Vec<_> = taken.iter().map(|e| e.msg).collect();
         self.taken("take_queued_watch_events", &ids);
+        if !taken.is_empty() {
+            self.lock_gap(ServerFault::WatchInTakeGap, "take_queued_watch_events");
+        }
         taken
+    }
+
+    /// A lock gap of the retry, after `call` returned: when `fault` fires, the first watch event
+    /// due within a thread start (`thread_ms.max`) fires now instead, its `_deliver` (gptme's:
+    /// a wake, or appended to `_pending_deliveries` when refused) running before the retry's next
+    /// statement. Its wake is the watch thread's, not the retry's: a delivery pass of its own.
+    fn lock_gap(&mut self, fault: ServerFault, call: &'static str) {
+        let c = &mut *self.core;
+        if !self.gaps || !c.retrying || !c.faults.on(fault) {
+            return;
+        }
+        let by = self.k.now() + c.cfg.timing.thread_ms.max;
+        let Some(i) = c.watches.due_by(by) else {
+            return;
+        };
+        if !c.faults.fires(self.k, fault) {
+            return;
+        }
+        let Some(event) = c.fire_event(self.k, i) else {
+            return;
+        };
+        let msg = event.msg;
+        c.note(self.k, Actor::Host, Note::LockGap { call, msg });
+        c.passes += 1;
+        let retry_pass = std::mem::replace(&mut c.pass, c.passes);
+        c.retrying = false;
+        c.note(self.k, Actor::Wake, Note::Deliver { cid: CONV, msg });
+        default_deliver(self, CONV, event);
+        self.core.pass = retry_pass;
+        self.core.retrying = true;
     }
 
     /// `requeue_watch_event(logdir, id, text)`: put an event back at the head (`appendleft`).

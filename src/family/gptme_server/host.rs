@@ -7,7 +7,6 @@ use super::config::ServerConfig;
 use super::core::{ServerCore, Session};
 use super::faults::ServerFault;
 use super::note::{Note, RetryCause};
-use super::watch::Guard;
 use super::{CONV, SrvEv, SrvKernel};
 use crate::check::Monitor;
 use crate::family::common::Core;
@@ -21,9 +20,6 @@ use crate::sim::time::Ms;
 pub struct ServerHost {
     pub(super) core: ServerCore,
     wake: Box<dyn ServerWake>,
-    /// Planned watch events: which watch fires.
-    pub(super) fires: Vec<u8>,
-    pub(super) guards: Vec<Guard>,
     /// Planned subagent completions: which subagent.
     pub(super) completions: Vec<u8>,
     pub(super) timed: TimedFaults<ServerFault>,
@@ -32,12 +28,9 @@ pub struct ServerHost {
 
 impl ServerHost {
     pub fn new(cfg: ServerConfig, wake: Box<dyn ServerWake>) -> ServerHost {
-        let watches = usize::from(cfg.producers.watches);
         ServerHost {
             core: ServerCore::new(cfg),
             wake,
-            fires: Vec::new(),
-            guards: vec![Guard::default(); watches],
             completions: Vec::new(),
             timed: TimedFaults::default(),
             producers_on: Vec::new(),
@@ -51,9 +44,11 @@ impl ServerHost {
         f: impl FnOnce(&mut dyn ServerWake, &mut Server<'_>) -> R,
     ) -> R {
         self.core.calls.reset();
+        let gaps = !self.wake.custom_deliver();
         let mut srv = Server {
             core: &mut self.core,
             k,
+            gaps,
         };
         f(&mut *self.wake, &mut srv)
     }
@@ -126,8 +121,8 @@ impl ServerHost {
                     break;
                 }
                 let watch = k.choose(u64::from(p.watches), "watch") as u8;
-                k.schedule_at(t, SrvEv::Fire(self.fires.len() as u32));
-                self.fires.push(watch);
+                let i = self.core.watches.plan(watch, t);
+                k.schedule_at(t, SrvEv::Fire(i));
             }
         }
         if completion_on {

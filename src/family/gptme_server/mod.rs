@@ -124,6 +124,10 @@ impl Family for ServerFamily {
         })
     }
 
+    fn faults_of(config: &ServerConfig) -> &[(ServerFault, FaultSpec)] {
+        &config.faults
+    }
+
     fn scope(config: &mut ServerConfig, messages_max: u64) {
         config.producers.events.cap(messages_max);
         config.producers.completions.cap(messages_max);
@@ -144,9 +148,15 @@ impl Family for ServerFamily {
     const REAL_HOSTS: &'static [RealHost] = real::REAL_HOSTS;
     const WIRE: WireNames = real::WIRE;
     const OWN_DRIVER: Option<OwnDriver> = Some(real::DRIVER);
+    const PLAN_LABELS: &'static [&'static str] = real::PLAN_LABELS;
+    const UNMODELLED: &'static [Window] = vocab::UNMODELLED;
 
     fn real_sections(config: &ServerConfig) -> serde_json::Value {
         real::sections(config)
+    }
+
+    fn twin(wake: &serde_json::Value) -> std::result::Result<crate::family::Twin, String> {
+        real::twin(wake)
     }
 }
 

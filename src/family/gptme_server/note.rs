@@ -40,7 +40,6 @@ pub enum RetryCause {
     /// A step of session `n` completed.
     StepCompletion(u8),
     FinishCommand,
-    SubagentCompletion,
 }
 
 /// How a server step's reply ended.
@@ -66,6 +65,12 @@ pub enum Note {
     Retry {
         cid: ConvId,
         cause: RetryCause,
+    },
+    /// A subagent finished: `notify_completion` wakes its parent through `_notify_server`
+    /// (`request_watch_wake` with the completion) and queues it only when that wake is refused.
+    NotifyCompletion {
+        cid: ConvId,
+        msg: MsgId,
     },
     RequestWake {
         cid: ConvId,
@@ -113,6 +118,11 @@ pub enum Note {
     Command {
         finished: bool,
     },
+    /// A watch event fires in a lock gap of the retry, after `call` returned.
+    LockGap {
+        call: &'static str,
+        msg: MsgId,
+    },
 }
 
 /// Why a wake was refused, in words.
@@ -142,6 +152,9 @@ impl record::Note for Note {
                 }
             ),
             Note::Deliver { cid, msg } => format!("_deliver({msg}) for conversation {cid}"),
+            Note::NotifyCompletion { cid, msg } => {
+                format!("notify_completion({msg}): _notify_server wakes conversation {cid}")
+            }
             Note::Retry { cid, cause } => {
                 format!("retry_deferred_watch_wakes({cid}): {}", cause.text())
             }
@@ -185,12 +198,17 @@ impl record::Note for Note {
                 "runs a slash command: it owns the conversation".to_string()
             }
             Note::Command { finished: true } => "finish_command".to_string(),
+            Note::LockGap { call, msg } => {
+                format!("{msg}'s watch fires in the retry's lock gap, after {call} returned")
+            }
         }
     }
 
     fn role(&self) -> Role {
         match self {
-            Note::Deliver { .. } | Note::Retry { .. } => Role::Handler,
+            Note::Deliver { .. } | Note::Retry { .. } | Note::NotifyCompletion { .. } => {
+                Role::Handler
+            }
             Note::RequestWake { .. }
             | Note::Take { .. }
             | Note::Requeue { .. }
@@ -210,7 +228,6 @@ impl RetryCause {
         match self {
             RetryCause::StepCompletion(s) => format!("S{s}'s step completed"),
             RetryCause::FinishCommand => "finish_command".to_string(),
-            RetryCause::SubagentCompletion => "a subagent completion was queued".to_string(),
         }
     }
 }

@@ -1,7 +1,9 @@
 //! gptme's real server: the pinned gptme[server] 0.35.1 from PyPI, which the Python adapter's
 //! driver (`adapters/python/gptme_driver.py`) runs under its deterministic thread scheduler
-//! (`docs/remote-host.md`): the names that driver uses for the server's vocabulary, and the
-//! scenario's server sections as it reads them.
+//! (`docs/remote-host.md`): the names that driver uses for the server's vocabulary, the
+//! scenario's server sections as it reads them, the labels of the plan it draws as the model
+//! does (`adapters/python/wakesim_adapter/plan_server.py`), and the model twin of each of its
+//! variants (`wakesim conform`).
 
 use serde_json::{Value, json};
 
@@ -11,7 +13,8 @@ use super::vocab::{
 };
 use crate::family::common::Span;
 use crate::family::common::faults::FaultKind;
-use crate::family::{Host, OwnDriver, RealHost, WireNames};
+use crate::family::{Host, OwnDriver, RealHost, Twin, WireNames};
+use crate::limits::{TIMED_FAULT_ATTEMPTS_MAX, TIMED_FAULT_RETRY_MS};
 
 /// gptme 0.35.1's server, judged by this family's invariants; its model twin is the server
 /// model (`gptme-server`).
@@ -49,6 +52,39 @@ pub const WIRE: WireNames = WireNames {
     ends: &[],
 };
 
+/// The labels of `ServerHost::plan`'s draws (the faults switched on with their rates, the
+/// producer kinds, the watch events and completions, the timed faults' occurrences), which the
+/// driver draws first, in the same order, with the same bounds.
+pub const PLAN_LABELS: &[&str] = &[
+    "fault on",
+    "fault rate",
+    "producer kinds",
+    "events",
+    "first event",
+    "spacing",
+    "watch",
+    "completions",
+    "completion time",
+    "occurrences",
+    "fault time",
+];
+
+/// The model twin of a driver variant: the built-in wake logic with the same code. gptme
+/// 0.35.1's own `retry_deferred_watch_wakes` is W2 (one wake per burst of watch events) plus the
+/// subagent completions `first, *rest`: the model's W2-subagent.
+pub fn twin(wake: &Value) -> Result<Twin, String> {
+    if wake.get("patch").is_some_and(|p| !p.is_null()) {
+        return Err("a patch of the real host has no model twin (name a variant)".to_string());
+    }
+    let variant = (wake.get("variant").and_then(Value::as_str)).unwrap_or(DRIVER.own);
+    Ok(Twin::Builtin(match variant {
+        "w0" => "gptme.w0-drop-refused",
+        "w1" => "gptme.w1-per-event-drain",
+        "w2" => "gptme.w2-subagent",
+        v => return Err(format!("the driver's variant `{v}` has no model twin")),
+    }))
+}
+
 fn span(s: Span) -> Value {
     json!({ "min": s.min, "max": s.max })
 }
@@ -57,8 +93,16 @@ fn span(s: Span) -> Value {
 pub fn sections(cfg: &ServerConfig) -> Value {
     let p = &cfg.producers;
     let t = &cfg.timing;
-    let faults: Vec<Value> = (cfg.faults.iter())
-        .map(|(f, s)| json!({"name": f.name(), "share": [s.share.num, s.share.den]}))
+    // In `ServerFault::ALL` order, the order the model switches them on in.
+    let mut specs = cfg.faults.clone();
+    specs.sort_by_key(|(f, _)| f.index());
+    let faults: Vec<Value> = (specs.iter())
+        .map(|(f, s)| {
+            json!({
+                "name": f.name(), "share": [s.share.num, s.share.den],
+                "rate": [s.rate.num, s.rate.den], "max": s.max, "timed": f.is_timed(),
+            })
+        })
         .collect();
     json!({
         "producers": {
@@ -71,5 +115,7 @@ pub fn sections(cfg: &ServerConfig) -> Value {
             "confirm_ms": span(t.confirm_ms), "command_ms": span(t.command_ms),
         },
         "faults": faults,
+        "timed_retry_ms": TIMED_FAULT_RETRY_MS,
+        "timed_attempts_max": TIMED_FAULT_ATTEMPTS_MAX,
     })
 }

@@ -23,13 +23,28 @@ pub const STORM_GUARD: Window = Window::new(
     "a watch storm guard coalesces or cancels an event",
 );
 
+/// The real gptme 0.35.1 only: a watch delivery (or a subagent's notification) wakes the
+/// conversation between a step's end (`generating = False` under `step_lock`) and that step's
+/// retry of the events deferred before it. The model runs a step's end and its retry as one
+/// event, so it cannot have this race (README, "the step-end gap"); `wakesim conform` counts a
+/// seed that diverges after it as excluded, not as a divergence.
+pub const STEP_END_GAP: Window = Window::new(
+    24,
+    "step-end-gap",
+    "a wake slips between a step's end and its retry of the deferred events (real gptme only)",
+);
+
 /// Every window a server run may mark, by code.
 pub const WINDOWS: &[Window] = &[
     AT_CONSTANT_BOUNDARY,
     BURST_DRAINED,
     WAKE_WHILE_BUSY,
     STORM_GUARD,
+    STEP_END_GAP,
 ];
+
+/// The windows only the real host has (`Family::UNMODELLED`).
+pub const UNMODELLED: &[Window] = &[STEP_END_GAP];
 
 /// The watch storm guard coalesced the event into a marker.
 pub const STORM_COALESCED: Reason = Reason::new(1, "storm guard coalesced it (documented)");

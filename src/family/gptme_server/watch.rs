@@ -3,9 +3,10 @@
 //! deferred wakes retried).
 
 use super::SrvKernel;
-use super::api::{SubagentCompletion, WatchEvent};
+use super::api::{SubagentCompletion, SystemMessage, WatchEvent};
+use super::core::ServerCore;
 use super::host::ServerHost;
-use super::note::{Note, RetryCause};
+use super::note::Note;
 use super::{COMPLETION_STREAM, CONV, WATCH_STREAM, vocab};
 use crate::family::common::Core;
 use crate::sim::msg::{MsgFrom, MsgKind};
@@ -21,7 +22,7 @@ const LIFETIME_EVENTS_MAX: u32 = 1_000;
 
 /// Per-watch storm-guard state.
 #[derive(Clone, Debug, Default)]
-pub(super) struct Guard {
+struct Guard {
     /// Fire times inside the coalescing window (cleared when it coalesces).
     recent: Vec<Ms>,
     /// Fire times inside the auto-cancel window.
@@ -30,11 +31,47 @@ pub(super) struct Guard {
     cancelled: bool,
 }
 
-impl ServerHost {
+/// The seed's planned watch events and the watches' storm guards. A planned event fires once:
+/// at its instant, or earlier inside a retry's lock gap (`handle.rs`), after which its
+/// scheduled instant does nothing.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Watches {
+    /// Per planned event: which watch fires, when, and whether it has fired.
+    watch: Vec<u8>,
+    at: Vec<Ms>,
+    fired: Vec<bool>,
+    guards: Vec<Guard>,
+}
+
+impl Watches {
+    pub(super) fn new(watches: u8) -> Watches {
+        Watches {
+            guards: vec![Guard::default(); usize::from(watches)],
+            ..Watches::default()
+        }
+    }
+
+    /// Plan one event of `watch` at `at` (instants never go back); returns its index.
+    pub(super) fn plan(&mut self, watch: u8, at: Ms) -> u32 {
+        self.watch.push(watch);
+        self.at.push(at);
+        self.fired.push(false);
+        self.watch.len() as u32 - 1
+    }
+
+    /// The first planned event not fired yet that is due by `by` (none is due before now: the
+    /// kernel ran those at their instants).
+    pub(super) fn due_by(&self, by: Ms) -> Option<u32> {
+        let i = self.fired.iter().position(|f| !f)?;
+        (self.at[i] <= by).then_some(i as u32)
+    }
+}
+
+impl ServerCore {
     /// `_fire` → `_record_event`: the storm guards. Returns the drop reason when the event is not
     /// delivered.
     fn storm_guard(&mut self, now: Ms, watch: u8) -> Option<Reason> {
-        let g = &mut self.guards[usize::from(watch)];
+        let g = &mut self.watches.guards[usize::from(watch)];
         g.lifetime += 1;
         g.window.retain(|t| now.0 < t.0 + CANCEL_WINDOW_MS);
         g.window.push(now);
@@ -51,10 +88,17 @@ impl ServerHost {
         None
     }
 
-    pub(super) fn fire(&mut self, k: &mut SrvKernel, i: u32) {
-        let watch = self.fires[i as usize];
-        if self.guards[usize::from(watch)].cancelled {
-            return;
+    /// Planned event `i` fires now (`_fire`): produced, then past the storm guards the event
+    /// `_deliver` is called with; `None` when it fired already, its watch was cancelled or a
+    /// guard dropped it.
+    pub(super) fn fire_event(&mut self, k: &mut SrvKernel, i: u32) -> Option<WatchEvent> {
+        let i = i as usize;
+        if std::mem::replace(&mut self.watches.fired[i], true) {
+            return None;
+        }
+        let watch = self.watches.watch[i];
+        if self.watches.guards[usize::from(watch)].cancelled {
+            return None;
         }
         let from = MsgFrom {
             kind: MsgKind::Watch,
@@ -63,20 +107,28 @@ impl ServerHost {
             conv: CONV.0,
             stream: Some("the watch events of logdir A"),
         };
-        let msg = k.produce_from(from, self.core.state() as u8);
+        let msg = k.produce_from(from, self.state() as u8);
         if let Some(reason) = self.storm_guard(k.now(), watch) {
-            self.core.mark(k, vocab::STORM_GUARD);
+            self.mark(k, vocab::STORM_GUARD);
             let cancelled = reason == vocab::STORM_CANCELLED;
-            self.core
-                .note(k, Actor::Host, Note::Storm { watch, cancelled });
-            self.core.emit(k, Actor::Host, Ev::Dropped { msg, reason });
-            return;
+            self.note(k, Actor::Host, Note::Storm { watch, cancelled });
+            self.emit(k, Actor::Host, Ev::Dropped { msg, reason });
+            return None;
         }
-        let event = WatchEvent {
+        Some(WatchEvent {
             logdir: CONV,
             watch,
             msg,
+        })
+    }
+}
+
+impl ServerHost {
+    pub(super) fn fire(&mut self, k: &mut SrvKernel, i: u32) {
+        let Some(event) = self.core.fire_event(k, i) else {
+            return;
         };
+        let msg = event.msg;
         self.pass(k, Note::Deliver { cid: CONV, msg }, |w, srv| {
             w.deliver(srv, CONV, event)
         });
@@ -92,13 +144,20 @@ impl ServerHost {
             stream: Some("the subagent completions of logdir A"),
         };
         let msg = k.produce_from(from, self.core.state() as u8);
-        self.core.completions.push_back(SubagentCompletion {
+        let c = SubagentCompletion {
             logdir: CONV,
             agent,
             msg,
+        };
+        // `notify_completion` (gptme 0.35.1, `tools/subagent/hooks.py`): `_notify_server` wakes
+        // the parent at once, and the completion is queued (`_completion_queue.put`) only when
+        // that wake is refused; the retry at a step's end takes it from there. (The model had
+        // inferred a queue-then-retry; `wakesim conform` against the real code showed the
+        // direct wake: the wake's pass was no retry.)
+        self.pass(k, Note::NotifyCompletion { cid: CONV, msg }, |_, srv| {
+            if !srv.request_watch_wake(CONV, SystemMessage::completion(&c)) {
+                srv.put_completion(c);
+            }
         });
-        // [inference] The notifier retries so that an idle parent is woken (the retry is where
-        // W2-subagent delivers completions).
-        self.retry(k, RetryCause::SubagentCompletion);
     }
 }

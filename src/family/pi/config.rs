@@ -46,6 +46,8 @@ pub struct PiTiming {
     /// Tool-calling turns per inner run before the final turn.
     pub tool_turns: Span,
     pub compaction_ms: Span,
+    /// pi's retry settings: `min` is `baseDelayMs`, `max` is `maxAgentDelayMs` (the cap on
+    /// 0.99 and later); the backoff is computed, not drawn (`run::backoff`).
     pub retry_ms: Span,
     /// The user's prompts: first at a drawn instant, spacing between them.
     pub user_delay_ms: Span,

@@ -56,6 +56,14 @@ pub(super) struct RunTask {
     pub inner: u32,
     pub tools_left: u64,
     pub had_tools: bool,
+    /// The last model reply was a retryable error (the `retries` fault): the agent loop ends
+    /// the inner run at once (turn_end, agent_end, no queue polled) and pi retries it.
+    pub failed: bool,
+    /// The next `agent.continue()` continues from the assistant's reply (queued messages
+    /// asked for it), so it takes a follow-up when no steer is queued; a retry or a
+    /// before-settle continuation continues from the context (`runAgentLoopContinue`), which
+    /// polls only steering first and follow-ups at its stop branch.
+    pub follow_up_first: bool,
     /// 0.58 has no shared prompt options: a run carries the harness if a prompt started it.
     pub harness: bool,
     /// The starter was rejected: this run only settles.
@@ -111,6 +119,9 @@ pub struct PiCore {
     /// Prompts whose input handlers run before anything else happens.
     pub(super) inputs_due: Vec<u32>,
     pub(super) requests: u32,
+    /// `_retryAttempt`: retryable errors since the last successful model reply (pi resets it at
+    /// every assistant message that is not an error); it doubles the backoff.
+    pub(super) retry_attempt: u32,
     pub(super) idle: bool,
     /// Calls the wake logic made in the current handler invocation.
     pub(super) calls: Calls,
@@ -147,6 +158,7 @@ impl PiCore {
             timers: Vec::new(),
             inputs_due: Vec::new(),
             requests: 0,
+            retry_attempt: 0,
             idle: true,
             calls: Calls::default(),
             last_wake_at: None,
@@ -334,6 +346,8 @@ impl PiCore {
             inner: 1,
             tools_left: 0,
             had_tools: false,
+            failed: false,
+            follow_up_first: true,
             harness,
             rejected: false,
         };

@@ -81,6 +81,7 @@ impl Encode for Step {
             Step::CompactionDone => h.tag(7),
             Step::BeforeAgentStart => h.tag(8),
             Step::AwaitImages => h.tag(9),
+            Step::CompactionFailed => h.tag(10),
         }
     }
 }

@@ -38,10 +38,14 @@ pub enum PiFault {
     SessionReplacement,
     /// The user types a prompt (steer while streaming, prompt() otherwise).
     UserPrompts,
+    /// Step 9's compaction fails (`_runAutoCompaction` catches the error: `compaction_end` with
+    /// an error message, then `session_compact_failed`); the prompt goes on to
+    /// before_agent_start, as after a compaction that is done.
+    PromptCompactionFails,
 }
 
 impl PiFault {
-    pub const ALL: [PiFault; 10] = [
+    pub const ALL: [PiFault; 11] = [
         PiFault::InputSwallowsPrompt,
         PiFault::AuthError,
         PiFault::PrePromptCompaction,
@@ -52,6 +56,7 @@ impl PiFault {
         PiFault::TreeSummarization,
         PiFault::SessionReplacement,
         PiFault::UserPrompts,
+        PiFault::PromptCompactionFails,
     ];
 }
 
@@ -71,6 +76,7 @@ impl FaultKind for PiFault {
             PiFault::TreeSummarization => "tree_summarization",
             PiFault::SessionReplacement => "session_replacement",
             PiFault::UserPrompts => "user_prompts",
+            PiFault::PromptCompactionFails => "prompt_compaction_fails",
         }
     }
 
@@ -98,6 +104,9 @@ impl FaultKind for PiFault {
             PiFault::UserPrompts => {
                 "the user submits prompts (steer while streaming; never while another prompt is in flight)"
             }
+            PiFault::PromptCompactionFails => {
+                "step 9's compaction fails: session_compact_failed, then the prompt goes on"
+            }
         }
     }
 
@@ -110,6 +119,7 @@ impl FaultKind for PiFault {
             PiFault::ManualCompaction | PiFault::TreeSummarization => (Ratio::ALWAYS, 2),
             PiFault::SessionReplacement => (Ratio::ALWAYS, 1),
             PiFault::UserPrompts => (Ratio::ALWAYS, 3),
+            PiFault::PromptCompactionFails => (Ratio::new(1, 4), 2),
         }
     }
 
@@ -124,7 +134,8 @@ impl FaultKind for PiFault {
             | PiFault::PrePromptCompaction
             | PiFault::Retries
             | PiFault::ExtraContinues
-            | PiFault::CompactionContinue => None,
+            | PiFault::CompactionContinue
+            | PiFault::PromptCompactionFails => None,
         }
     }
 

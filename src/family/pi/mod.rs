@@ -137,6 +137,10 @@ impl Family for PiFamily {
         })
     }
 
+    fn faults_of(config: &PiConfig) -> &[(PiFault, FaultSpec)] {
+        &config.faults
+    }
+
     fn scope(config: &mut PiConfig, messages_max: u64) {
         config.producers.messages.cap(messages_max);
     }
@@ -161,8 +165,8 @@ impl Family for PiFamily {
         real::sections(config)
     }
 
-    fn twin(wake: &serde_json::Value) -> std::result::Result<Vec<String>, String> {
-        real::twin(wake)
+    fn twin(wake: &serde_json::Value) -> std::result::Result<crate::family::Twin, String> {
+        real::twin(wake).map(crate::family::Twin::Adapter)
     }
 }
 

@@ -62,6 +62,7 @@ pub enum Step {
     CompactionDone,
     BeforeAgentStart,
     AwaitImages,
+    CompactionFailed,
 }
 
 /// Errors that pi reports only on the extension error channel (or to the user's prompt).
@@ -424,6 +425,9 @@ impl Step {
             Step::AwaitAuth => format!("{p} step 5 passes (not streaming); awaits auth"),
             Step::PrePromptCompaction => format!("{p} step 9 compacts before the run"),
             Step::CompactionDone => format!("{p} compaction done"),
+            Step::CompactionFailed => {
+                format!("{p} compaction fails: compaction_end with an error, the prompt goes on")
+            }
             Step::BeforeAgentStart => format!("{p} before_agent_start: harness added"),
             Step::AwaitImages => format!("{p} awaits image normalisation"),
         }

@@ -137,12 +137,19 @@ impl PiHost {
         }
     }
 
-    /// Step 9's compaction (PREP-COMPACT) is done.
+    /// Step 9's compaction (PREP-COMPACT) ends: done (`session_compact`), or failed
+    /// (`_runAutoCompaction` catches the error and emits `session_compact_failed`); either way
+    /// the prompt goes on to before_agent_start (pi 0.99.1 `agent-session.js`).
     fn after_prep_compaction(&mut self, k: &mut PiKernel, id: u32) {
         let i = id as usize - 1;
         self.core.compacting = Compacting::None;
-        self.prompt_note(k, id, Step::CompactionDone);
-        self.hook(k, Hook::SessionCompact);
+        if self.core.fires(k, PiFault::PromptCompactionFails) {
+            self.prompt_note(k, id, Step::CompactionFailed);
+            self.hook(k, Hook::SessionCompactFailed);
+        } else {
+            self.prompt_note(k, id, Step::CompactionDone);
+            self.hook(k, Hook::SessionCompact);
+        }
         self.core.prompts[i].step = PStep::BeforeStart;
         let d = self.core.step_delay(k);
         k.resume(d, PiEv::Prompt(id));

@@ -60,7 +60,8 @@ impl PiHost {
         let inner = self.core.runs[i].inner;
         self.run_note(k, id, RunNote::AgentStart { inner });
         self.hook(k, Hook::AgentStart);
-        if !self.poll(k, id, Queue::Steering) && inner > 1 {
+        let follow_up_first = self.core.runs[i].follow_up_first;
+        if !self.poll(k, id, Queue::Steering) && inner > 1 && follow_up_first {
             self.poll(k, id, Queue::FollowUp);
         }
         self.core.runs[i].phase = RPhase::Request;
@@ -80,7 +81,13 @@ impl PiHost {
         };
         let req = self.core.requests;
         self.core.emit(k, Actor::Host, Ev::Request { req, harness });
+        // A reply without tool calls may be a retryable error (pi's agent loop then ends the
+        // inner run at once: turn_end, agent_end, no queue polled; `_handlePostAgentRun`
+        // retries). Decided before the reply's delay, as the real lane's scripted model does.
+        let last = self.core.runs[i].tools_left == 0;
+        let failed = last && self.core.fires(k, PiFault::Retries);
         let run = &mut self.core.runs[i];
+        run.failed = failed;
         run.phase = if run.tools_left > 0 {
             RPhase::Tools
         } else {
@@ -94,6 +101,8 @@ impl PiHost {
     fn tool_calls(&mut self, k: &mut PiKernel, id: u32) {
         let i = id as usize - 1;
         let timing = self.core.cfg.timing;
+        // A reply with tool calls is a successful assistant message: pi resets `_retryAttempt`.
+        self.core.retry_attempt = 0;
         let run = &mut self.core.runs[i];
         run.tools_left -= 1;
         run.had_tools = true;
@@ -128,8 +137,13 @@ impl PiHost {
             );
         }
         let had_tools = std::mem::take(&mut self.core.runs[i].had_tools);
-        let steered = self.poll(k, id, Queue::Steering);
-        let more = had_tools || steered || self.poll(k, id, Queue::FollowUp);
+        let failed = self.core.runs[i].failed;
+        let steered = !failed && self.poll(k, id, Queue::Steering);
+        let more = !failed && (had_tools || steered || self.poll(k, id, Queue::FollowUp));
+        if more {
+            // The reply that ended this turn was not the inner run's last: it succeeded.
+            self.core.retry_attempt = 0;
+        }
         self.core.runs[i].phase = if more {
             RPhase::Request
         } else {
@@ -315,11 +329,22 @@ impl PiHost {
                 );
             }
         };
-        if self.core.fires(k, PiFault::Retries) {
+        let retry = std::mem::take(&mut self.core.runs[i].failed);
+        // The inner run's last reply: a retryable error, or a success, which resets pi's
+        // attempt counter.
+        self.core.retry_attempt = if retry {
+            self.core.retry_attempt + 1
+        } else {
+            0
+        };
+        // Which continue() follows: from the context (a retry drops the failed reply; a
+        // before-settle continuation adds an entry) or from the assistant's reply (the rest).
+        self.core.runs[i].follow_up_first = !retry;
+        if retry {
             self.run_note(k, id, RunNote::Retry);
             on_timer(&mut self.core, k);
             self.core.runs[i].phase = RPhase::Continue;
-            let d = k.delay(timing.retry_ms.min, timing.retry_ms.max, "retry backoff");
+            let d = backoff(generation, timing.retry_ms, self.core.retry_attempt);
             continue_after(k, d, PiEv::Run(id));
         } else if self.core.compacting == Compacting::None
             && self.core.fires(k, PiFault::CompactionContinue)
@@ -339,6 +364,7 @@ impl PiHost {
             let d = self.core.step_delay(k);
             continue_after(k, d, PiEv::Run(id));
         } else if generation == Gen::V099 && self.core.fires(k, PiFault::ExtraContinues) {
+            self.core.runs[i].follow_up_first = false;
             self.core.runs[i].phase = RPhase::Continue;
             let d = self.core.handler_delay(k);
             continue_after(k, d, PiEv::Run(id));
@@ -360,5 +386,19 @@ impl PiHost {
                 self.run_note(k, id, RunNote::Done);
             }
         }
+    }
+}
+
+/// pi's retry backoff, as pi computes it (no draw): `baseDelayMs * 2^(attempt-1)` with
+/// `retry_ms.min` as `baseDelayMs`; 0.99 and 1.x cap it at `maxAgentDelayMs` (`retry_ms.max`,
+/// pi-ai's `retryDelayMs`), 0.58.3 does not (`_handleRetryableError`). The real-pi driver sets
+/// pi's retry settings from the same `retry_ms`.
+pub(super) fn backoff(generation: Gen, retry_ms: crate::family::common::Span, attempt: u32) -> u64 {
+    let doubled = retry_ms
+        .min
+        .saturating_mul(1u64 << attempt.saturating_sub(1).min(62));
+    match generation {
+        Gen::V099 => doubled.min(retry_ms.max),
+        Gen::V058 => doubled,
     }
 }

@@ -1,0 +1,33 @@
+// Fake peers (`deliver = "peer:NAME"`, docs/remote-host.md): content reaches a published extension
+// the way it does in use, through the extension's own transport (a child process it manages, a
+// watched inbox directory, its event bus), and never through a function wakesim calls on it.
+// Each peer is `peers/NAME.mjs`, exporting:
+//
+//   install(host)  once, at hello, before pi is imported: patches the process-wide boundaries the
+//                  transport crosses (fs.watch, process.kill, ...), for the peer's own objects
+//                  only; everything else goes to the real function.
+//   reset()        before each run's session is built (real time): the transport's state on disk
+//                  starts empty, so a run does not depend on the runs before it in the process.
+//   begin(run)     after session_start, on virtual time: `run` holds `pi` (the extension's API),
+//                  `session`, `messages` (the plan's producer messages), `note(text)` and
+//                  `tag(tag, id)` (binds `[wakesim <tag>]` in content to a produced id). Returns
+//                  `{ arrive(m, { id, name, marker }) }`, called at the instant a planned message
+//                  is produced; the peer makes the extension receive it.
+//
+// A peer draws every decision through ../lib/wire.mjs, as the driver does: a run stays a pure
+// function of the choices wakesim hands out.
+
+import path from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+
+export async function load(name, host) {
+  if (!/^[A-Za-z0-9-]+$/.test(name)) throw new Error(`no fake peer ${name}`);
+  const mod = await import(pathToFileURL(path.join(here, "peers", `${name}.mjs`)).href);
+  for (const f of ["install", "reset", "begin"]) {
+    if (typeof mod[f] !== "function") throw new Error(`peers/${name}.mjs has no ${f}()`);
+  }
+  mod.install(host);
+  return mod;
+}

@@ -1,0 +1,219 @@
+//! Published pi extensions on the real pi host (`scenarios/real-pi-ext*/`, `hosts/pi-ext/`,
+//! `hosts/pi/peers/`): installed from npm at pinned versions, loaded unchanged by pi's loader,
+//! their asynchronous content driven through their own transports by fake peers.
+//!
+//! What this proves (the scenarios' budgets, windows, exploration and snapshots are
+//! `tests/scenarios.rs`'s, their golden hashes `tests/golden.rs`'s):
+//! - a peer-driven seed gives the same trace alone, after other seeds and in another driver, and
+//!   `wakesim replay` prints the same bytes run to run (the peers draw nothing of their own);
+//! - the findings, asserted on observations: pi-processes' killed-job notification (`nextTurn`)
+//!   never reaches the model on pi 0.99.1, even across two later runs, and reaches it after the
+//!   message that started the run on pi 1.6.0; pi-collaborating-agents' inbox message starts a
+//!   run without `before_agent_start` on pi 0.99.1;
+//! - the gentle-shell command: not run (exit 2, saying why) without `WAKESIM_GENTLE_SHELL`, run
+//!   from the checkout it names (a stand-in checkout here);
+//! - bad `package`, `peer:` and `checkout` values are exit-2 errors naming file, line and key.
+//!
+//! The first driver installs Node 22, pi and the extension's package if they are missing (npm
+//! ci, under a lock); `.ci/run` installs them up front.
+
+mod common;
+
+use common::{root, scenario, wakesim};
+use wakesim::engine::{Outcome, RunResult, Runner};
+use wakesim::family::Registry;
+use wakesim::sim::record::Ev;
+
+const KILL: &str = "scenarios/real-pi-ext/processes-kill-waits-for-prompt.toml";
+const KILL_16: &str = "scenarios/real-pi-ext-1.6.0/processes-kill-waits-for-prompt.toml";
+const COLLAB: &str = "scenarios/real-pi-ext/collab-inbox-wakes-idle.toml";
+
+fn run(rel: &str, seed: u64) -> RunResult {
+    let registry = Registry::builtin();
+    let scn = scenario(rel, &registry);
+    Runner::new(&registry).run_seed(&scn, seed, true)
+}
+
+fn broke(r: &RunResult, invariant: &str) -> bool {
+    r.outcome
+        .violations()
+        .iter()
+        .any(|v| v.invariant.name() == invariant)
+}
+
+/// The message ids appended to the conversation, in order.
+fn appended(r: &RunResult) -> Vec<u32> {
+    r.trace
+        .iter()
+        .filter_map(|rec| match &rec.ev {
+            Ev::Appended { msg } => Some(msg.0),
+            _ => None,
+        })
+        .collect()
+}
+
+fn produced(r: &RunResult) -> usize {
+    r.trace
+        .iter()
+        .filter(|rec| matches!(rec.ev, Ev::Produced { .. }))
+        .count()
+}
+
+fn texts(r: &RunResult) -> String {
+    r.trace
+        .iter()
+        .filter_map(|rec| match &rec.ev {
+            Ev::Note(n) => Some(n.render()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn a_peer_driven_seed_gives_the_same_trace_alone_after_others_and_in_another_driver() {
+    let registry = Registry::builtin();
+    let scn = scenario(COLLAB, &registry);
+    let mut warm = Runner::new(&registry);
+    for seed in 0..3 {
+        warm.run_seed(&scn, seed, false);
+    }
+    let after_others = warm.run_seed(&scn, 5, true);
+    let again = warm.run_seed(&scn, 5, true);
+    let alone = Runner::new(&registry).run_seed(&scn, 5, true);
+    assert_eq!(after_others.trace_hash, again.trace_hash);
+    assert_eq!(after_others.trace_hash, alone.trace_hash);
+    assert_eq!(after_others.trace, alone.trace, "record for record");
+    assert_eq!(after_others.choices, alone.choices);
+    let a = wakesim(&["replay", KILL, "--seed", "14"]);
+    let b = wakesim(&["replay", KILL, "--seed", "14"]);
+    assert_eq!(a.status.code(), Some(1), "a failing seed exits 1");
+    assert_eq!(a.stdout, b.stdout);
+}
+
+#[test]
+fn a_killed_jobs_notification_never_reaches_the_model_on_0_99_1() {
+    // Seed 14: job 2 exits 0 (m1) and starts a direct run; job 1 is killed (m2) while that run
+    // streams; job 3 exits 0 (m3) after it and starts a second run. Neither run takes m2.
+    let r = run(KILL, 14);
+    let notes = texts(&r);
+    assert!(
+        notes.contains("sendMessage(m2, {deliverAs: nextTurn, triggerTurn: false})"),
+        "{notes}"
+    );
+    assert!(
+        notes.contains("direct run R2"),
+        "a second run follows: {notes}"
+    );
+    assert_eq!(produced(&r), 3);
+    assert_eq!(
+        appended(&r),
+        vec![0, 2],
+        "m1 and m3 reach the model, m2 never"
+    );
+    assert!(broke(&r, "no-loss") && broke(&r, "bounded-latency"));
+}
+
+#[test]
+fn a_killed_jobs_notification_follows_the_next_runs_own_message_on_1_6_0() {
+    // The same plan on pi 1.6.0: the direct run m3 starts takes the pending nextTurn m2, but
+    // appends it after m3.
+    let r = run(KILL_16, 14);
+    assert!(texts(&r).contains("R2 takes nextTurn [m2]"));
+    assert_eq!(appended(&r), vec![0, 2, 1]);
+    assert!(broke(&r, "fifo"));
+    assert!(!broke(&r, "no-loss"));
+}
+
+#[test]
+fn an_inbox_message_starts_a_run_without_the_harness_on_0_99_1() {
+    let r = run(COLLAB, 0);
+    let notes = texts(&r);
+    // Seed 0: an urgent message (steer) on the idle host, 40 ms of the extension's debounce.
+    assert!(notes.contains("writes m1 to"), "{notes}");
+    assert!(
+        notes.contains("sendMessage(m1, {deliverAs: steer, triggerTurn: true})"),
+        "{notes}"
+    );
+    assert!(broke(&r, "harness"));
+    match r.outcome {
+        Outcome::Fail(_) => {}
+        other => panic!("expected a failure, got {other:?}"),
+    }
+}
+
+#[test]
+fn the_gentle_shell_command_is_not_run_without_its_checkout_and_runs_with_one() {
+    let dir = "examples/real-pi-gentle/";
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_wakesim"))
+        .args(["run", dir, "--no-save"])
+        .current_dir(root())
+        .env_remove("WAKESIM_GENTLE_SHELL")
+        .output()
+        .expect("wakesim runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("gentle-agents-completions.toml:")
+            && err.contains("not run: WAKESIM_GENTLE_SHELL is not set"),
+        "{err}"
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_wakesim"))
+        .args(["run", dir, "--no-save", "--seeds", "0..20"])
+        .current_dir(root())
+        .env("WAKESIM_GENTLE_SHELL", "tests/data/gentle-standin")
+        .output()
+        .expect("wakesim runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("gentle-agents.ts · 20 seeds · expect fail harness"),
+        "{text}"
+    );
+}
+
+#[test]
+fn bad_package_peer_and_checkout_values_are_exit_2_errors_naming_the_key() {
+    let dir = common::tempdir("real-pi-ext-bad");
+    let cases = [
+        (
+            "wake = { package = \".\", extension = \"x/index.ts\" }",
+            "is not pinned",
+        ),
+        (
+            "wake = { extension = \"ext.ts\", deliver = \"peer:nobody\" }",
+            "no fake peer `nobody`",
+        ),
+        (
+            "wake = { extension = \"ext.ts\", deliver = \"peer:../peers\" }",
+            "no fake peer",
+        ),
+        (
+            "wake = { checkout = \"WAKESIM_TEST_NO_SUCH_VAR\", extension = \"ext.ts\" }",
+            "not run: WAKESIM_TEST_NO_SUCH_VAR is not set",
+        ),
+        (
+            "wake = { package = \".\", checkout = \"HOME\", extension = \"ext.ts\" }",
+            "not both",
+        ),
+        (
+            "wake = { command = [\"true\"], package = \".\" }",
+            "are for a real host's `extension`",
+        ),
+    ];
+    std::fs::write(dir.join("ext.ts"), "export default function () {}\n").expect("write");
+    for (i, (wake, want)) in cases.iter().enumerate() {
+        let f = dir.join(format!("bad-{i}.toml"));
+        let text = format!(
+            "name = \"bad\"\nhost = \"pi@0.99.1\"\n{wake}\nseeds = 1\nsnapshot_seed = 0\n[expect]\nverdict = \"pass\"\n"
+        );
+        std::fs::write(&f, text).expect("write");
+        let out = wakesim(&["run", f.to_str().expect("utf-8")]);
+        assert_eq!(out.status.code(), Some(2), "case {i}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.starts_with(&format!("error: {}:", f.display())) && err.contains(want),
+            "case {i}: {err}"
+        );
+    }
+}
