@@ -166,10 +166,17 @@ fn every_twin_gives_the_builtin_trace_and_verdict_seed_for_seed() {
         let a = runner.run_seed(&ext, ext.snapshot_seed.unwrap_or(0), true);
         let b = runner.run_seed(&twin, ext.snapshot_seed.unwrap_or(0), true);
         assert_eq!(a.trace, b.trace, "{file}: snapshot seed");
+        assert_eq!(
+            a.outcome, b.outcome,
+            "{file}: snapshot seed's verdicts differ"
+        );
+        // A rare failure (W2-subagent's reorder since the completion wakes its parent at once:
+        // 8 of 2,000 seeds) is compared at the snapshot seed, which shows it.
+        failing += u32::from(!a.outcome.is_pass());
         if ext.expect != Expect::Pass {
             assert!(
                 failing > 0,
-                "{file}: no failing seed in 0..{seeds} to compare"
+                "{file}: no failing seed in 0..{seeds} or at its snapshot seed to compare"
             );
         }
     }
