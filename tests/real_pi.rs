@@ -19,7 +19,7 @@
 
 mod common;
 
-use common::{root, scenario, wakesim};
+use common::{broke, root, run_traced as run, scenario, wakesim};
 use wakesim::engine::conform::{Verdict, conform_seed, twin};
 use wakesim::engine::{Outcome, RunResult, Runner};
 use wakesim::family::Registry;
@@ -136,20 +136,6 @@ fn conformance_g4_failed_wake() {
 #[test]
 fn conformance_g4_pre_t3() {
     conforms("scenarios/real-pi/g4-pre-t3-user-prompt-race.toml", 30);
-}
-
-/// One seed of a real-pi scenario, traced.
-fn run(rel: &str, seed: u64) -> RunResult {
-    let registry = Registry::builtin();
-    let scn = scenario(rel, &registry);
-    Runner::new(&registry).run_seed(&scn, seed, true)
-}
-
-fn broke(r: &RunResult, invariant: &str) -> bool {
-    r.outcome
-        .violations()
-        .iter()
-        .any(|v| v.invariant.name() == invariant)
 }
 
 fn texts(r: &RunResult) -> Vec<String> {

@@ -19,7 +19,7 @@
 
 mod common;
 
-use common::{root, scenario, wakesim};
+use common::{broke, root, run_traced as run, scenario, wakesim};
 use wakesim::engine::{Outcome, RunResult, Runner};
 use wakesim::family::Registry;
 use wakesim::sim::record::Ev;
@@ -27,19 +27,6 @@ use wakesim::sim::record::Ev;
 const KILL: &str = "scenarios/real-pi-ext/processes-kill-waits-for-prompt.toml";
 const KILL_16: &str = "scenarios/real-pi-ext-1.6.0/processes-kill-waits-for-prompt.toml";
 const COLLAB: &str = "scenarios/real-pi-ext/collab-inbox-wakes-idle.toml";
-
-fn run(rel: &str, seed: u64) -> RunResult {
-    let registry = Registry::builtin();
-    let scn = scenario(rel, &registry);
-    Runner::new(&registry).run_seed(&scn, seed, true)
-}
-
-fn broke(r: &RunResult, invariant: &str) -> bool {
-    r.outcome
-        .violations()
-        .iter()
-        .any(|v| v.invariant.name() == invariant)
-}
 
 /// The message ids appended to the conversation, in order.
 fn appended(r: &RunResult) -> Vec<u32> {

@@ -23,6 +23,21 @@ pub fn scenario(rel: &str, registry: &Registry) -> Scenario {
     }
 }
 
+/// One seed of a repository scenario, traced.
+pub fn run_traced(rel: &str, seed: u64) -> wakesim::engine::RunResult {
+    let registry = Registry::builtin();
+    let scn = scenario(rel, &registry);
+    wakesim::engine::Runner::new(&registry).run_seed(&scn, seed, true)
+}
+
+/// Whether the run broke the named invariant.
+pub fn broke(r: &wakesim::engine::RunResult, invariant: &str) -> bool {
+    r.outcome
+        .violations()
+        .iter()
+        .any(|v| v.invariant.name() == invariant)
+}
+
 /// A scenario written in the test.
 pub fn inline(text: &str, registry: &Registry) -> Scenario {
     Scenario::parse(Path::new("inline.toml"), text, registry).expect("inline scenario parses")
