@@ -96,6 +96,8 @@ for (const m of ["log", "info", "debug", "warn", "error", "trace"]) {
 }
 
 vclock.install();
+// WAKESIM_DRIVER_STRICT=1 (tests/real_pi.rs): a run that creates a real async resource fails.
+if (process.env.WAKESIM_DRIVER_STRICT === "1") vclock.strict();
 
 // V8's compile cache (Node 22) roughly halves importing pi in every driver after the first;
 // it lives beside the pinned packages, git-ignored, and holds nothing a run depends on.
@@ -830,6 +832,8 @@ async function runOnce() {
   });
   const end = { type: "end", t: t(), cause: result.cause, steps: result.steps };
   vclock.end();
+  const escapes = vclock.takeEscapes();
+  if (escapes.length) throw new Error(`the run escaped virtual time (strict mode):\n${escapes.join("\n")}`);
   try {
     session.dispose?.();
   } catch {
