@@ -26,6 +26,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 
 import * as vclock from "../lib/vclock.mjs";
 import * as peers from "./peers.mjs";
+import * as gen058 from "./gen058.mjs";
 import * as wire from "../lib/wire.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -116,6 +117,7 @@ if (hello.protocol !== 1) wire.fatal(`protocol ${hello.protocol} is not spoken h
 if (hello.host !== "pi") wire.fatal(`this driver runs pi, not ${hello.host}`);
 const version = String(hello.host_version);
 const VERSIONS = {
+  "0.58.3": { scope: "@mariozechner", gen: "0.58" },
   "0.99.1": { scope: "@earendil-works", gen: "0.99" },
   "1.6.0": { scope: "@earendil-works", gen: "1.6" },
 };
@@ -127,11 +129,16 @@ const pkg = (name) => pathToFileURL(path.join(modules, ver.scope, name)).href;
 const wake = hello.wake || {};
 const scenario = hello.scenario;
 const limits = hello.limits;
+// pi 0.58 has no before-settle boundary (no agent_before_settle, no agent_settled).
+if (ver.gen === "0.58") SUPPORTED.delete("extra_continues");
 for (const f of scenario.faults) {
   if (!SUPPORTED.has(f.name)) {
-    wire.fatal(`fault ${f.name} is not injected on the real pi host yet (supported: ${[...SUPPORTED].join(", ")})`);
+    wire.fatal(`fault ${f.name} is not injected on the real pi ${version} host yet (supported: ${[...SUPPORTED].join(", ")})`);
   }
 }
+// pi 0.58 (gen058.mjs): no session run flag, runs start at Agent.prompt, the auth check is the
+// model registry's, the agent's stream function is its own.
+const OLD = ver.gen === "0.58";
 
 let piMod, piAi;
 try {
@@ -141,7 +148,7 @@ try {
   wire.fatal(`cannot import pi ${version} from ${modules}: ${e && e.stack ? e.stack : e}`);
 }
 const loaderMod = await import(pkg("pi-coding-agent/dist/core/extensions/loader.js"));
-const { createAgentSession, SessionManager, SettingsManager, ModelRuntime, DefaultResourceLoader } = piMod;
+const { createAgentSession, SessionManager, SettingsManager, ModelRuntime, DefaultResourceLoader, AuthStorage, ModelRegistry } = piMod;
 const { createAssistantMessageEventStream } = piAi;
 
 // The extension file is loaded by pi's loader through a small wrapper module written into the
@@ -176,11 +183,15 @@ globalThis.__wakesim = slot;
 
 // One model runtime serves every run: building it reads the (empty) sandbox's auth and model
 // files, and nothing a run does changes it (its auth and stream are replaced per run below).
-const modelRuntime = await ModelRuntime.create({
-  authPath: path.join(sandbox, "agent", "auth.json"),
-  modelsPath: null,
-  allowModelNetwork: false,
-});
+const modelRuntime = OLD
+  ? null
+  : await ModelRuntime.create({
+      authPath: path.join(sandbox, "agent", "auth.json"),
+      modelsPath: null,
+      allowModelNetwork: false,
+    });
+// pi 0.58: an in-memory auth storage and a model registry without a models file.
+const modelRegistry = OLD ? new ModelRegistry(AuthStorage.inMemory({}), path.join(sandbox, "agent", "models.json")) : null;
 
 wire.send({ type: "hello", protocol: 1, driver: DRIVER, host: `${ver.scope}/pi-coding-agent@${version}` });
 
@@ -192,10 +203,15 @@ const als = new AsyncLocalStorage();
 /** Per-run state the observers and services share. */
 let R = null;
 
+/** The session's run flag: `_isAgentRunActive`; on 0.58 the agent's `isStreaming` (no flag of its own). */
+function runActive(s) {
+  return OLD ? s.agent.state.isStreaming : s._isAgentRunActive;
+}
+
 function state() {
   const s = R.session;
   if (!s) return "IDLE";
-  if (s._isAgentRunActive) return "RUNNING";
+  if (runActive(s)) return "RUNNING";
   if (s._isEmittingAgentSettled) return "SETTLING";
   if (s.isCompacting) return "COMPACTING";
   if (R.livePrompts > 0) return "PREPARING";
@@ -448,6 +464,13 @@ function watchField(obj, field, onSet) {
 }
 
 function instrument(session) {
+  if (OLD) gen058.instrument(session, { obs, note, als, R: () => R, drawToolTurns, carried });
+  else instrumentRuns(session);
+  instrumentCalls(session);
+}
+
+/** pi 0.99 and 1.x: the run flag, the agent run, settling, starters and runs. */
+function instrumentRuns(session) {
   const agent = session.agent;
   watchField(session, "_isAgentRunActive", (v) => obs("run_flag", { on: !!v }));
   watchField(agent, "activeRun", (v, old) => {
@@ -525,7 +548,10 @@ function instrument(session) {
       return als.run({ prompt: fromPrompt ? store.prompt : undefined, run }, () => origRun(messages));
     };
   }
+}
 
+/** Every version: prompts, the wake logic's calls and the session's events. */
+function instrumentCalls(session) {
   // prompt(): numbered per call (sendUserMessage and the user's), deferred ones keep theirs.
   const origSessionPrompt = session.prompt.bind(session);
   session.prompt = (text, options) => {
@@ -629,6 +655,28 @@ function instrument(session) {
   });
 }
 
+/** pi 0.99 and 1.x: the services of the model runtime pi awaits, wakesim's. */
+function services099() {
+  modelRuntime.hasConfiguredAuth = () => false;
+  // prompt() awaits the auth check (step 8), then `_checkCompaction` (step 9, only with an
+  // assistant message before it), then image normalization (step 11). Each is an await of a
+  // service, in the model's order: auth, the compaction check, images (the model's `await` draws
+  // at steps 5-8, 8-9 and 11). The compaction check's await is taken inside the auth service when
+  // pi would skip it, so every prompt has the model's four awaits.
+  modelRuntime.checkAuth = async () => {
+    const timing = scenario.timing;
+    const fail = fires("auth_error");
+    await vclock.sleep(wire.delay(timing.step_ms.min, timing.step_ms.max, "await"));
+    if (fail) return undefined;
+    // pi 0.99's compaction check follows the auth check inside prompt(); pi 1.x moved it into
+    // `_prepareRun`, after the run flag is set (taken there, below).
+    if (ver.gen === "0.99") await vclock.sleep(wire.delay(timing.step_ms.min, timing.step_ms.max, "await"));
+    return { type: "api_key", source: "wakesim" };
+  };
+  modelRuntime.streamSimple = makeStream();
+  modelRuntime.getAuth = async () => ({ auth: { apiKey: "wakesim" }, env: {} });
+}
+
 async function runOnce() {
   R = {
     session: null,
@@ -653,7 +701,8 @@ async function runOnce() {
   vclock.end();
   slot.factoryReturn = undefined;
   slot.pi = undefined;
-  if (wake.fresh_modules) loaderMod.clearExtensionCache();
+  // pi 0.58's loader keeps no module cache of its own (jiti's is off there).
+  if (wake.fresh_modules) loaderMod.clearExtensionCache?.();
   peer?.reset();
   // pi's retry settings from the scenario's `retry_ms` (the model computes the same backoff:
   // `min` is baseDelayMs, `max` maxAgentDelayMs, which 0.58 does not have). maxRetries is the
@@ -698,24 +747,8 @@ async function runOnce() {
     maxTokens: 8192,
   };
   // Auth (prompt() step 8) and the model are wakesim's services (the runtime is built once).
-  modelRuntime.hasConfiguredAuth = () => false;
-  // prompt() awaits the auth check (step 8), then `_checkCompaction` (step 9, only with an
-  // assistant message before it), then image normalization (step 11). Each is an await of a
-  // service, in the model's order: auth, the compaction check, images (the model's `await` draws
-  // at steps 5-8, 8-9 and 11). The compaction check's await is taken inside the auth service when
-  // pi would skip it, so every prompt has the model's four awaits.
-  modelRuntime.checkAuth = async () => {
-    const timing = scenario.timing;
-    const fail = fires("auth_error");
-    await vclock.sleep(wire.delay(timing.step_ms.min, timing.step_ms.max, "await"));
-    if (fail) return undefined;
-    // pi 0.99's compaction check follows the auth check inside prompt(); pi 1.x moved it into
-    // `_prepareRun`, after the run flag is set (taken there, below).
-    if (ver.gen === "0.99") await vclock.sleep(wire.delay(timing.step_ms.min, timing.step_ms.max, "await"));
-    return { type: "api_key", source: "wakesim" };
-  };
-  modelRuntime.streamSimple = makeStream();
-  modelRuntime.getAuth = async () => ({ auth: { apiKey: "wakesim" }, env: {} });
+  if (!OLD) services099();
+
 
   vclock.begin();
   const { session } = await createAgentSession({
@@ -723,7 +756,7 @@ async function runOnce() {
     agentDir: path.join(sandbox, "agent"),
     model,
     thinkingLevel: "off",
-    modelRuntime,
+    ...(OLD ? { modelRegistry, authStorage: modelRegistry.authStorage } : { modelRuntime }),
     settingsManager,
     resourceLoader,
     sessionManager: SessionManager.inMemory(workDir),
@@ -731,12 +764,19 @@ async function runOnce() {
   });
   R.session = session;
   instrument(session);
-  const origImages = session._normalizePromptImages.bind(session);
-  session._normalizePromptImages = async (images) => {
+  if (OLD) {
+    // pi 0.58 has no image normalization step: no await there.
     const timing = scenario.timing;
-    await vclock.sleep(wire.delay(timing.step_ms.min, timing.step_ms.max, "await"));
-    return origImages(images);
-  };
+    const stepDelay = () => wire.delay(timing.step_ms.min, timing.step_ms.max, "await");
+    gen058.services(session, modelRegistry, { fires, stepDelay, sleep: vclock.sleep, stream: makeStream() });
+  } else {
+    const origImages = session._normalizePromptImages.bind(session);
+    session._normalizePromptImages = async (images) => {
+      const timing = scenario.timing;
+      await vclock.sleep(wire.delay(timing.step_ms.min, timing.step_ms.max, "await"));
+      return origImages(images);
+    };
+  }
 
   let send = null;
   if (deliver === "factory") {
@@ -768,7 +808,8 @@ async function runOnce() {
     setTimeout(() => {
       const id = wire.produce(t(), m.kind, m.source, { state: state() });
       const name = `m${id + 1}`;
-      if (session._isAgentRunActive && !session.agent.activeRun) mark("message-between-inner-runs");
+      // Between inner runs: 0.99's run flag on with no agent run; 0.58's retry gap (idle).
+      if (OLD ? session.isRetrying && !session.isStreaming : session._isAgentRunActive && !session.agent.activeRun) mark("message-between-inner-runs");
       if (session._isEmittingAgentSettled) mark("message-while-settling");
       if (session.isCompacting) mark("message-while-compacting");
       if (R.lastWakeAt !== null) {
@@ -808,7 +849,7 @@ async function runOnce() {
 
   const afterStep = () => {
     const quiet =
-      !session._isAgentRunActive &&
+      !runActive(session) &&
       !session.agent.activeRun &&
       !session.isCompacting &&
       R.livePrompts === 0 &&

@@ -4,7 +4,7 @@
 //! ```toml
 //! name = "two wakes during prompt preparation"
 //! host = "pi"                      # pi | pi-0.58 | gptme-server | gptme-cli, or a real host
-//!                                  # (pi@0.99.1, pi@1.6.0) with wake = { extension = "..." }
+//!                                  # (pi@0.99.1, pi@1.6.0, pi@0.58.3) with wake = { extension = "..." }
 //! wake = "pi.is-idle"              # a registered wake logic
 //! seeds = 2000                     # seed budget: seeds 0..2000
 //! snapshot_seed = 31               # optional: the seed whose timeline is snapshotted

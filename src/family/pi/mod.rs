@@ -15,7 +15,7 @@
 //! - `api.rs`: the public wake-logic API; `note.rs` and `encode.rs`: the narration and its
 //!   trace-hash encoding; `vocab.rs`: windows and drops; `config.rs` and `sections.rs`: what a
 //!   scenario configures; `adapter.rs`: the adapter side; `wakes/`: the built-in variants;
-//!   `real.rs`: the real pi releases (`pi@0.99.1`, `pi@1.6.0`) its driver runs.
+//!   `real.rs`: the real pi releases (`pi@0.99.1`, `pi@1.6.0`, `pi@0.58.3`) its driver runs.
 
 pub mod adapter;
 pub mod api;

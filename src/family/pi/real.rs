@@ -14,7 +14,8 @@ use crate::family::common::faults::FaultKind;
 use crate::family::{Host, WireNames};
 
 /// pi 0.99.1 and 1.6.0 from npm, each pinned by `hosts/pi/<version>/package-lock.json`; both
-/// are judged against the 0.99 model (`pi`), which is their conformance twin.
+/// are judged against the 0.99 model (`pi`), which is their conformance twin. pi 0.58.3, the
+/// older host, against the 0.58 model (`pi-0.58`).
 pub const REAL_HOSTS: &[RealHost] = &[
     RealHost {
         host: Host {
@@ -33,6 +34,15 @@ pub const REAL_HOSTS: &[RealHost] = &[
         },
         version: "1.6.0",
         model: "pi",
+    },
+    RealHost {
+        host: Host {
+            name: "pi@0.58.3",
+            version_label: "pi@0.58.3",
+            describe: "the real pi 0.58.3 (npm @mariozechner, pinned): no session run flag (isIdle is the agent's isStreaming), a retry's continue() on a timer, no agent_settled",
+        },
+        version: "0.58.3",
+        model: "pi-0.58",
     },
 ];
 
