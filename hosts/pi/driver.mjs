@@ -646,7 +646,10 @@ function instrumentCalls(session) {
       default:
         break;
     }
-    if (ev.type === "message_end") {
+    // pi 0.58's session listeners run after the agent moved on: gen058.mjs observes the agent,
+    // and here only what the session appended itself.
+    if (ev.type === "message_end" && OLD) R.appendedBySession(ev.message);
+    else if (ev.type === "message_end") {
       const m = ev.message;
       if (m.role === "user" || m.role === "custom") {
         for (const id of carried(m.content)) obs("appended", { msg: id });
@@ -727,7 +730,8 @@ async function runOnce() {
     noContextFiles: true,
     systemPrompt: "You are the agent under wakesim.",
     additionalExtensionPaths: [preWrapper, wrapper],
-    extensionFactories: [{ name: "wakesim-probe", factory: probe }],
+    // pi 0.58 takes the factories themselves.
+    extensionFactories: OLD ? [probe] : [{ name: "wakesim-probe", factory: probe }],
   });
   await resourceLoader.reload();
   const loaded = resourceLoader.getExtensions();

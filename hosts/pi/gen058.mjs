@@ -41,6 +41,24 @@ function watch(obj, field, onSet) {
 export function instrument(session, cx) {
   const agent = session.agent;
   const { obs, note, als } = cx;
+  // A message enters the context the model reads when the agent emits its message_end: the
+  // session's own listeners (and its subscribers) run later, on its event queue, after the
+  // extensions' handlers, by which time the agent may have sent the request.
+  // A message the session appends itself (sendMessage without triggerTurn on an idle agent) is
+  // emitted to the session's subscribers only: the driver's subscriber observes those
+  // (`appendedBySession`), and skips what the agent already reported.
+  const seen = new WeakSet();
+  agent.subscribe((ev) => {
+    if (ev.type !== "message_end") return;
+    seen.add(ev.message);
+    appended(ev.message);
+  });
+  cx.R().appendedBySession = (m) => {
+    if (!seen.has(m)) appended(m);
+  };
+  function appended(m) {
+    if (m.role === "user" || m.role === "custom") for (const id of cx.carried(m.content)) obs("appended", { msg: id });
+  }
   watch(agent.state, "isStreaming", (v, old) => {
     if (!!v === !!old) return;
     obs("agent_run", { on: !!v });
