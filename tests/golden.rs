@@ -14,7 +14,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use wakesim::engine::Runner;
+use wakesim::engine::{Outcome, RunResult, Runner};
 use wakesim::engine::regression::{Regression, Replayed, is_regression};
 use wakesim::family::Registry;
 use wakesim::scenario::{Scenario, discover};
@@ -69,7 +69,9 @@ fn lines(which: impl Fn(&Path) -> bool) -> Vec<String> {
         let line = if is_regression(&text) {
             let reg = Regression::load(&rel, &registry).expect("the regression loads");
             let hash = match reg.replay(&mut runner, false) {
-                Replayed::Run { result, .. } | Replayed::Stale { result, .. } => result.trace_hash,
+                Replayed::Run { result, .. } | Replayed::Stale { result, .. } => {
+                    hashed(&rel, "replay", &result)
+                }
             };
             format!("{} replay {:016x}", rel.display(), fold([hash]))
         } else {
@@ -82,12 +84,27 @@ fn lines(which: impl Fn(&Path) -> bool) -> Vec<String> {
             } else {
                 SEEDS
             };
-            let hashes = (0..seeds).map(|seed| runner.run_seed(&scn, seed, false).trace_hash);
+            let hashes: Vec<u64> = (0..seeds)
+                .map(|seed| hashed(&rel, &format!("seed {seed}"), &runner.run_seed(&scn, seed, false)))
+                .collect();
             format!("{} 0..{seeds} {:016x}", rel.display(), fold(hashes))
         };
         out.push(line);
     }
     out
+}
+
+/// A run's trace hash. A run an adapter or driver fault ended (a process that died, or a line later
+/// than its wall-clock bound on a loaded machine) has no trace worth comparing: it is named as
+/// such, not reported as a moved hash (a real-pi line once "flaked" under load with no cause found).
+fn hashed(rel: &Path, which: &str, r: &RunResult) -> u64 {
+    if let Outcome::AdapterFault(f) = &r.outcome {
+        panic!(
+            "{}: {which} ended with an adapter fault, not a trace: {f}",
+            rel.display()
+        );
+    }
+    r.trace_hash
 }
 
 /// The committed lines that `which` selects.

@@ -19,7 +19,7 @@
 
 mod common;
 
-use common::{broke, root, run_traced as run, scenario, wakesim};
+use common::{broke, root, run_traced as run, scenario, wakesim, wakesim_strict};
 use wakesim::engine::conform::{Verdict, conform_seed, twin};
 use wakesim::engine::{Outcome, RunResult, Runner};
 use wakesim::family::Registry;
@@ -53,12 +53,21 @@ fn a_seed_gives_the_same_trace_alone_after_others_and_in_another_driver() {
     );
 }
 
+/// Two processes, two drivers, the same bytes; in strict mode, so the runs also read no real time,
+/// randomness or I/O (a real async resource inside a run is a driver error, exit 2 or an
+/// adapter fault, never the failing seed's exit 1).
 #[test]
 fn a_replay_prints_the_same_bytes_run_to_run() {
-    let a = wakesim(&["replay", G2, "--seed", "11"]);
-    let b = wakesim(&["replay", G2, "--seed", "11"]);
-    assert_eq!(a.status.code(), Some(1), "a failing seed exits 1");
+    let a = wakesim_strict(&["replay", G2, "--seed", "11"]);
+    let b = wakesim_strict(&["replay", G2, "--seed", "11"]);
+    assert_eq!(
+        a.status.code(),
+        Some(1),
+        "a failing seed exits 1: {}",
+        String::from_utf8_lossy(&a.stderr)
+    );
     assert_eq!(a.stdout, b.stdout);
+    assert!(!String::from_utf8_lossy(&a.stdout).contains("adapter fault"));
     let text = String::from_utf8_lossy(&a.stdout);
     assert!(
         text.starts_with("host pi@0.99.1 · wake g2-is-idle.ts · seed 11"),
@@ -293,6 +302,37 @@ fn p11_a_follow_up_waits_out_a_tool_calling_run() {
         23,
     );
     assert!(broke(&r, "bounded-latency"), "{:?}", r.outcome);
+}
+
+/// H-5 on the real pi 0.58.3 (`hosts/pi/gen058.mjs`): a retryable error's agent_end clears the
+/// agent's isStreaming, the backoff sleeps, then continue() runs from a timer. A user's prompt in
+/// that gap takes the agent; the retry's continue() is rejected and the retry is lost.
+#[test]
+fn h5_on_0_58_3_a_prompt_in_the_retry_gap_takes_the_agent_from_the_retry() {
+    let r = run("scenarios/real-pi-0.58.3/g4-fixed-retry-gap.toml", 19);
+    let t = texts(&r);
+    assert!(
+        t.iter().any(|l| l.starts_with("retryable error: retry")),
+        "{t:?}"
+    );
+    let mut prompt_running = false;
+    let mut continue_rejected_under_prompt = false;
+    for rec in &r.trace {
+        match rec.ev {
+            Ev::Starter {
+                who: Starter::Prompt(_),
+                accepted: true,
+            } => prompt_running = true,
+            Ev::AgentRun { on: false } => prompt_running = false,
+            Ev::Starter {
+                who: Starter::Continue(_),
+                accepted: false,
+            } if prompt_running => continue_rejected_under_prompt = true,
+            _ => {}
+        }
+    }
+    assert!(continue_rejected_under_prompt, "{t:?}");
+    assert!(broke(&r, "single-starter"));
 }
 
 #[test]

@@ -52,6 +52,18 @@ pub fn wakesim(args: &[&str]) -> std::process::Output {
         .expect("wakesim runs")
 }
 
+/// Run the built `wakesim` binary from the repository root with its real-host drivers in strict
+/// mode (`WAKESIM_DRIVER_STRICT=1`): a run that creates a real timer, I/O or thread-pool job (a
+/// completion at a wall-clock moment, which load would move among the virtual steps) fails.
+pub fn wakesim_strict(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_wakesim"))
+        .args(args)
+        .env("WAKESIM_DRIVER_STRICT", "1")
+        .current_dir(root())
+        .output()
+        .expect("wakesim runs")
+}
+
 /// A fresh directory under cargo's `target/tmp`, per test process: inside the project, where
 /// wakesim agrees to write regressions of the repository's scenarios.
 pub fn tempdir(name: &str) -> PathBuf {
