@@ -309,7 +309,7 @@ fn p11_a_follow_up_waits_out_a_tool_calling_run() {
 /// that gap takes the agent; the retry's continue() is rejected and the retry is lost.
 #[test]
 fn h5_on_0_58_3_a_prompt_in_the_retry_gap_takes_the_agent_from_the_retry() {
-    let r = run("scenarios/real-pi-0.58.3/g4-fixed-retry-gap.toml", 19);
+    let r = run("scenarios/real-pi-0.58.3/g4-fixed-retry-gap.toml", 6);
     let t = texts(&r);
     assert!(
         t.iter().any(|l| l.starts_with("retryable error: retry")),
