@@ -14,8 +14,8 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use wakesim::engine::{Outcome, RunResult, Runner};
 use wakesim::engine::regression::{Regression, Replayed, is_regression};
+use wakesim::engine::{Outcome, RunResult, Runner};
 use wakesim::family::Registry;
 use wakesim::scenario::{Scenario, discover};
 
@@ -85,7 +85,13 @@ fn lines(which: impl Fn(&Path) -> bool) -> Vec<String> {
                 SEEDS
             };
             let hashes: Vec<u64> = (0..seeds)
-                .map(|seed| hashed(&rel, &format!("seed {seed}"), &runner.run_seed(&scn, seed, false)))
+                .map(|seed| {
+                    hashed(
+                        &rel,
+                        &format!("seed {seed}"),
+                        &runner.run_seed(&scn, seed, false),
+                    )
+                })
                 .collect();
             format!("{} 0..{seeds} {:016x}", rel.display(), fold(hashes))
         };
