@@ -9,8 +9,9 @@
 # scenario that expects a pass and names one of the fixed variants below (G3, upstream G4 and the
 # fixed G4, W2, B1). Each runs seeds 0..SEEDS with every core (`--threads` default); a seed is a
 # pure function of the scenario and the seed, so the verdict does not depend on the machine.
-# Prints one line per scenario and a total; exits 1 if any scenario's expectation is not met,
-# 2 on bad arguments.
+# Prints one line per scenario and a total; a failure adds its seed, its replay line and the
+# regression file `run` shrinks and saves beside the scenario (commit it, or pass over it: a file
+# is never overwritten). Exits 1 if any scenario's expectation is not met, 2 on bad arguments.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -49,7 +50,7 @@ for f in "${FILES[@]}"; do
   fi
   line=$(grep '^summary:' <<<"$out" || true)
   printf '%-6s %-62s %4ds  %s\n' "$verdict" "$f" $((SECONDS - t0)) "${line#summary: }"
-  [[ $verdict == ok ]] || grep -E '^(✗|  replay|wakesim replay)' <<<"$out" | head -5 || true
+  [[ $verdict == ok ]] || grep -E '^(✗|  seed |  reproduce:|  the .* failure is| *kept |  saved)' <<<"$out" | head -8 || true
 done
 echo "long run: ${#FILES[@]} scenarios, $SEEDS seeds each, $((SECONDS - start)) s wall, $([[ $failed == 0 ]] && echo 'every expectation met' || echo 'FAILURES above')"
 exit $failed
