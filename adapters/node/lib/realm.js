@@ -2,9 +2,10 @@
 // the `pi` facade, the virtual clock and timers, and the module loader, and returns the functions
 // the adapter's main loop calls (`reset`, `dispatch`, `finish`).
 //
-// Everything here runs in the context's own realm, so the promises a handler creates belong to
-// the context, whose microtask queue Node drains at the end of each `runInContext`: an async
-// handler runs to completion (or to a virtual timer) before its `done` is written.
+// Everything here runs in the context's own realm. The adapter drains the microtask queue after
+// each `dispatch` and `reset` (adapter.mjs: Node's own queue, or the context's at the end of each
+// `runInContext`): an async handler runs to completion (or to a virtual timer) before its `done`
+// is written.
 //
 // `host` is the bridge to the main realm: write(text), query(text) -> line, log(text),
 // resolve(specifier, fromDir) -> {filename, dirname} | {builtin}, compile(filename) -> function,
