@@ -340,7 +340,7 @@ function serve() {
       try {
         ready = resetModule();
       } catch (e) {
-        const msg = e && e.stack ? String(e.stack).split("\n").filter((l) => !/node:|wakesim-/.test(l)).slice(0, 6).join("\n") : String(e);
+        const msg = e && e.stack ? String(e.stack).split("\n").filter((l) => !/node:|wakesim-|adapter\.mjs|Immediate\./.test(l)).slice(0, 6).join("\n") : String(e);
         fatal(`the module failed to load: ${msg}`);
       }
       write(ready);
