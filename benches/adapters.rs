@@ -75,18 +75,27 @@ fn seeds(bencher: Bencher, lang: &str) {
         .bench_local(|| run_all(&mut runner, &scns));
 }
 
-/// Round trips per second: the same runs, counted in lines written to the adapter (a `reset`,
-/// an event or an answer to a query each wait for the adapter's next line).
+/// Round trips per second: the same runs, counted in the times the simulator, having written,
+/// waits for the adapter (a `reset` with the run's first event behind it is one; an event and
+/// its calls up to `done` is one; a query and its answer is one). The round trips a seed makes
+/// go to stderr.
 #[divan::bench(args = ["node", "python"], sample_count = 3, sample_size = 1)]
 fn round_trips(bencher: Bencher, lang: &str) {
     let registry = Registry::builtin();
     let scns = pi_scenarios(&registry, lang);
     let mut runner = prepared(&registry, &scns);
-    let before = slot::lines_sent();
+    let (trips, lines) = (slot::round_trips(), slot::lines_sent());
     run_all(&mut runner, &scns);
-    let lines = slot::lines_sent() - before;
+    let (trips, lines) = (slot::round_trips() - trips, slot::lines_sent() - lines);
+    let seeds = SEEDS * scns.len() as u64;
+    eprintln!(
+        "adapters/{lang}: {:.2} round trips and {:.2} lines written a seed ({} scenarios, {seeds} seeds)",
+        trips as f64 / seeds as f64,
+        lines as f64 / seeds as f64,
+        scns.len()
+    );
     bencher
-        .counter(ItemsCount::new(lines))
+        .counter(ItemsCount::new(trips))
         .bench_local(|| run_all(&mut runner, &scns));
 }
 
