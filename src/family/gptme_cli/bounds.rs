@@ -26,7 +26,7 @@ pub fn derived(config: &CliConfig) -> DerivedBounds {
         (
             t.claim_ms.max,
             format!(
-                "another conversation's completion waits for its owner's claim (claim_ms max {} ms)",
+                "another conversation's completion waits for its owner's claim, claim_ms max {} ms",
                 t.claim_ms.max
             ),
         )
