@@ -129,7 +129,11 @@ mod tests {
         assert_eq!(out.len(), 1, "{out:?}");
         assert_eq!(out[0].invariant, Invariant::InputHeard);
         assert_eq!(out[0].t, Ms(3_007));
-        assert!(out[0].detail.contains("changed at 2000 ms"), "{}", out[0].detail);
+        assert!(
+            out[0].detail.contains("changed at 2000 ms"),
+            "{}",
+            out[0].detail
+        );
         assert!(out[0].detail.contains("7000 ms"), "{}", out[0].detail);
     }
 
