@@ -9,7 +9,11 @@
 //! every scenario whose line differs.
 //!
 //! Regenerating the file is a deliberate act, for a change that is meant to alter runs:
-//! `WAKESIM_GOLDEN_WRITE=1 cargo test --test golden` (never under `CI`).
+//! `WAKESIM_GOLDEN_WRITE=1 cargo test --test golden` (never under `CI`). With
+//! `WAKESIM_GOLDEN_ONLY=PREFIX` as well, only the lines of files whose path starts with `PREFIX`
+//! (e.g. `scenarios/gptme/`) are recomputed and rewritten (added or removed); every other line is
+//! kept as committed, so a change meant to alter one family's runs needs neither the adapters nor
+//! the real hosts of the others, nor their time.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -191,6 +195,30 @@ fn write_the_golden_file_when_asked() {
         return;
     }
     std::env::set_current_dir(root()).expect("the crate root");
+    if let Some(prefix) = std::env::var_os("WAKESIM_GOLDEN_ONLY") {
+        let prefix = prefix.to_string_lossy().into_owned();
+        let ours = |p: &Path| p.to_string_lossy().starts_with(prefix.as_str());
+        let text = std::fs::read_to_string(root().join(GOLDEN)).expect("readable");
+        let key = |l: &str| l.split(' ').next().unwrap_or_default().to_string();
+        let mut fresh = lines(ours);
+        let mut out = String::new();
+        for l in text.lines() {
+            if l.starts_with('#') || l.trim().is_empty() || !ours(Path::new(&key(l))) {
+                out += l;
+            } else if let Some(i) = fresh.iter().position(|f| key(f) == key(l)) {
+                out += &fresh.remove(i);
+            } else {
+                continue; // its file is gone
+            }
+            out.push('\n');
+        }
+        for l in fresh {
+            out += &l; // a new file
+            out.push('\n');
+        }
+        std::fs::write(root().join(GOLDEN), out).expect("written");
+        return;
+    }
     let mut text = format!(
         "# Golden trace hashes (tests/golden.rs): per scenario file, the FNV-1a fold of the trace\n\
          # hashes of seeds 0..{SEEDS} (external scenarios 0..{EXTERNAL_SEEDS}, real hosts'\n\

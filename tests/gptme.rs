@@ -398,7 +398,7 @@ fn a_panicking_gptme_wake_logic_gets_its_own_verdict() {
 
 #[test]
 fn bad_gptme_scenario_files_name_file_line_and_key_and_exit_2() {
-    let all = bad_file_errors("tests/data/bad-gptme", 7);
+    let all = bad_file_errors("tests/data/bad-gptme", 8);
     insta_settings().bind(|| insta::assert_snapshot!("errors__bad-gptme-scenarios", all));
 }
 

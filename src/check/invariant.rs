@@ -23,10 +23,11 @@ pub enum Invariant {
     Isolation,
     NoDeadlock,
     NoWastedWake,
+    InputHeard,
 }
 
 impl Invariant {
-    pub const ALL: [Invariant; 13] = [
+    pub const ALL: [Invariant; 14] = [
         Invariant::NoLoss,
         Invariant::ExactlyOnce,
         Invariant::Fifo,
@@ -40,6 +41,7 @@ impl Invariant {
         Invariant::Isolation,
         Invariant::NoDeadlock,
         Invariant::NoWastedWake,
+        Invariant::InputHeard,
     ];
 
     /// The name used in scenario files, reports and `wakesim list`.
@@ -58,6 +60,7 @@ impl Invariant {
             Invariant::Isolation => "isolation",
             Invariant::NoDeadlock => "no-deadlock",
             Invariant::NoWastedWake => "no-wasted-wake",
+            Invariant::InputHeard => "input-heard",
         }
     }
 
@@ -101,6 +104,11 @@ impl Invariant {
                 "a run a wake prompt starts delivers a message with its first model request: no \
                  model call for nothing"
             }
+            Invariant::InputHeard => {
+                "outside input that changes while the session sits in its idle wait (prompt-queue \
+                 or steer records, a rewritten control.jsonl, a subagent report) ends the wait \
+                 within input_ms_max, the host's poll period"
+            }
         }
     }
 
@@ -123,7 +131,8 @@ impl Invariant {
             | Invariant::NoSpin
             | Invariant::Isolation
             | Invariant::NoDeadlock
-            | Invariant::NoWastedWake => false,
+            | Invariant::NoWastedWake
+            | Invariant::InputHeard => false,
         }
     }
 
@@ -147,11 +156,16 @@ pub struct Violation {
     pub detail: String,
 }
 
-/// Bounds the checkers judge against; a scenario may override them.
+/// Bounds the checkers judge against; a scenario may override the latency bounds, and a family
+/// derives what it can from the scenario's host parameters (`DerivedBounds`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CheckParams {
     pub latency_ms_max: u64,
     pub latency_requests_max: u32,
+    /// INPUT-HEARD: how long an idle wait may go on after its outside input changed. Always
+    /// derived from the host's poll period (the default is gptme-cli's at its default timing:
+    /// the 1 s cap, a 2 ms wake-up, 5 ms of file I/O).
+    pub input_ms_max: u64,
 }
 
 impl Default for CheckParams {
@@ -159,8 +173,27 @@ impl Default for CheckParams {
         CheckParams {
             latency_ms_max: 40_000,
             latency_requests_max: 8,
+            input_ms_max: 1_007,
         }
     }
+}
+
+/// Bounds a family derives from a scenario's host parameters (issue 15, class 1: a bound looser
+/// than the host's own wait cannot catch a missed wait, so bounds follow from the documented
+/// waits).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DerivedBounds {
+    /// BOUNDED-LATENCY's idle bound when every documented wait is kept: what a scenario that
+    /// sets no `latency_ms_max` is judged by.
+    pub latency_ms_max: u64,
+    /// How `latency_ms_max` is derived (for errors and `list`).
+    pub latency_why: String,
+    /// The host's own longest wait and its name: a `latency_ms_max` at or above it passes a
+    /// wait missed until that wait times out, and is refused.
+    pub host_wait_ms: u64,
+    pub host_wait: &'static str,
+    /// INPUT-HEARD's bound: the host's poll period.
+    pub input_ms_max: u64,
 }
 
 /// A set of invariants, as a bit mask.

@@ -12,6 +12,7 @@ mod exactly_once;
 mod fifo;
 mod flag_coherence;
 mod harness;
+mod input_heard;
 mod invariant;
 mod isolation;
 mod latency;
@@ -34,7 +35,7 @@ use crate::sim::record::{Actor, Ev, EvKind, Note, Record, Window};
 use crate::sim::sink::Sink;
 use crate::sim::time::Ms;
 
-pub use invariant::{CheckParams, Invariant, InvariantSet, Violation};
+pub use invariant::{CheckParams, DerivedBounds, Invariant, InvariantSet, Violation};
 
 /// What a checker may read besides the record: the messages and the ledger as it stood before
 /// the record was applied.
@@ -84,6 +85,7 @@ struct Checkers {
     isolation: isolation::Isolation,
     no_deadlock: no_deadlock::NoDeadlock,
     no_wasted_wake: no_wasted_wake::NoWastedWake,
+    input_heard: input_heard::InputHeard,
 }
 
 /// Run `$call` on every checker of monitor `$m` whose invariant is in `$set` (the live checkers
@@ -117,6 +119,7 @@ macro_rules! each_checker {
         each_checker!(@one set, cs.isolation, $c, $call);
         each_checker!(@one set, cs.no_deadlock, $c, $call);
         each_checker!(@one set, cs.no_wasted_wake, $c, $call);
+        each_checker!(@one set, cs.input_heard, $c, $call);
     }};
     (@one $set:ident, $field:expr, $c:ident, $call:expr) => {{
         let $c = &mut $field;
@@ -162,6 +165,7 @@ impl Checkers {
         route(&self.isolation, set, &mut routes);
         route(&self.no_deadlock, set, &mut routes);
         route(&self.no_wasted_wake, set, &mut routes);
+        route(&self.input_heard, set, &mut routes);
         routes
     }
 
@@ -179,6 +183,7 @@ impl Checkers {
         self.isolation.reset();
         self.no_deadlock.reset();
         self.no_wasted_wake.reset();
+        self.input_heard.reset();
     }
 }
 

@@ -113,11 +113,18 @@ pub fn observations(trace: &[Record]) -> Vec<(u64, Obs)> {
             // pass's start and end. What a checker reads of a pass is the number each `Wake`
             // carries, which is compared.
             // Who sent a prompt (`PromptSent`, read by no-wasted-wake) is reported by the pi
-            // model only; the real pi driver does not report it yet, so it is not compared.
+            // model only; the real pi driver does not report it yet, so it is not compared. Nor
+            // are gptme's `InputChanged` and `WaitEnded` (read by input-heard), which only the
+            // CLI model reports.
             ev if ev.is_note()
                 || matches!(
                     ev,
-                    Ev::Mark(_) | Ev::Idle { .. } | Ev::Pass { .. } | Ev::PromptSent { .. }
+                    Ev::Mark(_)
+                        | Ev::Idle { .. }
+                        | Ev::Pass { .. }
+                        | Ev::PromptSent { .. }
+                        | Ev::InputChanged { .. }
+                        | Ev::WaitEnded
                 ) =>
             {
                 continue;

@@ -35,7 +35,7 @@ use toml::Spanned;
 pub use registry::{Entry, Registry};
 
 use crate::adapter::SlotRef;
-use crate::check::{CheckParams, InvariantSet, Monitor, Recording};
+use crate::check::{CheckParams, DerivedBounds, InvariantSet, Monitor, Recording};
 use crate::error::Result;
 use crate::input::Cx;
 use crate::input::values::FaultValue;
@@ -194,6 +194,12 @@ pub trait Family: Sized + 'static {
     fn twin(_wake: &serde_json::Value) -> std::result::Result<Twin, String> {
         Err(format!("{} real hosts have no model twin yet", Self::NAME))
     }
+
+    /// The checkers' bounds derived from a configuration's host parameters, where the family
+    /// documents its waits (issue 15, class 1); the scenario applies them (`scenario/raw.rs`).
+    fn derived_bounds(_config: &Self::Config) -> Option<DerivedBounds> {
+        None
+    }
 }
 
 /// A family as the rest of wakesim sees it: object-safe, one static instance per family.
@@ -230,6 +236,8 @@ pub trait AnyFamily: Sync {
     fn unmodelled(&self) -> &'static [Window];
     /// Its own driver (see [`Family::OWN_DRIVER`]).
     fn own_driver(&self) -> Option<OwnDriver>;
+    /// The bounds derived from `config` (see [`Family::derived_bounds`]).
+    fn derived_bounds(&self, config: &Config) -> Option<DerivedBounds>;
 }
 
 /// One fault of a family, for `wakesim list`.
@@ -548,6 +556,10 @@ impl<F: Family> AnyFamily for Of<F> {
 
     fn own_driver(&self) -> Option<OwnDriver> {
         F::OWN_DRIVER
+    }
+
+    fn derived_bounds(&self, config: &Config) -> Option<DerivedBounds> {
+        F::derived_bounds(typed::<F>(config))
     }
 }
 

@@ -144,7 +144,9 @@ impl Texts<'_> {
             | Ev::WorkNoticed { .. }
             | Ev::Waiting { .. }
             | Ev::OwnerClaimed { .. }
-            | Ev::PromptSent { .. } => return (None, 1),
+            | Ev::PromptSent { .. }
+            | Ev::InputChanged { .. }
+            | Ev::WaitEnded => return (None, 1),
         };
         (Some(text), 1)
     }
@@ -261,6 +263,8 @@ pub fn story(
                 | Ev::Starter { .. }
                 | Ev::Settled
                 | Ev::PromptSent { .. }
+                | Ev::InputChanged { .. }
+                | Ev::WaitEnded
         )
     });
     let mut records = shown.peekable();

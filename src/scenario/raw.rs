@@ -12,7 +12,7 @@ use super::{MUST_REACH_SHARE_DEFAULT, Scenario, Scope, Wakes, normalize, project
 use crate::adapter::AdapterSpec;
 use crate::check::CheckParams;
 use crate::error::{Error, Result};
-use crate::family::HostKind;
+use crate::family::{Config, HostKind};
 use crate::input::values::RatioValue;
 use crate::input::{Cx, located};
 use crate::limits::{
@@ -204,13 +204,7 @@ impl RawScenario {
         if let Some(spec) = &mut remote {
             spec.sections = host.family().real_sections(&config);
         }
-        let mut check = CheckParams::default();
-        if let Some(v) = &self.check.latency_ms_max {
-            check.latency_ms_max = *v.get_ref();
-        }
-        if let Some(v) = &self.check.latency_requests_max {
-            check.latency_requests_max = *v.get_ref();
-        }
+        let check = self.check(cx, host, &config)?;
         let e = self.expect.get_ref();
         let expect = e.to_expect(&|span, msg| cx.err(span, msg), host)?;
         let requests = e.requests.as_ref().map(|r| *r.get_ref());
@@ -293,6 +287,36 @@ impl RawScenario {
                 Ok((label, Some(spec), None))
             }
         }
+    }
+
+    /// `[check]`, with the bounds the host's family derives from its parameters: a bound the
+    /// scenario does not set is the derived one; one at or above the host's own wait cannot
+    /// catch a wait missed until it times out, and is refused (issue 15, class 1).
+    fn check(&self, cx: Cx<'_>, host: HostKind, config: &Config) -> Result<CheckParams> {
+        let mut check = CheckParams::default();
+        let derived = host.family().derived_bounds(config);
+        if let Some(d) = &derived {
+            check.input_ms_max = d.input_ms_max;
+            // A real host's timing is its own code's, not the model's documented waits.
+            if host.real().is_none() {
+                check.latency_ms_max = d.latency_ms_max;
+            }
+        }
+        if let Some(v) = &self.check.latency_ms_max {
+            let set = *v.get_ref();
+            if let Some(d) = derived.as_ref().filter(|d| set >= d.host_wait_ms) {
+                let message = format!(
+                    "{set} ms is not below the host's own wait, {} = {} ms: a wait that misses its input until it times out would pass; the bound derived from [timing] is {} ms ({}), or leave latency_ms_max out to use it",
+                    d.host_wait, d.host_wait_ms, d.latency_ms_max, d.latency_why
+                );
+                return Err(cx.err(v.span(), message));
+            }
+            check.latency_ms_max = set;
+        }
+        if let Some(v) = &self.check.latency_requests_max {
+            check.latency_requests_max = *v.get_ref();
+        }
+        Ok(check)
     }
 
     /// `duration_ms`, `quiesce_ms_max`, `steps_max`.

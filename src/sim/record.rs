@@ -243,6 +243,13 @@ pub enum Ev<N = Narration> {
     /// `sendUserMessage`) or by the user. `Starter::Prompt(prompt)` names it when it reaches
     /// `Agent.prompt`. NO-WASTED-WAKE reads it.
     PromptSent { prompt: u32, from_wake: bool },
+    /// Outside input the idle wait polls for changed: records written to the prompt-queue file
+    /// (regular or steer), `control.jsonl` written with new contents (of the same size too), a
+    /// subagent report. `input` fingerprints it as `InputInterrupt` does. INPUT-HEARD reads it.
+    InputChanged { input: u64 },
+    /// The idle wait's hook returned (it yielded what ended the wait, or nothing): the session
+    /// is no longer waiting. INPUT-HEARD reads it.
+    WaitEnded,
 }
 
 /// The kind of an observation, without its fields: what a checker declares it reads
@@ -271,6 +278,8 @@ pub enum EvKind {
     OwnerClaimed,
     Deadlock,
     PromptSent,
+    InputChanged,
+    WaitEnded,
 }
 
 impl<N> Ev<N> {
@@ -304,6 +313,8 @@ impl<N> Ev<N> {
             Ev::OwnerClaimed { .. } => EvKind::OwnerClaimed,
             Ev::Deadlock { .. } => EvKind::Deadlock,
             Ev::PromptSent { .. } => EvKind::PromptSent,
+            Ev::InputChanged { .. } => EvKind::InputChanged,
+            Ev::WaitEnded => EvKind::WaitEnded,
         }
     }
 }
@@ -362,6 +373,8 @@ impl<N> Ev<N> {
             Ev::OwnerClaimed { msg } => Ev::OwnerClaimed { msg },
             Ev::Deadlock { threads } => Ev::Deadlock { threads },
             Ev::PromptSent { prompt, from_wake } => Ev::PromptSent { prompt, from_wake },
+            Ev::InputChanged { input } => Ev::InputChanged { input },
+            Ev::WaitEnded => Ev::WaitEnded,
         }
     }
 }
@@ -635,6 +648,11 @@ impl<N: Note> Encode for Ev<N> {
                 h.u32(*prompt);
                 h.bool(*from_wake);
             }
+            Ev::InputChanged { input } => {
+                h.tag(23);
+                h.u64(*input);
+            }
+            Ev::WaitEnded => h.tag(24),
         }
     }
 }

@@ -178,6 +178,11 @@ pub enum CliTimed {
     Sigterm,
 }
 
+/// Stand for the logdir's `prompt-queue.jsonl` and this session's subagent queues in the
+/// fingerprints of `Ev::InputChanged` (the control file's is its own, `ControlFile::fingerprint`).
+const PROMPT_QUEUE_PATH: u64 = 0x7072_6f6d;
+const SUBAGENT_QUEUES: u64 = 0x7375_6261;
+
 /// An outside writer of `prompt-queue.jsonl`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Writer {
@@ -275,6 +280,11 @@ impl CliHost {
                 steer: false,
             });
         }
+        // New records are input the idle wait must hear (a malformed line is not).
+        if let Some(first) = ids.first() {
+            let input = PROMPT_QUEUE_PATH << 32 | u64::from(first.0);
+            self.core.emit(k, Actor::Fault, Ev::InputChanged { input });
+        }
         if waiting && !malformed {
             self.core.mark(k, vocab::INPUT_DURING_WAIT);
         }
@@ -305,6 +315,8 @@ impl CliHost {
         self.subagent_reports = self.subagent_reports.wrapping_add(1);
         let msg = k.produce_from(from, self.core.state as u8);
         self.core.subagents.push_back(msg);
+        let input = SUBAGENT_QUEUES << 32 | u64::from(msg.0);
+        self.core.emit(k, Actor::Fault, Ev::InputChanged { input });
         if waiting {
             self.core.mark(k, vocab::INPUT_DURING_WAIT);
         }
@@ -444,10 +456,14 @@ impl CliHost {
             (Some(c), false) => c.size + CONTROL_RECORD_BYTES,
             (None, _) => CONTROL_RECORD_BYTES,
         };
-        self.core.control = Some(api::ControlFile {
+        let control = api::ControlFile {
             version: self.core.control_versions,
             size,
-        });
+        };
+        self.core.control = Some(control);
+        // New contents, of the same size too: input the idle wait must hear.
+        let input = control.fingerprint();
+        self.core.emit(k, Actor::Fault, Ev::InputChanged { input });
         self.core
             .note(k, Actor::Fault, Note::ControlWrite { size, same_size });
     }

@@ -130,9 +130,13 @@ impl CliHost {
         match flow {
             Flow::Return { items, stop } => {
                 let run = self.run.as_mut().expect("running");
-                if run.waited && run.rechecks > 0 {
+                let waited = run.waited;
+                if waited && run.rechecks > 0 {
                     let rechecks = run.rechecks;
                     self.core.note(k, Actor::Host, Note::WaitEnded { rechecks });
+                }
+                if waited {
+                    self.core.emit(k, Actor::Host, Ev::WaitEnded);
                 }
                 let ids: Vec<MsgId> = items.iter().filter_map(Item::msg).collect();
                 let input = items.iter().any(|i| matches!(i, Item::InputPending(_)));

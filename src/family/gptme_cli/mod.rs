@@ -17,6 +17,8 @@
 //!   timed ones act, resets and the session's end;
 //! - `core.rs`: the state and the synchronous operations; `handle.rs`: [`api::Cli`], the handle
 //!   a wake logic calls;
+//! - `bounds.rs`: the checkers' bounds derived from the scenario's timing (input-heard's poll
+//!   period, bounded-latency's idle bound, the host's own wait);
 //! - `api.rs`: the public wake-logic API; `note.rs` and `encode.rs`: the narration and its
 //!   trace-hash encoding; `vocab.rs`: windows, drops and end causes; `config.rs` and
 //!   `sections.rs`: what a scenario configures; `adapter.rs`: the adapter side; `wakes/`: the
@@ -25,6 +27,7 @@
 
 pub mod adapter;
 pub mod api;
+pub mod bounds;
 mod chat_loop;
 pub mod config;
 pub mod core;
@@ -49,7 +52,7 @@ use faults::CliFault;
 use note::Note;
 
 use crate::adapter::SlotRef;
-use crate::check::{Invariant, InvariantSet, Monitor};
+use crate::check::{DerivedBounds, Invariant, InvariantSet, Monitor};
 use crate::error::Result;
 use crate::family::common::faults::FaultSpec;
 use crate::family::{Family, Host, OwnDriver, RealHost, Registry, WireNames};
@@ -137,6 +140,9 @@ impl Family for CliFamily {
         Invariant::Isolation,
         // Only a real gptme under the thread scheduler can deadlock; the model cannot.
         Invariant::NoDeadlock,
+        // The model reports input changes and wait ends; the real gptme's driver does not yet,
+        // so it never fires there.
+        Invariant::InputHeard,
     ]);
     const WINDOWS: &'static [Window] = vocab::WINDOWS;
     const STATES: &'static [&'static str] = note::STATES;
@@ -191,6 +197,10 @@ impl Family for CliFamily {
 
     fn real_sections(config: &CliConfig) -> serde_json::Value {
         real::sections(config)
+    }
+
+    fn derived_bounds(config: &CliConfig) -> Option<DerivedBounds> {
+        Some(bounds::derived(config))
     }
 }
 
