@@ -86,11 +86,27 @@ mkdir -p "$OUT"
 # and restores each file, each patch is applied, judged and reversed. So the crate is built in
 # full once, and a mutant rebuilds (incrementally) only what one file touches: seconds. The
 # working tree is never modified.
+#
+# A later run reuses the copy and its target dir: only files whose content differs from the
+# working tree are copied (with a new mtime), and files gone from it are removed. Copying all
+# of them with their own (older) mtimes would let cargo take the last mutant's build as fresh;
+# touching all of them would rebuild the crate in full (13 minutes on the shared machine).
 tree="$OUT/tree"
 export CARGO_TARGET_DIR="$OUT/target"
-rm -rf "$tree"
-mkdir -p "$tree"
-git ls-files -co --exclude-standard -z | tar -cf - --null -T - | tar -xf - -C "$tree"
+stage="$OUT/stage"
+rm -rf "$stage"
+mkdir -p "$stage" "$tree"
+git ls-files -co --exclude-standard -z | tar -cf - --null -T - | tar -xf - -C "$stage"
+(cd "$stage" && find . -type f -print0) | while IFS= read -r -d '' f; do
+  if ! cmp -s "$stage/$f" "$tree/$f"; then
+    mkdir -p "$(dirname "$tree/$f")"
+    cp "$stage/$f" "$tree/$f"
+  fi
+done
+(cd "$tree" && find . -type f -print0) | while IFS= read -r -d '' f; do
+  [[ -e "$stage/$f" ]] || rm -f "$tree/$f"
+done
+rm -rf "$stage"
 
 for fam in "${families[@]}"; do
   file=${FILES[$fam]}

@@ -127,8 +127,8 @@ fn saved_runs(
 /// In three stages, so that a mutant costs what it takes to tell it apart: the saved runs
 /// (`saved_runs`); then the first
 /// `FIRST_SEEDS` seeds of every scenario (a kill there is exact: the smallest first-killing seed
-/// over all scenarios); then, if none killed, each scenario's remaining budget and exploration in
-/// file order, stopping at the first that fails (a mutant that only makes runs long would
+/// over all scenarios); then, if none killed, each scenario's remaining budget and exploration,
+/// smallest budget first, stopping at the first that fails (a mutant that only makes runs long would
 /// otherwise cost every passing scenario's whole budget).
 fn gate(wakes: &[&str]) {
     let registry = Registry::builtin();
@@ -166,7 +166,12 @@ fn gate(wakes: &[&str]) {
         reports.push(rep);
     }
     if kills.is_empty() {
-        for ((rel, scn), mut rep) in family.iter().zip(reports) {
+        // Smallest budget first: a scenario that tells the mutant apart only at the end of its
+        // budget (an expected failure or a required window gone) costs that budget, so a focused
+        // scenario of 50 seeds tells it before a swarm scenario of 10,000 that tells it too.
+        let mut rest: Vec<_> = family.iter().zip(reports).collect();
+        rest.sort_by_key(|((rel, scn), _)| (scn.seeds, rel.clone()));
+        for ((rel, scn), mut rep) in rest {
             run_seeds(
                 &mut runner,
                 scn,
