@@ -39,7 +39,7 @@ use crate::sim::record::{Ev, Record, Starter};
 /// Model runs tried per seed before a seed is reported as diverging.
 pub const RUNS_MAX_DEFAULT: u64 = 2_000;
 /// Refinements of one guided sequence (its draws depend on earlier values) before it is taken.
-const REFINE_MAX: u64 = 16;
+const REFINE_MAX: u64 = 128;
 
 /// The model twin of a real-host scenario: the family's model host, the same code through the
 /// family's adapter.
