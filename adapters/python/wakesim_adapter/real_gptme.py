@@ -134,6 +134,27 @@ def load():
     # The wait hook takes its condition with `_job_conditions.setdefault` right before
     # `condition.wait`: the moment the model reports `Waiting`.
     shell_background._job_conditions = _Conditions(shell_background._job_conditions)
+    real_notify = shell_background._notify_completion
+    real_reset_jobs = shell_background.reset_background_jobs
+
+    def reset_background_jobs(conversation_id=None, *, all_conversations=True):
+        # A job whose process exited while its reader still drains is popped without a kill
+        # (`is_running()` is false) and its late callback dropped: its result will never come,
+        # which the model reports as the job `Killed` at the pop (`WorkOp::Killed`).
+        if RUN is None or not RUN.draining:
+            return real_reset_jobs(conversation_id, all_conversations=all_conversations)
+        sb = shell_background
+        with sb._job_lock:
+            popped = [p for p in RUN.draining.values()
+                      if (all_conversations or p.job.conversation_id == conversation_id)
+                      and sb._background_jobs.get(p.job.conversation_id, {}).get(p.job.id) is p.job]
+            real_reset_jobs(conversation_id, all_conversations=all_conversations)
+            for p in popped:
+                RUN.job_killed(p)
+
+    shell_background.reset_background_jobs = reset_background_jobs
+    shell.reset_background_jobs = reset_background_jobs
+    shell_background._notify_completion = lambda job: RUN.notify_completion(job, real_notify)
     g.shell_background_originals = {
         n: getattr(shell_background, n) for n in (
             "_control_wait_keys", "_background_wait_input", "background_job_completion_hook",
@@ -560,6 +581,8 @@ class Run:
         # after a job exits, the control file's fingerprints by the model's versions, the tool
         # time of a `bg` call, and `Waiting` at each wait of the wait hook.
         self.drain_ms = None
+        self.finishing = {}       # id(job) -> its process, between its reader's drain and notify
+        self.draining = {}        # id(job) -> its process, while its reader drains
         self.control_fingerprint = None
         self.cli_bg_tool = False
         self.emit_waiting = False
@@ -728,20 +751,47 @@ class Run:
             return
         proc.returncode = 0
         if self.drain_ms is not None:
-            # The reader drains what is left after the process exits, then calls back.
-            SCHED.sleep(self.draw_ms(self.drain_ms, "reader drain") / 1000)
+            # The reader drains what is left after the process exits, then calls back; the
+            # completion message is made when `_notify_completion` publishes it, under
+            # `_job_lock` (`notify_completion` below), as the model makes it: not at all for a
+            # job a reset popped meanwhile.
+            self.draining[id(job)] = proc
+            try:
+                SCHED.sleep(self.draw_ms(self.drain_ms, "reader drain") / 1000)
+            finally:
+                self.draining.pop(id(job), None)
             if self.exited:
                 return
-            if G.shell_background._background_jobs.get(job.conversation_id, {}).get(job.id) is not job:
-                # Popped (a reset) while draining: `_notify_completion` drops the callback.
-                self.late_callbacks.append(job.id)
-                G.shell_background.complete_background_job(job, "", "")
-                return
+            self.finishing[id(job)] = proc
+            G.shell_background.complete_background_job(job, "tests passed\n", "")
+            return
         m = self.produce(f"job:{job.conversation_id}", job.conversation_id, kind="job",
                          origin=f"job #{job.id}")
         self.obs("host", {"Work": {"work": proc.work, "shown": job.id, "conv": job.conversation_id,
                                    "op": {"Finished": m}}})
         G.shell_background.complete_background_job(job, f"tests passed [wakesim m{m}]\n", "")
+
+    def notify_completion(self, job, real_notify):
+        """`_notify_completion(job)` of a job whose reader finished (`_job_reader`): under
+        `_job_lock`, a registered job's completion message is made (`Produced`, `Work`
+        finished, the marker in its output), then gptme's own `_notify_completion` queues it."""
+        proc = self.finishing.pop(id(job), None)
+        if proc is None:
+            return real_notify(job)
+        sb = G.shell_background
+        with sb._job_lock:
+            if sb._background_jobs.get(job.conversation_id, {}).get(job.id) is job:
+                m = self.produce(f"job:{job.conversation_id}", job.conversation_id, kind="job",
+                                 origin=f"job #{job.id}")
+                self.obs("host", {"Work": {"work": proc.work, "shown": job.id,
+                                           "conv": job.conversation_id, "op": {"Finished": m}}})
+                # Its output is read only by a claim, which takes `_job_lock` too: no
+                # `_buffer_lock` (a scheduling point of its own) needed.
+                job._stdout_buffer_start += job._append_to_buffer_locked(
+                    job.stdout_buffer, f"[wakesim m{m}]\n")
+            else:
+                self.late_callbacks.append(job.id)
+            return real_notify(job)
 
     def end_session(self, cause, conversation="A"):
         """The chat loop ends (once): `SessionEnd`."""
