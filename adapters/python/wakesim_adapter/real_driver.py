@@ -29,6 +29,7 @@ from . import plan_cli, plan_server, real_variants, sched
 PROTOCOL = 1
 DRIVER = "wakesim-gptme-driver/0.1.0"
 HOST = "gptme[server]@0.35.1"
+CPU_LOG = os.environ.get("WAKESIM_DRIVER_CPU_LOG")
 
 
 class Fatal(Exception):
@@ -408,6 +409,12 @@ class Driver:
                        "text": f"deadlock: {out.detail}"})
             end.update(threads=out.stuck, state=state())
         wire.send(end)
+        if CPU_LOG:
+            # The driver's own CPU time so far (as hosts/lib/wire.mjs logs pi's): the lane's
+            # cost split between wakesim and the driver, for the README's figures.
+            t = os.times()
+            with open(CPU_LOG, "a") as f:
+                f.write(f"{os.getpid()} {t.user + t.system:.3f}\n")
         if self.patch is not None and hasattr(self.patch, "undo"):
             self.patch.undo(R.G)
         return run, out
