@@ -153,7 +153,11 @@ fn conforms_within(rel: &str, per: u64) {
     }
     assert!(tally.strong + tally.matched > 0, "{rel}: no seed matched");
     assert!(
-        if per == 0 { tally.diverged == 0 } else { tally.diverged * per <= n },
+        if per == 0 {
+            tally.diverged == 0
+        } else {
+            tally.diverged * per <= n
+        },
         "{rel}: {} of {n} seeds part from the model:\n{}",
         tally.diverged,
         parted.join("\n")
