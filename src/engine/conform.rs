@@ -39,7 +39,7 @@ use crate::sim::record::{Ev, Record, Starter};
 /// Model runs tried per seed before a seed is reported as diverging.
 pub const RUNS_MAX_DEFAULT: u64 = 2_000;
 /// Refinements of one guided sequence (its draws depend on earlier values) before it is taken.
-const REFINE_MAX: u64 = 16;
+const REFINE_MAX: u64 = 128;
 
 /// The model twin of a real-host scenario: the family's model host, the same code through the
 /// family's adapter.
@@ -152,17 +152,20 @@ pub fn observations(trace: &[Record]) -> Vec<(u64, Obs)> {
     out
 }
 
-/// Does `o` commute with a model request at the same instant? A message made or dropped, or a
-/// refused wake, neither appends to the conversation (what a request carries) nor reads what a
-/// request changes: the two orders are one behaviour. The model makes a step's request in an
-/// event of its own, after the delivery or retry that woke it; the real gptme's step thread can
-/// make it while that delivery's thread, or a producer, is still at work in the same instant.
+/// Does `o` commute with a model request at the same instant? A message made or dropped, a
+/// refused wake, or background work changing state (a job finishing with its completion, which
+/// is queued, not appended) neither appends to the conversation (what a request carries) nor
+/// reads what a request changes: the two orders are one behaviour. The model makes a step's
+/// request in an event of its own, after the delivery or retry that woke it, and runs a step's
+/// STEP_PRE hooks and its request as one event; the real gptme's step thread can make it while
+/// that delivery's thread, a producer or a job's reader is still at work in the same instant.
 fn commutes_with_request(o: &Obs) -> bool {
     matches!(
         o,
         Obs::Ev(
             Ev::Produced { .. }
                 | Ev::Dropped { .. }
+                | Ev::Work { .. }
                 | Ev::Wake {
                     refused: Some(_),
                     ..

@@ -13,10 +13,10 @@ Python file whose `apply(G, RUN)` patches the loaded modules for one run (it mus
 functions, as the variants do; the next run's reset undoes what `real_variants` knows about, and
 a patch file's `undo(G)` the rest).
 
-The sections default to the model host's defaults (`src/host/gptme/server/config.rs`,
-`src/host/gptme/cli/config.rs`) where the Rust side sends none. The plan's draws are the driver's
-own labels (`gptme.plan.*`); drawing them in the model's order and with its labels (so that one
-seed gives the same producer messages in both lanes, for conformance) is left to do.
+The sections default to the model host's defaults (`src/family/gptme_server/config.rs`,
+`src/family/gptme_cli/config.rs`) where the Rust side sends none. Each family's plan is drawn as
+its model draws it, in the model's order and with its labels (`plan_server.py`, `plan_cli.py`),
+so one seed gives the same producer messages and faults in both lanes (`wakesim conform`).
 """
 
 import json
@@ -24,11 +24,12 @@ import os
 import sys
 
 from . import real_gptme as R
-from . import plan_server, real_variants, sched
+from . import plan_cli, plan_server, real_variants, sched
 
 PROTOCOL = 1
 DRIVER = "wakesim-gptme-driver/0.1.0"
 HOST = "gptme[server]@0.35.1"
+CPU_LOG = os.environ.get("WAKESIM_DRIVER_CPU_LOG")
 
 
 class Fatal(Exception):
@@ -166,6 +167,8 @@ def _wire_obs(ev, ids):
                 "conv": 0 if body["conv"] == "A" else 1, "op": op}
     if name == "Mark":
         return {"ev": "mark", "window": body["window"]}
+    if name == "Waiting":
+        return {"ev": "waiting", "own": body["own"], "foreign": body["foreign"]}
     if name == "InputInterrupt":
         return {"ev": "input_interrupt", "input": body["input"]}
     if name == "SessionEnd":
@@ -254,12 +257,13 @@ SERVER_DEFAULTS = {
 # The faults each plan acts on (the model's others are not implemented on the real host).
 SERVER_FAULTS = ("watch_tool", "user_steps", "tool_confirmation", "tool_calls", "slash_commands",
                  "persist_failure", "dispatch_failure")
-CLI_FAULTS = ("stale_control", "control_writes", "prompt_writes", "steer_writes",
-              "teardown_reset", "auto_reply")
+CLI_FAULTS = ("auto_reply", "tool_calls", "prompt_writes", "steer_writes", "control_writes",
+              "stale_control", "teardown_reset")
 
 CLI_DEFAULTS = {
-    "producers": {"script": ["job", "text"]},
-    "timing": {"model_ms": {"min": 200, "max": 6_000}, "job_ms": {"min": 1_000, "max": 60_000},
+    "producers": {"script": [], "jobs": {"min": 1, "max": 2}, "prompt_records": {"min": 1, "max": 3}},
+    "timing": {"model_ms": {"min": 200, "max": 6_000}, "tool_ms": {"min": 10, "max": 2_000},
+               "job_ms": {"min": 100, "max": 60_000}, "drain_ms": {"min": 0, "max": 1_000},
                "idle_max_ms": 1_800_000},
     "faults": [],
 }
@@ -273,54 +277,6 @@ def _merge(defaults, given):
         else:
             out[k] = v
     return out
-
-
-def _span(s):
-    return (s["min"], s["max"]) if isinstance(s, dict) else (s, s)
-
-
-def _mix(ch, on, producers):
-    """Tell wakesim which faults this seed switched on (the timeline's header), as `mix`."""
-    wire = getattr(ch, "wire", None)
-    if wire is not None:
-        wire.send({"type": "mix", "faults": [[n, 1, 1] for n, v in on.items() if v],
-                   "producers": producers})
-
-
-def cli_plan(ch, sc):
-    """Draw a CLI run: the faults switched on and their instants; the reply script and timing."""
-    on = {f["name"]: ch.chance(f["share"][0], f["share"][1], "gptme.plan.fault." + f["name"])
-          for f in sc.get("faults", [])}
-    _mix(ch, on, ["job", "prompt"])
-    t = sc["timing"]
-    script = ["bg" if k == "job" else k for k in sc["producers"].get("script", ["job", "text"])]
-    idle_max_s = t.get("idle_max_ms", 1_800_000) / 1000
-    horizon = 60_000
-    actions = []
-    if on.get("stale_control"):
-        actions.append((0, R.write_control, ("A", '{"op":"status"}\n')))
-    if on.get("control_writes"):
-        at_ = ch.delay(0, horizon, "gptme.plan.control")
-        actions.append((at_, R.write_control, ("A", '{"op":"status"}\n')))
-        if ch.chance(1, 2, "gptme.plan.control-rewrite"):
-            at2 = at_ + ch.delay(0, horizon, "gptme.plan.control-rewrite-ms")
-            actions.append((at2, R.write_control, ("A", '{"op":"statu2"}\n')))
-    for kind, steer in (("prompt_writes", False), ("steer_writes", True)):
-        if on.get(kind):
-            at_ = ch.delay(0, horizon, "gptme.plan." + kind)
-            actions.append((at_, R.queue_prompt, ("A", "Also check the logs.", steer)))
-    if on.get("teardown_reset"):
-        at_ = ch.delay(0, horizon, "gptme.plan.reset")
-        actions.append((at_, lambda: R.G.shell_background.reset_background_jobs(
-            "A", all_conversations=False), ()))
-    tools = ("shell", "complete") if on.get("auto_reply") else ("shell",)
-
-    def plan():
-        if actions:
-            R.producer(actions, name="outside")
-        R.cli_session("A", ["Do the task."], idle_max_s=idle_max_s)
-    return plan, dict(tools=tools, replies={"A": script}, model_ms=_span(t["model_ms"]),
-                      job_ms=_span(t["job_ms"]))
 
 
 # ---- the driver
@@ -373,7 +329,8 @@ class Driver:
             # The model's plan, drawn as the model draws it (conformance).
             plan, kwargs, setup = plan_server.server_plan(ch, self.sections, self.limits)
         else:
-            plan, kwargs = cli_plan(ch, self.sections)
+            # The model's plan, drawn as the model draws it (conformance).
+            plan, kwargs, setup = plan_cli.cli_plan(ch, self.sections, self.limits)
         state = server_state if self.family == "gptme-server" else cli_state
         ids = {}
         streams = {}
@@ -402,7 +359,10 @@ class Driver:
 
         def produce(stream, conversation, kind="watch", origin=None):
             # wakesim numbers the message; the marker is m<id+1>, the local id id+1.
-            if run.produce_names is not None:
+            if callable(run.produce_names):
+                # The CLI model's (plan_cli.py).
+                stream, src, org = run.produce_names(stream, conversation, kind, origin)
+            elif run.produce_names is not None:
                 # The model's stream names, FIFO sources and origins (plan_server.py).
                 stream, src = run.produce_names[kind]
                 org = run.origin_index[origin]
@@ -449,6 +409,12 @@ class Driver:
                        "text": f"deadlock: {out.detail}"})
             end.update(threads=out.stuck, state=state())
         wire.send(end)
+        if CPU_LOG:
+            # The driver's own CPU time so far (as hosts/lib/wire.mjs logs pi's): the lane's
+            # cost split between wakesim and the driver, for the README's figures.
+            t = os.times()
+            with open(CPU_LOG, "a") as f:
+                f.write(f"{os.getpid()} {t.user + t.system:.3f}\n")
         if self.patch is not None and hasattr(self.patch, "undo"):
             self.patch.undo(R.G)
         return run, out

@@ -125,10 +125,36 @@ def load():
             except OSError:
                 data = b""
             fp = int.from_bytes(hashlib.sha256(data).digest()[:8], "big")
+            if RUN.control_fingerprint is not None:
+                fp = RUN.control_fingerprint(data)   # the model's name for these contents
             RUN.obs("host", {"InputInterrupt": {"input": fp}})
         return r
 
     shell_background._background_wait_input = wait_input
+    # The wait hook takes its condition with `_job_conditions.setdefault` right before
+    # `condition.wait`: the moment the model reports `Waiting`.
+    shell_background._job_conditions = _Conditions(shell_background._job_conditions)
+    real_notify = shell_background._notify_completion
+    real_reset_jobs = shell_background.reset_background_jobs
+
+    def reset_background_jobs(conversation_id=None, *, all_conversations=True):
+        # A job whose process exited while its reader still drains is popped without a kill
+        # (`is_running()` is false) and its late callback dropped: its result will never come,
+        # which the model reports as the job `Killed` at the pop (`WorkOp::Killed`).
+        if RUN is None or not RUN.draining:
+            return real_reset_jobs(conversation_id, all_conversations=all_conversations)
+        sb = shell_background
+        with sb._job_lock:
+            popped = [p for p in RUN.draining.values()
+                      if (all_conversations or p.job.conversation_id == conversation_id)
+                      and sb._background_jobs.get(p.job.conversation_id, {}).get(p.job.id) is p.job]
+            real_reset_jobs(conversation_id, all_conversations=all_conversations)
+            for p in popped:
+                RUN.job_killed(p)
+
+    shell_background.reset_background_jobs = reset_background_jobs
+    shell.reset_background_jobs = reset_background_jobs
+    shell_background._notify_completion = lambda job: RUN.notify_completion(job, real_notify)
     g.shell_background_originals = {
         n: getattr(shell_background, n) for n in (
             "_control_wait_keys", "_background_wait_input", "background_job_completion_hook",
@@ -186,6 +212,16 @@ def load():
     # The CLI loop's boundaries: a step is the model call and the tool it asks for; no
     # compaction, no naming thread (a model call), no cost printing; the chat config in memory.
     chat.step = _cli_step
+    # The loop's break is the session's end: reported before its SESSION_END hooks (the shell
+    # tool's closes the conversation's jobs), as the model reports it before the exit cleanup.
+    real_trigger = chat.trigger_hook
+
+    def trigger_hook(hook_type, *args, **kwargs):
+        if hook_type == hooks.HookType.SESSION_END and RUN is not None:
+            RUN.end_session("QueueEmpty")
+        return real_trigger(hook_type, *args, **kwargs)
+
+    chat.trigger_hook = trigger_hook
     chat._run_post_tool_compaction = lambda manager: False
     chat._start_auto_naming_thread = lambda *a, **k: None
     chat.print_inline_cost = lambda *a, **k: None
@@ -268,6 +304,17 @@ def load():
 # ---- boundaries
 
 
+class _Conditions(dict):
+    """`shell_background._job_conditions`, reporting each wait (`setdefault`, under `_job_lock`,
+    right before `condition.wait`) as the model's `Waiting`, when the run asks for it."""
+
+    def setdefault(self, key, default=None):
+        c = dict.setdefault(self, key, default)
+        if RUN is not None and RUN.emit_waiting:
+            RUN.waiting(key)
+        return c
+
+
 class FakeLog:
     """gptme's `Log`, in memory: its `messages`."""
 
@@ -348,7 +395,7 @@ def _prepare_execution_environment(workspace, tools=None, chat_config=None):
     # this context (set_config), and init_tools' registration of the enabled tools' hooks in
     # this context's registry.
     G.config.set_config(G.config.Config(user=G.user_config, chat=chat_config))
-    registry = _REGISTRIES[(RUN.tools, RUN.hooks_left_out)]
+    registry = _REGISTRIES[(RUN.tools, RUN.hooks_left_out, RUN.hooks_added)]
     G.hooks_registry.set_registry(registry)
     G.tools_pkg._loaded_tools_var.set([G.tools[n] for n in RUN.tools])
     G.tools_pkg._tools_initialized_var.set(True)
@@ -363,7 +410,7 @@ def ready():
     set of tools and shared by every context (gptme builds one per context, with the same hooks).
     Built outside the run, so the first run of a process makes the same scheduling points as
     any later one."""
-    key = (RUN.tools, RUN.hooks_left_out)
+    key = (RUN.tools, RUN.hooks_left_out, RUN.hooks_added)
     if key in _REGISTRIES:
         return
     registry = G.hooks_registry.HookRegistry()
@@ -375,6 +422,8 @@ def ready():
             G.tools[name].register_hooks()
         for name in RUN.hooks_left_out:   # a variant without one of gptme's hooks (B0)
             registry.unregister(name)
+        for name, hook_type, func, priority in RUN.hooks_added:   # or with one of its own
+            registry.register(name, getattr(G.hooks.HookType, hook_type), func, priority)
     ctx.run(build)
     _REGISTRIES[key] = registry
 
@@ -457,10 +506,13 @@ def _cli_step(log, stream=False, tool_format=None, workspace=None, model=None,
     if kind == "bg":
         yield Message("assistant", "Starting it in the background.\n\n```shell\nbg make test\n```\n")
         job = RUN.start_job("make test")
+        if RUN.cli_bg_tool:
+            # Starting the job is a tool call, and takes the model's `tool` time.
+            SCHED.sleep(RUN.draw_ms(RUN.tool_ms, "tool") / 1000)
         yield Message("system", f"Started background job #{job.id}: `make test`")
     elif kind == "tool":
         yield Message("assistant", TOOL_REPLY)
-        SCHED.sleep(RUN.draw_ms(RUN.tool_ms, "gptme.tool-ms") / 1000)
+        SCHED.sleep(RUN.draw_ms(RUN.tool_ms, "tool") / 1000)
         yield Message("system", "Ran command: `echo hello`\nhello")
     else:
         yield Message("assistant", TEXT_REPLY if kind == "text" else kind)
@@ -504,6 +556,7 @@ class Run:
         self.exited = False
         self.session_end = None
         self.hooks_left_out = ()
+        self.hooks_added = ()     # (name, HookType member, function, priority)
         self.dispatch_fails = dispatch_fails
         self.confirm_ms = confirm_ms   # the user confirms a tool call this long after the reply
         self.late_callbacks = []
@@ -524,6 +577,15 @@ class Run:
         self.origin_index = {}
         self.step_ending = {}     # conversation -> step threads between their end and retry
         self.retrying = {}        # thread ident -> events its retry pass took so far
+        # What a driver mirroring the CLI model's plan sets (plan_cli.py): the reader's drain
+        # after a job exits, the control file's fingerprints by the model's versions, the tool
+        # time of a `bg` call, and `Waiting` at each wait of the wait hook.
+        self.drain_ms = None
+        self.finishing = {}       # id(job) -> its process, between its reader's drain and notify
+        self.draining = {}        # id(job) -> its process, while its reader drains
+        self.control_fingerprint = None
+        self.cli_bg_tool = False
+        self.emit_waiting = False
 
     # ---- time and choices
 
@@ -669,11 +731,11 @@ class Run:
         job = sb.register_background_job(command, proc, kill_callback=proc.kill)
         self.jobs.append((job, proc))
         proc.job = job
+        proc.work = self.work   # numbered from 0, as the model's
         self.work += 1
-        proc.work = self.work
         self.obs("host", {"Work": {"work": proc.work, "shown": job.id, "conv": job.conversation_id,
                                    "op": "Started"}})
-        ms = self.job_ms.pop(0) if isinstance(self.job_ms, list) else self.draw_ms(self.job_ms, "gptme.job-ms")
+        ms = self.job_ms.pop(0) if isinstance(self.job_ms, list) else self.draw_ms(self.job_ms, "job")
         spawn(self._job_reader, job, proc, ms, name=f"reader-{job.conversation_id}-{job.id}")
         return job
 
@@ -688,11 +750,71 @@ class Run:
             G.shell_background.complete_background_job(job, "", "killed")
             return
         proc.returncode = 0
+        if self.drain_ms is not None:
+            # The reader drains what is left after the process exits, then calls back; the
+            # completion message is made when `_notify_completion` publishes it, under
+            # `_job_lock` (`notify_completion` below), as the model makes it: not at all for a
+            # job a reset popped meanwhile.
+            self.draining[id(job)] = proc
+            try:
+                SCHED.sleep(self.draw_ms(self.drain_ms, "reader drain") / 1000)
+            finally:
+                self.draining.pop(id(job), None)
+            if self.exited:
+                return
+            self.finishing[id(job)] = proc
+            G.shell_background.complete_background_job(job, "tests passed\n", "")
+            return
         m = self.produce(f"job:{job.conversation_id}", job.conversation_id, kind="job",
                          origin=f"job #{job.id}")
         self.obs("host", {"Work": {"work": proc.work, "shown": job.id, "conv": job.conversation_id,
                                    "op": {"Finished": m}}})
         G.shell_background.complete_background_job(job, f"tests passed [wakesim m{m}]\n", "")
+
+    def notify_completion(self, job, real_notify):
+        """`_notify_completion(job)` of a job whose reader finished (`_job_reader`): under
+        `_job_lock`, a registered job's completion message is made (`Produced`, `Work`
+        finished, the marker in its output), then gptme's own `_notify_completion` queues it."""
+        proc = self.finishing.pop(id(job), None)
+        if proc is None:
+            return real_notify(job)
+        sb = G.shell_background
+        with sb._job_lock:
+            if sb._background_jobs.get(job.conversation_id, {}).get(job.id) is job:
+                m = self.produce(f"job:{job.conversation_id}", job.conversation_id, kind="job",
+                                 origin=f"job #{job.id}")
+                self.obs("host", {"Work": {"work": proc.work, "shown": job.id,
+                                           "conv": job.conversation_id, "op": {"Finished": m}}})
+                # Its output is read only by a claim, which takes `_job_lock` too: no
+                # `_buffer_lock` (a scheduling point of its own) needed.
+                job._stdout_buffer_start += job._append_to_buffer_locked(
+                    job.stdout_buffer, f"[wakesim m{m}]\n")
+            else:
+                self.late_callbacks.append(job.id)
+            return real_notify(job)
+
+    def end_session(self, cause, conversation="A"):
+        """The chat loop ends (once): `SessionEnd`."""
+        if self.session_end is None:
+            self.session_end = cause
+            self.obs("host", {"SessionEnd": {"cause": cause, "conv": conversation}})
+
+    def waiting(self, conversation):
+        """The wait hook blocks on `conversation`'s condition: its unfinished own and foreign
+        jobs (registered, not expired, completion not queued yet or queued and unclaimed), as
+        the model's `Waiting`."""
+        sb = G.shell_background
+        queued = {id(j) for j in list(sb._completion_queue.queue)}
+        own = foreign = 0
+        for cid, jobs in sb._background_jobs.items():
+            for j in jobs.values():
+                if j._wait_expired or (j._completion_notified and id(j) not in queued):
+                    continue
+                if cid == conversation:
+                    own += 1
+                else:
+                    foreign += 1
+        self.obs("host", {"Waiting": {"own": own, "foreign": foreign, "conv": conversation}})
 
     def job_killed(self, proc):
         self.obs("host", {"Work": {"work": proc.work, "shown": proc.job.id,
@@ -959,10 +1081,10 @@ def cli_session(conversation, prompts, *, idle_max_s=None, exit_=True):
                               interactive=False, no_confirm=True, logdir=logdir)
     except G.complete.SessionCompleteException:
         cause = "SessionComplete"
+        RUN.end_session(cause, conversation)
         for msg in trigger_hook(HookType.SESSION_END, logdir=logdir, manager=manager):
             manager.append(msg)
-    RUN.session_end = cause
-    RUN.obs("host", {"SessionEnd": {"cause": cause, "conv": conversation}})
+    RUN.end_session(cause, conversation)
     # The process exits: atexit runs reset_background_jobs (it kills what still runs); nothing
     # of this process runs after it. (`exit_=False`: the process lives on, as a server or a
     # test holding other conversations does.)

@@ -8,8 +8,10 @@ modules for one run (`apply(name)` after `real_gptme.reset`; the next reset undo
 - `w1` and `w0` replace the retry with the per-event drain the seed describes (W1 requeues the
   refused event and those after it; W0 only those after it), calling gptme's own
   `take_queued_watch_events`, `requeue_watch_event` and `request_watch_wake`.
-- `b0` is gptme without #3843's wait hook: the shell tool's `background_wait` LOOP_CONTINUE hook is
-  left out of the registry (the completion hook still runs at STEP_PRE).
+- `b0` is gptme before #3843: the shell tool's `background_wait` LOOP_CONTINUE hook is left out
+  of the registry, and its completion hook runs at the loop's end (LOOP_CONTINUE, priority 0,
+  below auto-reply) instead of at STEP_PRE: completions reach the model only when a turn ends,
+  and nothing waits for a job still running (the model's `gptme.b0-exit-on-empty`).
 - `b1-pre` forgets every control fingerprint (`_control_wait_keys` never holds one): the wait
   yields whenever control.jsonl is non-empty, as before the fingerprint.
 - `b1-no-recheck` blinds the recheck under the lock (the completion claim and the pending jobs
@@ -85,7 +87,9 @@ def apply(name):
     elif name == "w0":
         g.variant_retry = _per_event_drain(requeue_refused=False)
     elif name == "b0":
-        run.hooks_left_out = ("shell.background_wait",)
+        run.hooks_left_out = ("shell.background_wait", "shell.background_completion")
+        run.hooks_added = (("wakesim.b0_turn_end", "LOOP_CONTINUE",
+                            g.shell_background_originals["background_job_completion_hook"], 0),)
     elif name == "b1-pre":
         g.shell_background._control_wait_keys = _Forgetful()
     elif name in ("b1-no-recheck", "b1-no-recheck-capped"):

@@ -194,6 +194,7 @@ impl Family for CliFamily {
     const REAL_HOSTS: &'static [RealHost] = real::REAL_HOSTS;
     const WIRE: WireNames = real::WIRE;
     const OWN_DRIVER: Option<OwnDriver> = Some(real::DRIVER);
+    const PLAN_LABELS: &'static [&'static str] = real::PLAN_LABELS;
 
     fn real_sections(config: &CliConfig) -> serde_json::Value {
         real::sections(config)
@@ -201,6 +202,10 @@ impl Family for CliFamily {
 
     fn derived_bounds(config: &CliConfig) -> Option<DerivedBounds> {
         Some(bounds::derived(config))
+    }
+
+    fn twin(wake: &serde_json::Value) -> std::result::Result<crate::family::Twin, String> {
+        real::twin(wake)
     }
 }
 

@@ -1,8 +1,10 @@
 //! gptme's real chat loop: the pinned gptme 0.35.1 from PyPI, whose noninteractive loop
 //! (`_run_chat_loop`, `background_job_wait_hook`, the job registry, the prompt-queue files) the
 //! Python adapter's driver (`adapters/python/gptme_driver.py`) runs under its deterministic thread
-//! scheduler (`docs/remote-host.md`): the names that driver uses for the CLI's vocabulary, and the
-//! scenario's CLI sections as it reads them.
+//! scheduler (`docs/remote-host.md`): the names that driver uses for the CLI's vocabulary, the
+//! scenario's CLI sections as it reads them, the labels of the plan it draws as the model does
+//! (`adapters/python/wakesim_adapter/plan_cli.py`), and the model twin of each of its variants
+//! (`wakesim conform`).
 
 use serde_json::{Value, json};
 
@@ -14,7 +16,7 @@ use super::vocab::{
 };
 use crate::family::common::Span;
 use crate::family::common::faults::FaultKind;
-use crate::family::{Host, OwnDriver, RealHost, WireNames};
+use crate::family::{Host, OwnDriver, RealHost, Twin, WireNames};
 
 /// gptme 0.35.1's chat loop, judged by this family's invariants; its model twin is the CLI model
 /// (`gptme-cli`).
@@ -62,6 +64,36 @@ pub const WIRE: WireNames = WireNames {
     ],
 };
 
+/// The labels of `CliHost::plan`'s draws (the faults switched on with their rates, the jobs the
+/// drawn replies may start, the timed faults' occurrences), which the driver draws first, in the
+/// same order, with the same bounds.
+pub const PLAN_LABELS: &[&str] = &[
+    "fault on",
+    "fault rate",
+    "jobs",
+    "occurrences",
+    "fault time",
+];
+
+/// The model twin of a driver variant: the built-in wake logic with the same code. gptme
+/// 0.35.1's own `background_job_wait_hook` is B1 (`gptme.b1-idle-wait`); its patches B1-pre and
+/// B1 without the recheck (and without the 1 s cap) are the model's variants of the same names;
+/// `b0` leaves the wait hook out, which the model's B0 (a completion hook at the turn's end, no
+/// wait) stands for.
+pub fn twin(wake: &Value) -> Result<Twin, String> {
+    if wake.get("patch").is_some_and(|p| !p.is_null()) {
+        return Err("a patch of the real host has no model twin (name a variant)".to_string());
+    }
+    let variant = (wake.get("variant").and_then(Value::as_str)).unwrap_or(DRIVER.own);
+    Ok(Twin::Builtin(match variant {
+        "b0" => "gptme.b0-exit-on-empty",
+        "b1" => "gptme.b1-idle-wait",
+        "b1-pre" => "gptme.b1-pre-control-any",
+        "b1-no-recheck" => "gptme.b1-no-recheck",
+        v => return Err(format!("the driver's variant `{v}` has no model twin")),
+    }))
+}
+
 fn span(s: Span) -> Value {
     json!({ "min": s.min, "max": s.max })
 }
@@ -76,14 +108,26 @@ pub fn sections(cfg: &CliConfig) -> Value {
             CliReply::Job(_) => "job",
         })
         .collect();
-    let faults: Vec<Value> = (cfg.faults.iter())
-        .map(|(f, s)| json!({"name": f.name(), "share": [s.share.num, s.share.den]}))
+    // In `CliFault::ALL` order, the order the model switches them on in.
+    let mut specs = cfg.faults.clone();
+    specs.sort_by_key(|(f, _)| f.index());
+    let faults: Vec<Value> = (specs.iter())
+        .map(|(f, s)| {
+            json!({
+                "name": f.name(), "share": [s.share.num, s.share.den],
+                "rate": [s.rate.num, s.rate.den], "max": s.max, "timed": f.is_timed(),
+            })
+        })
         .collect();
+    let p = &cfg.producers;
     json!({
         "faults": faults,
-        "producers": if script.is_empty() { json!({}) } else { json!({ "script": script }) },
+        "producers": {
+            "script": script, "jobs": span(p.jobs), "prompt_records": span(p.prompt_records),
+        },
         "timing": {
-            "model_ms": span(t.model_ms), "job_ms": span(t.job_ms), "idle_max_ms": t.idle_max_ms,
+            "model_ms": span(t.model_ms), "tool_ms": span(t.tool_ms), "job_ms": span(t.job_ms),
+            "drain_ms": span(t.drain_ms), "idle_max_ms": t.idle_max_ms,
         },
     })
 }
