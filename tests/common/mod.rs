@@ -96,7 +96,7 @@ pub fn bad_file_errors(dir: &str, at_least: usize) -> String {
 
 /// Is this the full gate? A debug `cargo test` is the quick gate people run all day: checks whose
 /// cost is adapter processes (a fresh one per seed, hundreds of seeds through one) take a sample
-/// there. `WAKESIM_FULL_GATE=1` (which `.ci/run` sets) or a release build runs them whole.
+/// there. `WAKESIM_FULL_GATE=1` or a release build (`.ci/run`'s second pass) runs them whole.
 pub fn full_gate() -> bool {
     !cfg!(debug_assertions) || std::env::var_os("WAKESIM_FULL_GATE").is_some()
 }
