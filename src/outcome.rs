@@ -102,10 +102,15 @@ impl RunResult {
             outcome,
             events: k.steps(),
             records: k.sink.records(),
-            records_at_violation: Invariant::ALL
-                .into_iter()
-                .filter_map(|i| Some((i, k.sink.records_at_violation(i)?)))
-                .collect(),
+            // An invariant has a record count only once it broke.
+            records_at_violation: if k.sink.violations().is_empty() {
+                Vec::new()
+            } else {
+                Invariant::ALL
+                    .into_iter()
+                    .filter_map(|i| Some((i, k.sink.records_at_violation(i)?)))
+                    .collect()
+            },
             trace_hash: k.sink.trace_hash(),
             end: k.now(),
             requests: k.sink.requests(),

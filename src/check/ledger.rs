@@ -4,6 +4,9 @@ use crate::sim::msg::{MsgId, MsgInfo};
 use crate::sim::record::{Ev, Reason};
 use crate::sim::time::Ms;
 
+/// At most this many messages carried by one request leave the owed list one by one.
+const FEW: usize = 8;
+
 /// The life of one message.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MsgLedger {
@@ -58,6 +61,14 @@ impl Ledger {
         &mut self.msgs[i]
     }
 
+    /// Take `msg` off the owed list, if it is there. The list is in production order, i.e.
+    /// ascending ids (`apply` asserts it for every `Produced`), so a binary search finds it.
+    fn forget_owed(&mut self, msg: MsgId) {
+        if let Ok(i) = self.owed.binary_search(&msg) {
+            self.owed.remove(i);
+        }
+    }
+
     pub(super) fn apply<N>(&mut self, t: Ms, ev: &Ev<N>, messages: &[MsgInfo]) {
         match *ev {
             Ev::Produced { msg } => {
@@ -91,28 +102,39 @@ impl Ledger {
                 }
             }
             Ev::Request { .. } => {
-                for id in self.unrequested.drain(..) {
+                // Only a message this request delivers leaves the owed list (owed means neither
+                // delivered nor dropped). A request carries a few: each is found by a binary
+                // search; many are removed in one pass.
+                let few = self.unrequested.len() <= FEW;
+                for i in 0..self.unrequested.len() {
+                    let id = self.unrequested[i];
                     let m = &mut self.msgs[id.0 as usize];
                     if m.delivered_at.is_none() {
                         m.delivered_at = Some(t);
+                        if few {
+                            self.forget_owed(id);
+                        }
                     }
                 }
-                let msgs = &self.msgs;
-                self.owed
-                    .retain(|id| msgs[id.0 as usize].delivered_at.is_none());
+                if !few {
+                    let msgs = &self.msgs;
+                    self.owed
+                        .retain(|id| msgs[id.0 as usize].delivered_at.is_none());
+                }
+                self.unrequested.clear();
             }
             Ev::OwnerClaimed { msg } => {
                 let m = self.known(msg);
                 if m.delivered_at.is_none() {
                     m.delivered_at = Some(t);
                 }
-                self.owed.retain(|id| *id != msg);
+                self.forget_owed(msg);
             }
             Ev::Dropped { msg, reason } => {
                 let m = self.known(msg);
                 if m.delivered_at.is_none() && m.dropped.is_none() {
                     m.dropped = Some(reason);
-                    self.owed.retain(|id| *id != msg);
+                    self.forget_owed(msg);
                     self.unrequested.retain(|id| *id != msg);
                 }
             }

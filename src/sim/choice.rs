@@ -447,6 +447,7 @@ impl std::fmt::Display for Ratio {
 /// A uniform integer in `0..n` (n >= 1) by Lemire's widening multiply with rejection. Written out
 /// here rather than borrowed from `rand` so the mapping from generator output to choices can never
 /// change under a dependency upgrade: recorded seeds stay valid.
+#[inline]
 fn below(rng: &mut ChaCha8Rng, n: u64) -> u64 {
     let mut m = u128::from(rng.next_u64()) * u128::from(n);
     let mut low = m as u64;

@@ -20,6 +20,10 @@ pub(crate) fn take_where<T: Copy>(
     queue: &mut std::collections::VecDeque<T>,
     take: impl Fn(&T) -> bool,
 ) -> Vec<T> {
+    // Most passes take nothing: then nothing moves and nothing is allocated.
+    if !queue.iter().any(&take) {
+        return Vec::new();
+    }
     let mut taken = Vec::new();
     queue.retain(|e| {
         let mine = take(e);

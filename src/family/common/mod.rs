@@ -105,6 +105,21 @@ pub trait Core {
         self.emit(k, actor, Ev::Note(note));
     }
 
+    /// Record the note `make` builds, building it only for a sink that keeps notes: for a note
+    /// whose making allocates (a payload of several ids, the list it is collected from).
+    #[inline]
+    fn note_with<S: Sink<Note = Self::Note>>(
+        &self,
+        k: &mut Kernel<Self::Ev, S>,
+        actor: Actor,
+        make: impl FnOnce() -> Self::Note,
+    ) {
+        if !k.sink.narrating() {
+            return;
+        }
+        self.emit(k, actor, Ev::Note(make()));
+    }
+
     /// Mark a race window reached.
     fn mark<S: Sink<Note = Self::Note>>(&self, k: &mut Kernel<Self::Ev, S>, w: Window) {
         self.emit(k, Actor::Host, Ev::Mark(w));

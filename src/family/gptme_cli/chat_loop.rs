@@ -62,14 +62,12 @@ impl CliHost {
         if taken.is_empty() {
             return;
         }
-        let ids: Vec<MsgId> = taken.iter().map(|r| r.msg).collect();
-        self.core.note(
-            k,
-            Actor::Host,
+        self.core.note_with(k, Actor::Host, || {
+            let ids: Vec<MsgId> = taken.iter().map(|r| r.msg).collect();
             Note::DrainFile {
                 payload: Payload::from_slice(&ids),
-            },
-        );
+            }
+        });
         self.core
             .queue
             .extend(taken.into_iter().map(|r| QItem::Hook(Item::Prompt(r))));
@@ -114,19 +112,17 @@ impl CliHost {
         self.steps_in_turn += 1;
         let items = self.call(k, |w, cli| w.step_pre(cli));
         if !items.is_empty() {
-            let ids: Vec<MsgId> = items.iter().filter_map(Item::msg).collect();
             for i in &items {
                 self.append_item(k, i);
             }
             let hook = self.wake.step_pre_name();
-            self.core.note(
-                k,
-                Actor::Wake,
+            self.core.note_with(k, Actor::Wake, || {
+                let ids: Vec<MsgId> = items.iter().filter_map(Item::msg).collect();
                 Note::StepPre {
                     hook,
                     payload: Payload::from_slice(&ids),
-                },
-            );
+                }
+            });
         }
         let steer = self.core.take_file(usize::MAX, false, true);
         let steer: Vec<MsgId> = steer.iter().map(|r| r.msg).collect();
@@ -149,9 +145,10 @@ impl CliHost {
         for &msg in ids {
             self.core.emit(k, Actor::Host, Ev::Appended { msg });
         }
-        let payload = Payload::from_slice(ids);
-        self.core
-            .note(k, Actor::Host, Note::StepPre { hook, payload });
+        self.core.note_with(k, Actor::Host, || Note::StepPre {
+            hook,
+            payload: Payload::from_slice(ids),
+        });
     }
 
     pub(super) fn reply(&mut self, k: &mut CliKernel) {

@@ -129,22 +129,26 @@ impl CliCore {
     /// `cid` whose jobs are still registered.
     pub(super) fn claim(&mut self, cid: ConvId) -> Vec<Claimed> {
         let jobs = &self.jobs;
-        take_where(&mut self.completions, |&i| {
+        let taken = take_where(&mut self.completions, |&i| {
             let j = &jobs[i as usize];
             j.name.conv == cid.0 && j.registered
-        })
-        .into_iter()
-        .map(|i| {
-            let j = &jobs[i as usize];
-            Claimed {
-                job: JobRef {
-                    index: i,
-                    name: j.name,
-                },
-                msg: j.msg.expect("a queued completion has its message"),
-            }
-        })
-        .collect()
+        });
+        if taken.is_empty() {
+            return Vec::new();
+        }
+        taken
+            .into_iter()
+            .map(|i| {
+                let j = &jobs[i as usize];
+                Claimed {
+                    job: JobRef {
+                        index: i,
+                        name: j.name,
+                    },
+                    msg: j.msg.expect("a queued completion has its message"),
+                }
+            })
+            .collect()
     }
 
     /// Move up to `max` records of the file into a list, in file order within each kind:
@@ -157,6 +161,9 @@ impl CliCore {
         steer: bool,
     ) -> Vec<PromptRecord> {
         let mut out = Vec::new();
+        if self.file.is_empty() {
+            return out;
+        }
         for (kind, wanted) in [(false, regular), (true, steer)] {
             if !wanted {
                 continue;

@@ -50,15 +50,13 @@ impl Cli<'_> {
         self.core.calls.count();
         let claimed = self.core.claim(cid);
         if !claimed.is_empty() {
-            let ids: Vec<MsgId> = claimed.iter().map(|c| c.msg).collect();
-            self.core.note(
-                self.k,
-                Actor::Wake,
+            self.core.note_with(self.k, Actor::Wake, || {
+                let ids: Vec<MsgId> = claimed.iter().map(|c| c.msg).collect();
                 Note::Claim {
                     cid,
                     payload: Payload::from_slice(&ids),
-                },
-            );
+                }
+            });
         }
         claimed
     }
@@ -95,16 +93,14 @@ impl Cli<'_> {
         self.core.calls.count();
         let taken = self.core.take_file(max, true, true);
         if !taken.is_empty() {
-            let ids: Vec<MsgId> = taken.iter().map(|r| r.msg).collect();
-            let left = self.core.records_on_disk();
-            self.core.note(
-                self.k,
-                Actor::Wake,
+            let core = &*self.core;
+            core.note_with(self.k, Actor::Wake, || {
+                let ids: Vec<MsgId> = taken.iter().map(|r| r.msg).collect();
                 Note::TakePrompts {
                     payload: Payload::from_slice(&ids),
-                    left,
-                },
-            );
+                    left: core.records_on_disk(),
+                }
+            });
         }
         taken
     }

@@ -25,8 +25,9 @@ pub(super) enum Hook {
 
 /// LOOP_CONTINUE in progress.
 pub(super) struct HookRun {
-    /// Hooks by priority, highest first, and the next to run.
-    order: Vec<(Hook, i32)>,
+    /// Hooks by priority, highest first (the first `hooks` of them), and the next to run.
+    order: [(Hook, i32); 3],
+    hooks: usize,
     next: usize,
     items: Vec<QItem>,
     /// The current suspension of the wake hook.
@@ -40,17 +41,21 @@ impl CliHost {
     // ---- LOOP_CONTINUE hooks
 
     pub(super) fn loop_continue(&mut self, k: &mut CliKernel) {
-        let mut order = vec![
+        let mut order = [
             (Hook::Wake, self.wake.loop_continue_priority()),
             (Hook::Subagent, SUBAGENT_PRIORITY),
+            (Hook::AutoReply, AUTO_REPLY_PRIORITY),
         ];
-        if self.core.faults.on(CliFault::AutoReply) {
-            order.push((Hook::AutoReply, AUTO_REPLY_PRIORITY));
-        }
+        let hooks = if self.core.faults.on(CliFault::AutoReply) {
+            3
+        } else {
+            2
+        };
         // Stable: equal priorities keep registration order.
-        order.sort_by_key(|(_, p)| std::cmp::Reverse(*p));
+        order[..hooks].sort_by_key(|(_, p)| std::cmp::Reverse(*p));
         self.run = Some(HookRun {
             order,
+            hooks,
             next: 0,
             items: Vec::new(),
             suspension: 0,
@@ -65,7 +70,7 @@ impl CliHost {
     pub(super) fn run_hooks(&mut self, k: &mut CliKernel, mut resumed: Option<Flow>) {
         loop {
             let Some(run) = self.run.as_mut() else { return };
-            let Some(&(hook, priority)) = run.order.get(run.next) else {
+            let Some(&(hook, priority)) = run.order[..run.hooks].get(run.next) else {
                 break;
             };
             match hook {
@@ -86,17 +91,13 @@ impl CliHost {
                 Hook::Subagent => {
                     let reports: Vec<MsgId> = self.core.subagents.drain(..).collect();
                     if !reports.is_empty() {
-                        self.core.note(
-                            k,
-                            Actor::Host,
-                            Note::Yield {
-                                name: "subagent hook",
-                                payload: Payload::from_slice(&reports),
-                                input: false,
-                                timeout: false,
-                                stop: false,
-                            },
-                        );
+                        self.core.note_with(k, Actor::Host, || Note::Yield {
+                            name: "subagent hook",
+                            payload: Payload::from_slice(&reports),
+                            input: false,
+                            timeout: false,
+                            stop: false,
+                        });
                         let run = self.run.as_mut().expect("running");
                         run.items.extend(reports.into_iter().map(QItem::Subagent));
                     }
@@ -138,20 +139,17 @@ impl CliHost {
                 if waited {
                     self.core.emit(k, Actor::Host, Ev::WaitEnded);
                 }
-                let ids: Vec<MsgId> = items.iter().filter_map(Item::msg).collect();
-                let input = items.iter().any(|i| matches!(i, Item::InputPending(_)));
-                let timeout = items.iter().any(|i| matches!(i, Item::Timeout(_)));
-                self.core.note(
-                    k,
-                    Actor::Wake,
+                let name = self.wake.name();
+                self.core.note_with(k, Actor::Wake, || {
+                    let ids: Vec<MsgId> = items.iter().filter_map(Item::msg).collect();
                     Note::Yield {
-                        name: self.wake.name(),
+                        name,
                         payload: Payload::from_slice(&ids),
-                        input,
-                        timeout,
+                        input: items.iter().any(|i| matches!(i, Item::InputPending(_))),
+                        timeout: items.iter().any(|i| matches!(i, Item::Timeout(_))),
                         stop,
-                    },
-                );
+                    }
+                });
                 for i in &items {
                     if let Item::InputPending(c) = i {
                         let input = c.fingerprint();
@@ -161,7 +159,7 @@ impl CliHost {
                 let run = self.run.as_mut().expect("running");
                 run.items.extend(items.into_iter().map(QItem::Hook));
                 if stop {
-                    run.next = run.order.len();
+                    run.next = run.hooks;
                 }
                 true
             }

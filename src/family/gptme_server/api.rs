@@ -67,10 +67,13 @@ pub struct SystemMessage {
 impl SystemMessage {
     /// `"Watch {id} fired: {text}"` for each event, joined by newlines.
     pub fn watch(events: &[WatchEvent]) -> SystemMessage {
-        let ids: Vec<MsgId> = events.iter().map(|e| e.msg).collect();
-        SystemMessage {
-            payload: Payload::from_slice(&ids),
-        }
+        // `Payload::from_slice` of the ids, without the list in between.
+        let payload = match events {
+            [] => Payload::None,
+            [one] => Payload::One(one.msg),
+            many => Payload::Many(many.iter().map(|e| e.msg).collect()),
+        };
+        SystemMessage { payload }
     }
 
     /// The completion message of one subagent.

@@ -16,6 +16,7 @@ use crate::family::common::Core;
 use crate::family::common::conv::ConvId;
 use crate::sim::msg::Payload;
 use crate::sim::record::{Actor, Ev, Refusal};
+use crate::sim::sink::Sink;
 use crate::sim::time::Ms;
 
 /// The handle a server wake logic calls. Every call acts on the host at once.
@@ -42,7 +43,7 @@ impl Server<'_> {
         c.wakes += 1;
         let wake = c.wakes;
         let pass = c.pass;
-        let payload = msg.payload;
+        let mut payload = msg.payload;
         let refused = match c.busy() {
             Some(r) => Some(r),
             None if c.faults.fires(self.k, ServerFault::PersistFailure) => {
@@ -59,26 +60,28 @@ impl Server<'_> {
             }
             None => c.accept_wake(self.k, wake, &payload),
         };
+        // The observation takes the payload; a copy is made only for a note that is kept.
+        let msgs = if self.k.sink.narrating() {
+            payload.clone()
+        } else {
+            std::mem::take(&mut payload)
+        };
         c.emit(
             self.k,
             Actor::Host,
             Ev::Wake {
                 pass,
                 wake,
-                msgs: payload.clone(),
+                msgs,
                 refused,
             },
         );
-        c.note(
-            self.k,
-            Actor::Wake,
-            Note::RequestWake {
-                cid,
-                wake,
-                payload,
-                result,
-            },
-        );
+        c.note_with(self.k, Actor::Wake, move || Note::RequestWake {
+            cid,
+            wake,
+            payload,
+            result,
+        });
         if let WakeResult::Accepted {
             session,
             dispatched: true,
@@ -98,8 +101,9 @@ impl Server<'_> {
         if taken.len() >= 2 {
             self.core.mark(self.k, vocab::BURST_DRAINED);
         }
-        let ids: Vec<_> = taken.iter().map(|e| e.msg).collect();
-        self.taken("take_queued_watch_events", &ids);
+        if !taken.is_empty() {
+            self.taken("take_queued_watch_events", taken.iter().map(|e| e.msg));
+        }
         if !taken.is_empty() {
             self.lock_gap(ServerFault::WatchInTakeGap, "take_queued_watch_events");
         }
@@ -156,18 +160,21 @@ impl Server<'_> {
     pub fn take_queued_completions(&mut self, logdir: ConvId) -> Vec<SubagentCompletion> {
         self.core.calls.count();
         let taken = self.core.take_completions(logdir);
-        let ids: Vec<_> = taken.iter().map(|e| e.msg).collect();
-        self.taken("take_queued_completions", &ids);
+        if !taken.is_empty() {
+            self.taken("take_queued_completions", taken.iter().map(|e| e.msg));
+        }
         taken
     }
 
-    /// Narrate what a take removed from its queue (nothing, when it was empty).
-    fn taken(&mut self, call: &'static str, ids: &[crate::sim::msg::MsgId]) {
-        if !ids.is_empty() {
-            let payload = Payload::from_slice(ids);
-            self.core
-                .note(self.k, Actor::Wake, Note::Take { call, payload });
-        }
+    /// Narrate what a take removed from its queue (not empty), when notes are kept.
+    fn taken(&mut self, call: &'static str, ids: impl Iterator<Item = crate::sim::msg::MsgId>) {
+        self.core.note_with(self.k, Actor::Wake, || {
+            let ids: Vec<_> = ids.collect();
+            Note::Take {
+                call,
+                payload: Payload::from_slice(&ids),
+            }
+        });
     }
 
     /// `_completion_queue.put(c)`: at the tail.

@@ -144,10 +144,13 @@ impl ServerHost {
         if ids.is_empty() {
             return;
         }
-        let payload = Payload::from_slice(ids);
-        self.core.append(k, &payload);
-        self.core
-            .note(k, Actor::Host, Note::StepPre { hook, payload });
+        for &msg in ids {
+            self.core.emit(k, Actor::Host, Ev::Appended { msg });
+        }
+        self.core.note_with(k, Actor::Host, || Note::StepPre {
+            hook,
+            payload: Payload::from_slice(ids),
+        });
     }
 
     pub(super) fn confirm(&mut self, k: &mut SrvKernel, id: u32) {

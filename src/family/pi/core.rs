@@ -12,6 +12,7 @@ use crate::family::common::faults::Faults;
 use crate::family::common::{Calls, Core};
 use crate::sim::msg::Payload;
 use crate::sim::record::{Actor, Ev, Starter};
+use crate::sim::sink::Sink;
 use crate::sim::time::Ms;
 
 /// `prompt()` progress: the step that runs when the prompt's next event fires.
@@ -225,7 +226,12 @@ impl PiCore {
 
     /// `sendCustomMessage` (§2.5): route synchronously.
     pub(super) fn send_custom(&mut self, k: &mut PiKernel, msg: CustomMessage, opts: SendOptions) {
-        let payload = msg.payload.clone();
+        // The note's copy of the payload, made only when notes are kept (`note` drops it else).
+        let payload = if k.sink.narrating() {
+            msg.payload.clone()
+        } else {
+            Payload::None
+        };
         let route = if opts.deliver_as == Some(DeliverAs::NextTurn) {
             self.next_turn.push(msg.payload);
             Route::NextTurn

@@ -8,6 +8,7 @@ use super::{PiEv, PiKernel, vocab};
 use crate::family::common::Core;
 use crate::sim::msg::Payload;
 use crate::sim::record::{Actor, Ev};
+use crate::sim::sink::Sink;
 use crate::sim::time::Ms;
 
 /// The `pi` handle a wake logic calls. Every call acts on the host at once; sends are
@@ -37,13 +38,19 @@ impl Pi<'_> {
             self.core.mark(self.k, vocab::WAKE_WHILE_PREPARING);
         }
         self.core.last_wake_at = Some(self.k.now());
-        let id = self.core.new_prompt(false, payload.clone(), deliver_as);
+        // The note's copy of the payload, made only when notes are kept.
+        let noted = if self.k.sink.narrating() {
+            payload.clone()
+        } else {
+            Payload::None
+        };
+        let id = self.core.new_prompt(false, payload, deliver_as);
         self.core.note(
             self.k,
             Actor::Wake,
             Note::SendUserMessage {
                 prompt: id,
-                payload,
+                payload: noted,
                 deliver_as,
             },
         );

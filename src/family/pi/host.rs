@@ -102,13 +102,16 @@ impl PiHost {
     fn plan(&mut self, k: &mut PiKernel) {
         self.core.faults.plan(k);
         let active = k.limits().active_ms;
-        let mut p = self.core.cfg.producers.clone();
+        let p = &self.core.cfg.producers;
         let mask = swarm::draw_subset(&mut k.choices, p.kinds.len());
-        p.kinds = (0..p.kinds.len())
-            .filter(|i| mask & (1 << i) != 0)
-            .map(|i| p.kinds[i])
-            .collect();
-        self.kinds_on = p.kinds.clone();
+        // The kinds this seed switched on (no copy of the configuration).
+        self.kinds_on.clear();
+        self.kinds_on.extend(
+            (0..p.kinds.len())
+                .filter(|i| mask & (1 << i) != 0)
+                .map(|i| p.kinds[i]),
+        );
+        let kinds = &self.kinds_on;
         let n = p.messages.min + k.choose(p.messages.max - p.messages.min + 1, "messages");
         let mut t = Ms(k.instant(p.start_ms.min, p.start_ms.max, "first message"));
         let mut completed = vec![false; usize::from(p.subagents)];
@@ -120,18 +123,19 @@ impl PiHost {
             if t.0 >= active {
                 break;
             }
-            let kind = p.kinds[k.choose(p.kinds.len() as u64, "kind") as usize];
+            let kind = kinds[k.choose(kinds.len() as u64, "kind") as usize];
             // A subagent sends notifications, then one completion, its last message.
             let source = match kind {
                 MsgKind::Orchestrator => p.subagents,
                 _ => {
-                    let open: Vec<u8> = (0..p.subagents)
-                        .filter(|s| !completed[*s as usize])
-                        .collect();
-                    if open.is_empty() {
+                    // The `j`-th subagent still open (no list of them built per message).
+                    let open = || (0..p.subagents).filter(|s| !completed[*s as usize]);
+                    let count = open().count();
+                    if count == 0 {
                         continue;
                     }
-                    open[k.choose(open.len() as u64, "subagent") as usize]
+                    let j = k.choose(count as u64, "subagent") as usize;
+                    open().nth(j).expect("j < count")
                 }
             };
             if kind == MsgKind::Completion {

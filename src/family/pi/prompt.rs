@@ -178,16 +178,14 @@ impl PiHost {
         let i = id as usize - 1;
         // Step 12, one synchronous segment: take nextTurn, set the options, start the run.
         let taken = std::mem::take(&mut self.core.next_turn);
-        let ids: Vec<_> = taken.iter().flat_map(|p| p.ids().iter().copied()).collect();
-        self.core.note(
-            k,
-            Actor::Host,
+        self.core.note_with(k, Actor::Host, || {
+            let ids: Vec<_> = taken.iter().flat_map(|p| p.ids().iter().copied()).collect();
             Note::TookNextTurn {
                 prompt: id,
                 payload: Payload::from_slice(&ids),
                 items: taken.len() as u32,
-            },
-        );
+            }
+        });
         let mut items = Vec::with_capacity(taken.len() + 1);
         items.push(self.core.prompts[i].payload.clone());
         items.extend(taken);
