@@ -106,8 +106,14 @@ fn check(rel: &Path) -> Result<(), Failed> {
     let quick = quick(&scn, multiplier);
     let real = scn.remote.is_some();
     let passing = matches!(scn.expect, wakesim::scenario::Expect::Pass);
+    // A failing scenario's sample reaches its snapshot seed, which must show the failure: a
+    // rare one (`python-w2-subagent-completions-reordered`: seed 363) is still seen.
+    let sample = match (passing, scn.snapshot_seed) {
+        (false, Some(s)) => EXTERNAL_SAMPLE_SEEDS.max(s + 1),
+        _ => EXTERNAL_SAMPLE_SEEDS,
+    };
     let budget = match (quick, real) {
-        (true, false) => scn.seeds.min(EXTERNAL_SAMPLE_SEEDS),
+        (true, false) => scn.seeds.min(sample),
         (true, true) => scn.seeds.min(REAL_SEEDS),
         (false, true) if !passing => scn.seeds.min(REAL_SEEDS).saturating_mul(multiplier),
         (false, _) => scn.seeds.saturating_mul(multiplier),
