@@ -27,6 +27,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import * as vclock from "../lib/vclock.mjs";
 import * as peers from "./peers.mjs";
 import * as gen058 from "./gen058.mjs";
+import { watchField } from "./watch.mjs";
 import * as wire from "../lib/wire.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -448,20 +449,6 @@ function drawToolTurns() {
   R.toolsLeft = tt.min + wire.choose(tt.max - tt.min + 1, "tool turns");
 }
 
-/** Accessors on the instances, so every write of pi's own flags is observed as it happens. */
-function watchField(obj, field, onSet) {
-  let value = obj[field];
-  Object.defineProperty(obj, field, {
-    configurable: true,
-    enumerable: true,
-    get: () => value,
-    set: (v) => {
-      const old = value;
-      value = v;
-      onSet(v, old);
-    },
-  });
-}
 
 function instrument(session) {
   if (OLD) gen058.instrument(session, { obs, note, als, R: () => R, drawToolTurns, carried });

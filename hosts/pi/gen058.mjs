@@ -17,20 +17,7 @@
 // Observed here: `run_flag` and `agent_run` both follow `state.isStreaming` (the model's 0.58
 // emits both), starters at `agent.prompt`/`agent.continue`, runs numbered at each start.
 
-/** Accessor on `obj.field`, so every write is seen as it happens. */
-function watch(obj, field, onSet) {
-  let value = obj[field];
-  Object.defineProperty(obj, field, {
-    configurable: true,
-    enumerable: true,
-    get: () => value,
-    set: (v) => {
-      const old = value;
-      value = v;
-      onSet(v, old);
-    },
-  });
-}
+import { watchField } from "./watch.mjs";
 
 /**
  * The run flag, starters and runs of a 0.58 session. `cx`: `obs`, `note`, `als` (the driver's
@@ -59,7 +46,7 @@ export function instrument(session, cx) {
   function appended(m) {
     if (m.role === "user" || m.role === "custom") for (const id of cx.carried(m.content)) obs("appended", { msg: id });
   }
-  watch(agent.state, "isStreaming", (v, old) => {
+  watchField(agent.state, "isStreaming", (v, old) => {
     if (!!v === !!old) return;
     obs("agent_run", { on: !!v });
     obs("run_flag", { on: !!v });

@@ -20,6 +20,7 @@ pub mod common;
 pub mod gptme_cli;
 pub mod gptme_server;
 pub mod pi;
+pub mod real;
 pub mod registry;
 
 use std::any::Any;
@@ -32,6 +33,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use toml::Spanned;
 
+pub use real::{OwnDriver, RealHost, Twin, WireNames};
 pub use registry::{Entry, Registry};
 
 use crate::adapter::SlotRef;
@@ -62,60 +64,6 @@ pub struct Host {
     /// The version it plays, for timelines and the adapter's `hello`.
     pub version_label: &'static str,
     pub describe: &'static str,
-}
-
-/// A real host of a family: a pinned release of the real system (`hosts/<family>/<version>/`),
-/// run by the family's driver over the remote-host protocol (`docs/remote-host.md`).
-#[derive(Debug)]
-pub struct RealHost {
-    /// Its name is `family@version`.
-    pub host: Host,
-    pub version: &'static str,
-    /// The model host it is compared with (`wakesim conform`): the twin runs its wake logic on
-    /// this host of the family through the family's adapter.
-    pub model: &'static str,
-}
-
-/// The names a family's drivers use on the wire for its documented drops, refusal reasons and
-/// session ends (`docs/remote-host.md`, `obs` lines).
-#[derive(Clone, Copy, Debug)]
-pub struct WireNames {
-    pub drops: &'static [(&'static str, crate::sim::record::Reason)],
-    pub refusals: &'static [(&'static str, crate::sim::record::Reason)],
-    pub ends: &'static [(&'static str, crate::sim::record::EndCause)],
-}
-
-/// A family's own driver for its real hosts, in place of `hosts/launch.mjs` and an `extension`
-/// (gptme's: `adapters/python/gptme_driver.py`, which installs its pinned venv on first use).
-/// Its wake table names one of the driver's built-in `variants` (the host's own code, or a
-/// patch of it the driver knows) or a `patch` file the driver applies to the loaded host.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct OwnDriver {
-    /// The command that starts it, paths relative to the repository root.
-    pub command: &'static [&'static str],
-    /// The file that pins a version (`{version}` replaced), relative to the repository root.
-    pub pin: &'static str,
-    /// The variants it runs by name, and the one that is the host's own code (the default).
-    pub variants: &'static [&'static str],
-    pub own: &'static str,
-}
-
-/// A real host's model twin (`wakesim conform`): the same code on the family's model host.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Twin {
-    /// Through the family's adapter: the command that runs it (pi: the Node adapter).
-    Adapter(Vec<String>),
-    /// A built-in wake logic of the family, by its registry name (gptme: the driver's variant
-    /// as the model's `gptme.*` logic).
-    Builtin(&'static str),
-}
-
-impl WireNames {
-    pub const NONE: WireNames = WireNames {
-        drops: &[],
-        refusals: &[],
-        ends: &[],
-    };
 }
 
 /// A host family, as its module declares it.

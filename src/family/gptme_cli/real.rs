@@ -81,17 +81,16 @@ pub const PLAN_LABELS: &[&str] = &[
 /// `b0` leaves the wait hook out, which the model's B0 (a completion hook at the turn's end, no
 /// wait) stands for.
 pub fn twin(wake: &Value) -> Result<Twin, String> {
-    if wake.get("patch").is_some_and(|p| !p.is_null()) {
-        return Err("a patch of the real host has no model twin (name a variant)".to_string());
-    }
-    let variant = (wake.get("variant").and_then(Value::as_str)).unwrap_or(DRIVER.own);
-    Ok(Twin::Builtin(match variant {
-        "b0" => "gptme.b0-exit-on-empty",
-        "b1" => "gptme.b1-idle-wait",
-        "b1-pre" => "gptme.b1-pre-control-any",
-        "b1-no-recheck" => "gptme.b1-no-recheck",
-        v => return Err(format!("the driver's variant `{v}` has no model twin")),
-    }))
+    Twin::builtin_variant(
+        wake,
+        DRIVER.own,
+        &[
+            ("b0", "gptme.b0-exit-on-empty"),
+            ("b1", "gptme.b1-idle-wait"),
+            ("b1-pre", "gptme.b1-pre-control-any"),
+            ("b1-no-recheck", "gptme.b1-no-recheck"),
+        ],
+    )
 }
 
 fn span(s: Span) -> Value {

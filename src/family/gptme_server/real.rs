@@ -73,16 +73,15 @@ pub const PLAN_LABELS: &[&str] = &[
 /// 0.35.1's own `retry_deferred_watch_wakes` is W2 (one wake per burst of watch events) plus the
 /// subagent completions `first, *rest`: the model's W2-subagent.
 pub fn twin(wake: &Value) -> Result<Twin, String> {
-    if wake.get("patch").is_some_and(|p| !p.is_null()) {
-        return Err("a patch of the real host has no model twin (name a variant)".to_string());
-    }
-    let variant = (wake.get("variant").and_then(Value::as_str)).unwrap_or(DRIVER.own);
-    Ok(Twin::Builtin(match variant {
-        "w0" => "gptme.w0-drop-refused",
-        "w1" => "gptme.w1-per-event-drain",
-        "w2" => "gptme.w2-subagent",
-        v => return Err(format!("the driver's variant `{v}` has no model twin")),
-    }))
+    Twin::builtin_variant(
+        wake,
+        DRIVER.own,
+        &[
+            ("w0", "gptme.w0-drop-refused"),
+            ("w1", "gptme.w1-per-event-drain"),
+            ("w2", "gptme.w2-subagent"),
+        ],
+    )
 }
 
 fn span(s: Span) -> Value {
