@@ -2,8 +2,17 @@
 # Mutation testing of the fixed wake logics (issue 15): how many plausible bugs planted in them
 # the scenario gate refuses to let through.
 #
-#   scripts/mutants.sh [--auto-only|--manual-only] [FAMILY..]   # default: every family, both kinds
-#   scripts/mutants.sh --summary                               # the summary of the last run
+#   scripts/mutants.sh [--auto-only|--manual-only] [--skip-equivalent] [FAMILY..]
+#                                      # default: every family, both kinds, every mutant
+#   scripts/mutants.sh --summary       # the summary of the last run
+#
+# --skip-equivalent leaves out the mutants mutants/equivalent.md lists (a survivor costs the
+# family's whole gate, up to minutes on a loaded machine, and can only survive again); the
+# summary reports them as listed, not run. For a run split over several scratch copies:
+# WAKESIM_MUTANTS_OUT=DIR (its own copy and target dir), WAKESIM_MUTANTS_SHARD=K/N (cargo-mutants'
+# --shard), WAKESIM_MUTANTS_PART=NAME (results in DIR/FAMILY-NAME, which the summary reads with
+# DIR/FAMILY) and WAKESIM_MUTANTS_EXCLUDE=FILE (one cargo-mutants name regex a line, e.g. the
+# mutants an interrupted part already judged).
 #
 # Families and the files mutated (tests/mutants.rs judges each against every scenario naming one
 # of its wake logics: verdict over the seed budget, race windows, exploration of the scope):
@@ -64,11 +73,13 @@ fi
 
 auto=1
 manual=1
+skip_equivalent=0
 families=()
 for arg in "$@"; do
   case "$arg" in
     --auto-only) manual=0 ;;
     --manual-only) auto=0 ;;
+    --skip-equivalent) skip_equivalent=1 ;;
     *) families+=("$arg") ;;
   esac
 done
@@ -119,12 +130,23 @@ for fam in "${families[@]}"; do
   file=${FILES[$fam]}
   if [[ $auto == 1 ]]; then
     echo "== $fam: cargo-mutants on $file"
-    rm -rf "$OUT/$fam"
+    res="$OUT/$fam${WAKESIM_MUTANTS_PART:+-$WAKESIM_MUTANTS_PART}"
+    rm -rf "$res"
+    extra=()
+    if [[ $skip_equivalent == 1 ]]; then
+      while IFS= read -r re; do extra+=(--exclude-re "$re"); done \
+        < <(python3 "$ROOT/scripts/mutants_summary.py" --exclude-re "$file" "$ROOT/mutants")
+    fi
+    if [[ -n "${WAKESIM_MUTANTS_EXCLUDE:-}" ]]; then
+      while IFS= read -r re; do [[ -z "$re" ]] || extra+=(--exclude-re "$re"); done \
+        < "$WAKESIM_MUTANTS_EXCLUDE"
+    fi
+    [[ -z "${WAKESIM_MUTANTS_SHARD:-}" ]] || extra+=(--shard "$WAKESIM_MUTANTS_SHARD")
     # In place (in the scratch copy) means one mutant at a time. --cargo-arg reaches both the
     # build and the test phase, so a mutant is built once, in release, and only the mutants test
     # target is linked. Exit code 2 means "some mutants survived": the summary says which.
-    cargo mutants --in-place --dir "$tree" --no-shuffle --file "$file" --output "$OUT/$fam" \
-      --timeout 600 --build-timeout 900 --cargo-arg=--release --cargo-arg=--test=mutants \
+    cargo mutants --in-place --dir "$tree" --no-shuffle --file "$file" --output "$res" \
+      --timeout 600 --build-timeout 900 --cargo-arg=--release --cargo-arg=--test=mutants "${extra[@]}" \
       -- -- --include-ignored --exact "$fam" || true
   fi
 
@@ -135,6 +157,10 @@ for fam in "${families[@]}"; do
   shopt -s nullglob
   for patch in "$ROOT"/mutants/manual/"$fam"-*.patch; do
     name=$(basename "$patch" .patch)
+    if [[ $skip_equivalent == 1 ]] && grep -q "^- \`manual:$name\`:" "$ROOT/mutants/equivalent.md"; then
+      echo "$name: listed equivalent, not run"
+      continue
+    fi
     if ! (cd "$tree" && patch -p1 --quiet --forward < "$patch"); then
       echo "$name: does not apply" | tee "$OUT/manual-$fam/$name.outcome"
       continue

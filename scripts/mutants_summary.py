@@ -3,8 +3,10 @@
 classification, and seeds to first kill.
 
     scripts/mutants_summary.py OUT_DIR MUTANTS_DIR [--json]
+    scripts/mutants_summary.py --exclude-re FILE MUTANTS_DIR   # for scripts/mutants.sh --skip-equivalent
 
-OUT_DIR holds cargo-mutants' `FAMILY/mutants.out/` and the hand-written mutants'
+OUT_DIR holds cargo-mutants' `FAMILY/mutants.out/` (and `FAMILY-PART/mutants.out/` of a run split
+into parts) and the hand-written mutants'
 `manual-FAMILY/NAME.{outcome,log}`. MUTANTS_DIR holds the checked-in lists:
 
 - `equivalent.md`: survivors no run can tell apart from the original, one per line as
@@ -70,11 +72,30 @@ def kill_seeds(log_text):
     return seeds, runs
 
 
+def escape(text):
+    """A regex (Rust's regex crate, as cargo-mutants reads it) matching `text` literally."""
+    return re.sub(r"([\\.+*?()|\[\]{}^$])", r"\\\1", text)
+
+
+def exclude_res(file, lists):
+    """The cargo-mutants name regexes of the equivalent mutants listed for `file`."""
+    for entry, _ in load_list(lists / "equivalent.md"):
+        if entry.startswith("manual:") or not entry.startswith(file + ":"):
+            continue
+        if LINECOL.match(entry):
+            yield "^" + escape(entry) + "$"
+        else:
+            yield "^" + escape(file) + r":\d+:\d+: " + escape(entry[len(file) + 2:]) + "$"
+
+
 def collect(out):
     mutants = []  # dicts: family, name, outcome (caught|missed|timeout|unviable), seeds, runs
     for fam in FAMILIES:
-        outcomes = out / fam / "mutants.out" / "outcomes.json"
-        if outcomes.exists():
+        parts = [out / fam] + sorted(out.glob(f"{fam}-*"))
+        for part in parts:
+            outcomes = part / "mutants.out" / "outcomes.json"
+            if not outcomes.exists():
+                continue
             data = json.loads(outcomes.read_text())
             for o in data["outcomes"]:
                 scenario = o["scenario"]
@@ -85,8 +106,12 @@ def collect(out):
                     "MissedMutant": "missed",
                     "Timeout": "timeout",
                     "Unviable": "unviable",
-                }.get(o["summary"], o["summary"])
-                log = out / fam / "mutants.out" / o["log_path"]
+                }.get(o["summary"])
+                if outcome is None:
+                    # Not judged (an interrupted build or test): rerun it.
+                    print(f"not judged ({o['summary']}): {scenario['Mutant']['name']}", file=sys.stderr)
+                    continue
+                log = part / "mutants.out" / o["log_path"]
                 seeds, runs = kill_seeds(log.read_text(errors="replace")) if log.exists() else (None, None)
                 mutants.append(dict(family=fam, name=scenario["Mutant"]["name"], kind="cargo-mutants",
                                     outcome=outcome, seeds=seeds, runs=runs))
@@ -112,6 +137,10 @@ def percentile(values, p):
 
 
 def main():
+    if sys.argv[1] == "--exclude-re":
+        for r in exclude_res(sys.argv[2], Path(sys.argv[3])):
+            print(r)
+        return 0
     out, lists = Path(sys.argv[1]), Path(sys.argv[2])
     as_json = "--json" in sys.argv[3:]
     equivalent = load_list(lists / "equivalent.md")
