@@ -16,7 +16,8 @@ into parts) and the hand-written mutants'
 NAME is cargo-mutants' name (`src/family/gptme_cli/wakes/b1.rs:131:9: replace ...`) or `manual:NAME` for a
 patch. A listed name without `:line:column` matches every mutant of that text, so a list stays
 valid when unrelated lines move; with them it matches one. A survivor in neither list is reported
-as UNCLASSIFIED, and a listed name that no longer survives is reported as stale.
+as UNCLASSIFIED, a listed name whose mutant was judged and killed is reported as stale, and one
+that was not run at all (`scripts/mutants.sh --skip-equivalent`) as listed, not run.
 
 Seeds to first kill: the `mutant-kill:` lines tests/mutants.rs prints name the seeds the gate ran
 until a scenario told the mutant apart (the first seed whose outcome its expectation does not
@@ -206,11 +207,30 @@ def main():
         cls = m["class"]
         tag = "UNCLASSIFIED" if cls is None else f"{cls[0]}: {cls[1]}"
         lines.append(f"  {m['name']}\n      {tag}")
-    stale = [e for e, _ in equivalent if ("e", e) not in used] + [g for g, _ in gaps if ("g", g) not in used]
+    judged = [m["name"] for m in mutants]
+    ran = {m["family"] for m in mutants}
+
+    def was_run(entry):
+        return any(matches(entry, n) for n in judged)
+
+    def in_run_family(entry):
+        # The entry's file belongs to a family this run judged (manual ones by their prefix).
+        if entry.startswith("manual:"):
+            return any(entry.startswith(f"manual:{f}-") for f in ran)
+        return any(m["name"].startswith(entry.split(":")[0] + ":") for m in mutants)
+
+    listed = [("e", e) for e, _ in equivalent] + [("g", g) for g, _ in gaps]
+    stale = [e for k, e in listed if (k, e) not in used and was_run(e)]
+    not_run = [e for k, e in listed if not was_run(e) and in_run_family(e)]
     if stale:
         lines.append("")
         lines.append("listed but no longer surviving (update mutants/*.md):")
         for e in stale:
+            lines.append(f"  {e}")
+    if not_run:
+        lines.append("")
+        lines.append(f"listed but not run ({len(not_run)}; --skip-equivalent, or the name no longer exists):")
+        for e in not_run:
             lines.append(f"  {e}")
     if as_json:
         print(json.dumps(dict(mutants=mutants, score=score, killed=killed, scored=scored), indent=1))
