@@ -12,7 +12,8 @@
 # WAKESIM_MUTANTS_OUT=DIR (its own copy and target dir), WAKESIM_MUTANTS_SHARD=K/N (cargo-mutants'
 # --shard), WAKESIM_MUTANTS_PART=NAME (results in DIR/FAMILY-NAME, which the summary reads with
 # DIR/FAMILY) and WAKESIM_MUTANTS_EXCLUDE=FILE (one cargo-mutants name regex a line, e.g. the
-# mutants an interrupted part already judged).
+# mutants an interrupted part already judged); WAKESIM_MUTANTS_ONLY=FILE likewise names the only
+# mutants to run (a rerun after a scenario changed; its results override the earlier parts').
 #
 # Families and the files mutated (tests/mutants.rs judges each against every scenario naming one
 # of its wake logics: verdict over the seed budget, race windows, exploration of the scope):
@@ -140,6 +141,9 @@ for fam in "${families[@]}"; do
     if [[ -n "${WAKESIM_MUTANTS_EXCLUDE:-}" ]]; then
       while IFS= read -r re; do [[ -z "$re" ]] || extra+=(--exclude-re "$re"); done \
         < "$WAKESIM_MUTANTS_EXCLUDE"
+    fi
+    if [[ -n "${WAKESIM_MUTANTS_ONLY:-}" ]]; then
+      while IFS= read -r re; do [[ -z "$re" ]] || extra+=(--re "$re"); done < "$WAKESIM_MUTANTS_ONLY"
     fi
     [[ -z "${WAKESIM_MUTANTS_SHARD:-}" ]] || extra+=(--shard "$WAKESIM_MUTANTS_SHARD")
     # In place (in the scratch copy) means one mutant at a time. --cargo-arg reaches both the

@@ -92,7 +92,8 @@ def exclude_res(file, lists):
 def collect(out):
     mutants = []  # dicts: family, name, outcome (caught|missed|timeout|unviable), seeds, runs
     for fam in FAMILIES:
-        parts = [out / fam] + sorted(out.glob(f"{fam}-*"))
+        # A later part (a rerun) overrides an earlier one's outcome for the same mutant.
+        parts = [out / fam] + sorted(out.glob(f"{fam}-*"), key=lambda p: p.stat().st_mtime)
         for part in parts:
             outcomes = part / "mutants.out" / "outcomes.json"
             if not outcomes.exists():
@@ -114,7 +115,9 @@ def collect(out):
                     continue
                 log = part / "mutants.out" / o["log_path"]
                 seeds, runs = kill_seeds(log.read_text(errors="replace")) if log.exists() else (None, None)
-                mutants.append(dict(family=fam, name=scenario["Mutant"]["name"], kind="cargo-mutants",
+                name = scenario["Mutant"]["name"]
+                mutants[:] = [m for m in mutants if m["name"] != name]
+                mutants.append(dict(family=fam, name=name, kind="cargo-mutants",
                                     outcome=outcome, seeds=seeds, runs=runs))
         manual = out / f"manual-{fam}"
         if manual.exists():
