@@ -13,7 +13,8 @@
 # --shard), WAKESIM_MUTANTS_PART=NAME (results in DIR/FAMILY-NAME, which the summary reads with
 # DIR/FAMILY) and WAKESIM_MUTANTS_EXCLUDE=FILE (one cargo-mutants name regex a line, e.g. the
 # mutants an interrupted part already judged); WAKESIM_MUTANTS_ONLY=FILE likewise names the only
-# mutants to run (a rerun after a scenario changed; its results override the earlier parts').
+# mutants to run (a rerun after a scenario changed; its results override the earlier parts'),
+# and WAKESIM_MUTANTS_BASELINE=skip skips cargo-mutants' unmutated baseline.
 #
 # Families and the files mutated (tests/mutants.rs judges each against every scenario naming one
 # of its wake logics: verdict over the seed budget, race windows, exploration of the scope):
@@ -146,6 +147,8 @@ for fam in "${families[@]}"; do
       while IFS= read -r re; do [[ -z "$re" ]] || extra+=(--re "$re"); done < "$WAKESIM_MUTANTS_ONLY"
     fi
     [[ -z "${WAKESIM_MUTANTS_SHARD:-}" ]] || extra+=(--shard "$WAKESIM_MUTANTS_SHARD")
+    # A rerun in a copy that already passed its baseline may skip it (the family's whole gate).
+    [[ "${WAKESIM_MUTANTS_BASELINE:-}" != skip ]] || extra+=(--baseline=skip)
     # In place (in the scratch copy) means one mutant at a time. --cargo-arg reaches both the
     # build and the test phase, so a mutant is built once, in release, and only the mutants test
     # target is linked. Exit code 2 means "some mutants survived": the summary says which.
