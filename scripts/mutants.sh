@@ -162,7 +162,8 @@ for fam in "${families[@]}"; do
   rm -rf "$OUT/manual-$fam"
   mkdir -p "$OUT/manual-$fam"
   shopt -s nullglob
-  for patch in "$ROOT"/mutants/manual/"$fam"-*.patch; do
+  # WAKESIM_MUTANTS_PATCH=GLOB picks hand-written mutants by name (a rerun).
+  for patch in "$ROOT"/mutants/manual/"$fam"-${WAKESIM_MUTANTS_PATCH:-*}.patch; do
     name=$(basename "$patch" .patch)
     if [[ $skip_equivalent == 1 ]] && grep -q "^- \`manual:$name\`:" "$ROOT/mutants/equivalent.md"; then
       echo "$name: listed equivalent, not run"
