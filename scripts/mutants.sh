@@ -159,8 +159,9 @@ for fam in "${families[@]}"; do
 
   [[ $manual == 1 ]] || continue
   echo "== $fam: hand-written mutants"
-  rm -rf "$OUT/manual-$fam"
-  mkdir -p "$OUT/manual-$fam"
+  mres="$OUT/manual-$fam${WAKESIM_MUTANTS_PART:+-$WAKESIM_MUTANTS_PART}"
+  rm -rf "$mres"
+  mkdir -p "$mres"
   shopt -s nullglob
   # WAKESIM_MUTANTS_PATCH=GLOB picks hand-written mutants by name (a rerun).
   for patch in "$ROOT"/mutants/manual/"$fam"-${WAKESIM_MUTANTS_PATCH:-*}.patch; do
@@ -170,18 +171,18 @@ for fam in "${families[@]}"; do
       continue
     fi
     if ! (cd "$tree" && patch -p1 --quiet --forward < "$patch"); then
-      echo "$name: does not apply" | tee "$OUT/manual-$fam/$name.outcome"
+      echo "$name: does not apply" | tee "$mres/$name.outcome"
       continue
     fi
-    log="$OUT/manual-$fam/$name.log"
+    log="$mres/$name.log"
     # --package as cargo-mutants passes it: the same features (the workspace's other members
     # turn on more of syn's), so switching between the two kinds rebuilds nothing but the mutant.
     if (cd "$tree" && cargo test --package wakesim --release --test mutants -- --include-ignored --exact "$fam") >"$log" 2>&1; then
-      echo "$name: MISSED" | tee "$OUT/manual-$fam/$name.outcome"
+      echo "$name: MISSED" | tee "$mres/$name.outcome"
     elif grep -q "mutant-kill:" "$log"; then
-      echo "$name: caught" | tee "$OUT/manual-$fam/$name.outcome"
+      echo "$name: caught" | tee "$mres/$name.outcome"
     else
-      echo "$name: unviable (does not build)" | tee "$OUT/manual-$fam/$name.outcome"
+      echo "$name: unviable (does not build)" | tee "$mres/$name.outcome"
     fi
     (cd "$tree" && patch -p1 --quiet --reverse < "$patch")
   done

@@ -119,14 +119,17 @@ def collect(out):
                 mutants[:] = [m for m in mutants if m["name"] != name]
                 mutants.append(dict(family=fam, name=name, kind="cargo-mutants",
                                     outcome=outcome, seeds=seeds, runs=runs))
-        manual = out / f"manual-{fam}"
-        if manual.exists():
+        manuals = [out / f"manual-{fam}"] + sorted(out.glob(f"manual-{fam}-*"), key=lambda p: p.stat().st_mtime)
+        for manual in manuals:
+            if not manual.exists():
+                continue
             for f in sorted(manual.glob("*.outcome")):
                 text = f.read_text()
                 outcome = ("missed" if "MISSED" in text else "caught" if "caught" in text
                            else "unviable")
                 log = f.with_suffix(".log")
                 seeds, runs = kill_seeds(log.read_text(errors="replace")) if log.exists() else (None, None)
+                mutants[:] = [m for m in mutants if m["name"] != f"manual:{f.stem}"]
                 mutants.append(dict(family=fam, name=f"manual:{f.stem}", kind="manual",
                                     outcome=outcome, seeds=seeds, runs=runs))
     return mutants
