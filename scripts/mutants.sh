@@ -2,8 +2,19 @@
 # Mutation testing of the fixed wake logics (issue 15): how many plausible bugs planted in them
 # the scenario gate refuses to let through.
 #
-#   scripts/mutants.sh [--auto-only|--manual-only] [FAMILY..]   # default: every family, both kinds
-#   scripts/mutants.sh --summary                               # the summary of the last run
+#   scripts/mutants.sh [--auto-only|--manual-only] [--skip-equivalent] [FAMILY..]
+#                                      # default: every family, both kinds, every mutant
+#   scripts/mutants.sh --summary       # the summary of the last run
+#
+# --skip-equivalent leaves out the mutants mutants/equivalent.md lists (a survivor costs the
+# family's whole gate, up to minutes on a loaded machine, and can only survive again); the
+# summary reports them as listed, not run. For a run split over several scratch copies:
+# WAKESIM_MUTANTS_OUT=DIR (its own copy and target dir), WAKESIM_MUTANTS_SHARD=K/N (cargo-mutants'
+# --shard), WAKESIM_MUTANTS_PART=NAME (results in DIR/FAMILY-NAME, which the summary reads with
+# DIR/FAMILY) and WAKESIM_MUTANTS_EXCLUDE=FILE (one cargo-mutants name regex a line, e.g. the
+# mutants an interrupted part already judged); WAKESIM_MUTANTS_ONLY=FILE likewise names the only
+# mutants to run (a rerun after a scenario changed; its results override the earlier parts'),
+# and WAKESIM_MUTANTS_BASELINE=skip skips cargo-mutants' unmutated baseline.
 #
 # Families and the files mutated (tests/mutants.rs judges each against every scenario naming one
 # of its wake logics: verdict over the seed budget, race windows, exploration of the scope):
@@ -40,10 +51,17 @@ declare -A FILES=(
 )
 ORDER=(g3 outbox w2 b1 g4)
 
-# One mutant rebuilds the wakesim crate: incremental and without debug info it costs seconds,
-# not a minute. Both only change how the release profile builds, not what it computes.
+# One mutant rebuilds the wakesim crate: incremental, without debug info and without LTO it
+# costs seconds, not a minute. With the release profile's default thin local LTO a one-line
+# change re-optimises most codegen units: 53-72 s a mutant at load 6-7, against 10.7 s (4.4 s of
+# CPU) with `lto = off` (measured 1 December 2026 on reservation.rs's `observe`). The tests run
+# about twice as long without LTO (the g4 gate on the unmutated tree: 22 s of CPU against 12 s),
+# but most mutants are killed in under a second. None of these settings changes what the
+# program computes: runs are deterministic across profiles (tests/golden.rs), so the verdicts do
+# not depend on them. The first run builds every dependency once with these settings (7 min).
 export CARGO_PROFILE_RELEASE_INCREMENTAL=true
 export CARGO_PROFILE_RELEASE_DEBUG=false
+export CARGO_PROFILE_RELEASE_LTO=off
 export CARGO_TERM_COLOR=never
 
 summary() {
@@ -57,11 +75,13 @@ fi
 
 auto=1
 manual=1
+skip_equivalent=0
 families=()
 for arg in "$@"; do
   case "$arg" in
     --auto-only) manual=0 ;;
     --manual-only) auto=0 ;;
+    --skip-equivalent) skip_equivalent=1 ;;
     *) families+=("$arg") ;;
   esac
 done
@@ -112,33 +132,57 @@ for fam in "${families[@]}"; do
   file=${FILES[$fam]}
   if [[ $auto == 1 ]]; then
     echo "== $fam: cargo-mutants on $file"
-    rm -rf "$OUT/$fam"
+    res="$OUT/$fam${WAKESIM_MUTANTS_PART:+-$WAKESIM_MUTANTS_PART}"
+    rm -rf "$res"
+    extra=()
+    if [[ $skip_equivalent == 1 ]]; then
+      while IFS= read -r re; do extra+=(--exclude-re "$re"); done \
+        < <(python3 "$ROOT/scripts/mutants_summary.py" --exclude-re "$file" "$ROOT/mutants")
+    fi
+    if [[ -n "${WAKESIM_MUTANTS_EXCLUDE:-}" ]]; then
+      while IFS= read -r re; do [[ -z "$re" ]] || extra+=(--exclude-re "$re"); done \
+        < "$WAKESIM_MUTANTS_EXCLUDE"
+    fi
+    if [[ -n "${WAKESIM_MUTANTS_ONLY:-}" ]]; then
+      while IFS= read -r re; do [[ -z "$re" ]] || extra+=(--re "$re"); done < "$WAKESIM_MUTANTS_ONLY"
+    fi
+    [[ -z "${WAKESIM_MUTANTS_SHARD:-}" ]] || extra+=(--shard "$WAKESIM_MUTANTS_SHARD")
+    # A rerun in a copy that already passed its baseline may skip it (the family's whole gate).
+    [[ "${WAKESIM_MUTANTS_BASELINE:-}" != skip ]] || extra+=(--baseline=skip)
     # In place (in the scratch copy) means one mutant at a time. --cargo-arg reaches both the
     # build and the test phase, so a mutant is built once, in release, and only the mutants test
     # target is linked. Exit code 2 means "some mutants survived": the summary says which.
-    cargo mutants --in-place --dir "$tree" --no-shuffle --file "$file" --output "$OUT/$fam" \
-      --timeout 600 --build-timeout 900 --cargo-arg=--release --cargo-arg=--test=mutants \
+    cargo mutants --in-place --dir "$tree" --no-shuffle --file "$file" --output "$res" \
+      --timeout 600 --build-timeout 900 --cargo-arg=--release --cargo-arg=--test=mutants "${extra[@]}" \
       -- -- --include-ignored --exact "$fam" || true
   fi
 
   [[ $manual == 1 ]] || continue
   echo "== $fam: hand-written mutants"
-  rm -rf "$OUT/manual-$fam"
-  mkdir -p "$OUT/manual-$fam"
+  mres="$OUT/manual-$fam${WAKESIM_MUTANTS_PART:+-$WAKESIM_MUTANTS_PART}"
+  rm -rf "$mres"
+  mkdir -p "$mres"
   shopt -s nullglob
-  for patch in "$ROOT"/mutants/manual/"$fam"-*.patch; do
+  # WAKESIM_MUTANTS_PATCH=GLOB picks hand-written mutants by name (a rerun).
+  for patch in "$ROOT"/mutants/manual/"$fam"-${WAKESIM_MUTANTS_PATCH:-*}.patch; do
     name=$(basename "$patch" .patch)
-    if ! (cd "$tree" && patch -p1 --quiet --forward < "$patch"); then
-      echo "$name: does not apply" | tee "$OUT/manual-$fam/$name.outcome"
+    if [[ $skip_equivalent == 1 ]] && grep -q "^- \`manual:$name\`:" "$ROOT/mutants/equivalent.md"; then
+      echo "$name: listed equivalent, not run"
       continue
     fi
-    log="$OUT/manual-$fam/$name.log"
-    if (cd "$tree" && cargo test --release --test mutants -- --include-ignored --exact "$fam") >"$log" 2>&1; then
-      echo "$name: MISSED" | tee "$OUT/manual-$fam/$name.outcome"
+    if ! (cd "$tree" && patch -p1 --quiet --forward < "$patch"); then
+      echo "$name: does not apply" | tee "$mres/$name.outcome"
+      continue
+    fi
+    log="$mres/$name.log"
+    # --package as cargo-mutants passes it: the same features (the workspace's other members
+    # turn on more of syn's), so switching between the two kinds rebuilds nothing but the mutant.
+    if (cd "$tree" && cargo test --package wakesim --release --test mutants -- --include-ignored --exact "$fam") >"$log" 2>&1; then
+      echo "$name: MISSED" | tee "$mres/$name.outcome"
     elif grep -q "mutant-kill:" "$log"; then
-      echo "$name: caught" | tee "$OUT/manual-$fam/$name.outcome"
+      echo "$name: caught" | tee "$mres/$name.outcome"
     else
-      echo "$name: unviable (does not build)" | tee "$OUT/manual-$fam/$name.outcome"
+      echo "$name: unviable (does not build)" | tee "$mres/$name.outcome"
     fi
     (cd "$tree" && patch -p1 --quiet --reverse < "$patch")
   done

@@ -3,8 +3,10 @@
 classification, and seeds to first kill.
 
     scripts/mutants_summary.py OUT_DIR MUTANTS_DIR [--json]
+    scripts/mutants_summary.py --exclude-re FILE MUTANTS_DIR   # for scripts/mutants.sh --skip-equivalent
 
-OUT_DIR holds cargo-mutants' `FAMILY/mutants.out/` and the hand-written mutants'
+OUT_DIR holds cargo-mutants' `FAMILY/mutants.out/` (and `FAMILY-PART/mutants.out/` of a run split
+into parts) and the hand-written mutants'
 `manual-FAMILY/NAME.{outcome,log}`. MUTANTS_DIR holds the checked-in lists:
 
 - `equivalent.md`: survivors no run can tell apart from the original, one per line as
@@ -14,7 +16,8 @@ OUT_DIR holds cargo-mutants' `FAMILY/mutants.out/` and the hand-written mutants'
 NAME is cargo-mutants' name (`src/family/gptme_cli/wakes/b1.rs:131:9: replace ...`) or `manual:NAME` for a
 patch. A listed name without `:line:column` matches every mutant of that text, so a list stays
 valid when unrelated lines move; with them it matches one. A survivor in neither list is reported
-as UNCLASSIFIED, and a listed name that no longer survives is reported as stale.
+as UNCLASSIFIED, a listed name whose mutant was judged and killed is reported as stale, and one
+that was not run at all (`scripts/mutants.sh --skip-equivalent`) as listed, not run.
 
 Seeds to first kill: the `mutant-kill:` lines tests/mutants.rs prints name the seeds the gate ran
 until a scenario told the mutant apart (the first seed whose outcome its expectation does not
@@ -70,11 +73,31 @@ def kill_seeds(log_text):
     return seeds, runs
 
 
+def escape(text):
+    """A regex (Rust's regex crate, as cargo-mutants reads it) matching `text` literally."""
+    return re.sub(r"([\\.+*?()|\[\]{}^$])", r"\\\1", text)
+
+
+def exclude_res(file, lists):
+    """The cargo-mutants name regexes of the equivalent mutants listed for `file`."""
+    for entry, _ in load_list(lists / "equivalent.md"):
+        if entry.startswith("manual:") or not entry.startswith(file + ":"):
+            continue
+        if LINECOL.match(entry):
+            yield "^" + escape(entry) + "$"
+        else:
+            yield "^" + escape(file) + r":\d+:\d+: " + escape(entry[len(file) + 2:]) + "$"
+
+
 def collect(out):
     mutants = []  # dicts: family, name, outcome (caught|missed|timeout|unviable), seeds, runs
     for fam in FAMILIES:
-        outcomes = out / fam / "mutants.out" / "outcomes.json"
-        if outcomes.exists():
+        # A later part (a rerun) overrides an earlier one's outcome for the same mutant.
+        parts = [out / fam] + sorted(out.glob(f"{fam}-*"), key=lambda p: p.stat().st_mtime)
+        for part in parts:
+            outcomes = part / "mutants.out" / "outcomes.json"
+            if not outcomes.exists():
+                continue
             data = json.loads(outcomes.read_text())
             for o in data["outcomes"]:
                 scenario = o["scenario"]
@@ -85,19 +108,28 @@ def collect(out):
                     "MissedMutant": "missed",
                     "Timeout": "timeout",
                     "Unviable": "unviable",
-                }.get(o["summary"], o["summary"])
-                log = out / fam / "mutants.out" / o["log_path"]
+                }.get(o["summary"])
+                if outcome is None:
+                    # Not judged (an interrupted build or test): rerun it.
+                    print(f"not judged ({o['summary']}): {scenario['Mutant']['name']}", file=sys.stderr)
+                    continue
+                log = part / "mutants.out" / o["log_path"]
                 seeds, runs = kill_seeds(log.read_text(errors="replace")) if log.exists() else (None, None)
-                mutants.append(dict(family=fam, name=scenario["Mutant"]["name"], kind="cargo-mutants",
+                name = scenario["Mutant"]["name"]
+                mutants[:] = [m for m in mutants if m["name"] != name]
+                mutants.append(dict(family=fam, name=name, kind="cargo-mutants",
                                     outcome=outcome, seeds=seeds, runs=runs))
-        manual = out / f"manual-{fam}"
-        if manual.exists():
+        manuals = [out / f"manual-{fam}"] + sorted(out.glob(f"manual-{fam}-*"), key=lambda p: p.stat().st_mtime)
+        for manual in manuals:
+            if not manual.exists():
+                continue
             for f in sorted(manual.glob("*.outcome")):
                 text = f.read_text()
                 outcome = ("missed" if "MISSED" in text else "caught" if "caught" in text
                            else "unviable")
                 log = f.with_suffix(".log")
                 seeds, runs = kill_seeds(log.read_text(errors="replace")) if log.exists() else (None, None)
+                mutants[:] = [m for m in mutants if m["name"] != f"manual:{f.stem}"]
                 mutants.append(dict(family=fam, name=f"manual:{f.stem}", kind="manual",
                                     outcome=outcome, seeds=seeds, runs=runs))
     return mutants
@@ -112,6 +144,10 @@ def percentile(values, p):
 
 
 def main():
+    if sys.argv[1] == "--exclude-re":
+        for r in exclude_res(sys.argv[2], Path(sys.argv[3])):
+            print(r)
+        return 0
     out, lists = Path(sys.argv[1]), Path(sys.argv[2])
     as_json = "--json" in sys.argv[3:]
     equivalent = load_list(lists / "equivalent.md")
@@ -177,11 +213,30 @@ def main():
         cls = m["class"]
         tag = "UNCLASSIFIED" if cls is None else f"{cls[0]}: {cls[1]}"
         lines.append(f"  {m['name']}\n      {tag}")
-    stale = [e for e, _ in equivalent if ("e", e) not in used] + [g for g, _ in gaps if ("g", g) not in used]
+    judged = [m["name"] for m in mutants]
+    ran = {m["family"] for m in mutants}
+
+    def was_run(entry):
+        return any(matches(entry, n) for n in judged)
+
+    def in_run_family(entry):
+        # The entry's file belongs to a family this run judged (manual ones by their prefix).
+        if entry.startswith("manual:"):
+            return any(entry.startswith(f"manual:{f}-") for f in ran)
+        return any(m["name"].startswith(entry.split(":")[0] + ":") for m in mutants)
+
+    listed = [("e", e) for e, _ in equivalent] + [("g", g) for g, _ in gaps]
+    stale = [e for k, e in listed if (k, e) not in used and was_run(e)]
+    not_run = [e for k, e in listed if not was_run(e) and in_run_family(e)]
     if stale:
         lines.append("")
         lines.append("listed but no longer surviving (update mutants/*.md):")
         for e in stale:
+            lines.append(f"  {e}")
+    if not_run:
+        lines.append("")
+        lines.append(f"listed but not run ({len(not_run)}; --skip-equivalent, or the name no longer exists):")
+        for e in not_run:
             lines.append(f"  {e}")
     if as_json:
         print(json.dumps(dict(mutants=mutants, score=score, killed=killed, scored=scored), indent=1))

@@ -44,6 +44,8 @@ fn run_seeds(
     for seed in seeds {
         let r = runner.run_seed(scn, seed, false);
         rep.add(&r, &scn.expect);
+        // A scripted scenario's exact request count, as `run` and tests/scenarios.rs judge it.
+        rep.check_requests(&r, scn.requests);
         if rep.unexpected.is_some() {
             return;
         }
