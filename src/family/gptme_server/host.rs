@@ -37,6 +37,23 @@ impl ServerHost {
         }
     }
 
+    /// This host as `new(cfg.clone(), wake)` would make it, keeping its allocations. Every
+    /// field is named: a new field does not compile until it is renewed here.
+    pub fn renew(&mut self, cfg: &ServerConfig, new_wake: Box<dyn ServerWake>) {
+        let ServerHost {
+            core,
+            wake,
+            completions,
+            timed,
+            producers_on,
+        } = self;
+        core.renew(cfg);
+        *wake = new_wake;
+        completions.clear();
+        timed.renew();
+        producers_on.clear();
+    }
+
     /// Call into the wake logic with a fresh call budget.
     pub(super) fn call<R>(
         &mut self,
