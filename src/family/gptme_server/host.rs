@@ -121,12 +121,14 @@ impl ServerHost {
                 .is_some_and(|i| mask & (1 << i) != 0)
         };
         let (watch_on, completion_on) = (on("watch"), on("completion"));
-        self.producers_on = kinds
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| mask & (1 << i) != 0)
-            .map(|(_, (n, _))| *n)
-            .collect();
+        self.producers_on.clear();
+        self.producers_on.extend(
+            kinds
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| mask & (1 << i) != 0)
+                .map(|(_, (n, _))| *n),
+        );
         if watch_on {
             let n = p.events.count(k, "events");
             let mut t = Ms(p.start_ms.instant(k, "first event"));
