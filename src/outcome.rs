@@ -211,6 +211,25 @@ impl Drive {
         W: World<Sink = Monitor<N>>,
         N: Note,
     {
+        let mut world = None;
+        self.run_in(slot, &mut world, |w| {
+            *w = Some(make());
+        })
+    }
+
+    /// `run`, on a world kept in `world` across seeds: `renew` makes it this run's world (it
+    /// builds one when there is none, or resets the one there, keeping its allocations). A
+    /// world left by a run that panicked is renewed like any other: `renew` sets every field.
+    pub fn run_in<W, N>(
+        self,
+        slot: &mut Option<Kernel<W::Ev, Monitor<N>>>,
+        world: &mut Option<W>,
+        renew: impl FnOnce(&mut Option<W>),
+    ) -> RunResult
+    where
+        W: World<Sink = Monitor<N>>,
+        N: Note,
+    {
         quiet_panics_in_runs();
         let k = slot.get_or_insert_with(|| {
             Kernel::new(
@@ -229,8 +248,9 @@ impl Drive {
 
         IN_RUN.with(|r| *r.borrow_mut() = true);
         let result = catch_unwind(AssertUnwindSafe(|| {
-            let mut world = make();
-            let end = drive(&mut world, k);
+            renew(world);
+            let world = world.as_mut().expect("renew leaves a world");
+            let end = drive(world, k);
             (end, world.mix())
         }));
         IN_RUN.with(|r| *r.borrow_mut() = false);

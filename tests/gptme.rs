@@ -237,6 +237,34 @@ fn gptme_seeds_replay_byte_for_byte_alone_after_others_and_from_their_choices() 
     }
 }
 
+/// One runner keeps a family's world across seeds and renews it for each (`Family::renew`):
+/// seeds of scenarios with other configurations, faults and wake logics, interleaved on one
+/// runner, give the traces of fresh runs, so no field of a renewed host outlives its seed.
+#[test]
+fn a_renewed_gptme_world_runs_as_a_fresh_one_across_scenarios() {
+    let registry = Registry::builtin();
+    let scns: Vec<_> = [
+        "scenarios/gptme/w2-one-wake-per-burst-passes.toml",
+        "scenarios/gptme/w1-burst-refuses-itself.toml",
+        "scenarios/gptme/w2-storm-coalesced-documented.toml",
+        "scenarios/gptme/b1-passes-with-faults.toml",
+        "scenarios/gptme/b0-exits-with-job-running.toml",
+        "scenarios/gptme/b1-passes-with-steer-writes.toml",
+    ]
+    .into_iter()
+    .map(|rel| (rel, scenario(rel, &registry)))
+    .collect();
+    let mut warm = Runner::new(&registry);
+    for seed in 0..25 {
+        for (rel, scn) in &scns {
+            let fresh = run(scn, seed, &registry);
+            let renewed = warm.run_seed(scn, seed, false);
+            assert_eq!(fresh.trace_hash, renewed.trace_hash, "{rel} seed {seed}");
+            assert_eq!(fresh.mix, renewed.mix, "{rel} seed {seed}");
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // ISOLATION fires on wake logics built to break it (the built-in ones never do).
 

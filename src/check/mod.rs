@@ -129,6 +129,9 @@ macro_rules! each_checker {
     }};
 }
 
+// `Monitor::marked` has a bit for every window code.
+const _: () = assert!(WINDOW_CODES_MAX <= u32::BITS as usize);
+
 /// Observation kinds a mask can name (`1 << EvKind as u32` fits a `u32`).
 const KINDS: usize = 32;
 
@@ -241,6 +244,8 @@ pub struct Monitor<N> {
     requests: u32,
     /// How often each race window was reached in this run, by its code.
     marks: [Option<(Window, u32)>; WINDOW_CODES_MAX],
+    /// Bit `code` set for each window reached: `marks` reads only those slots.
+    marked: u32,
     /// For each invariant broken: how many records the run had made when it broke.
     records_at_violation: Vec<(Invariant, u64)>,
     /// The time of the last record: a run's records never go back in time.
@@ -277,6 +282,7 @@ impl<N: Note> Monitor<N> {
             scratch: Vec::new(),
             requests: 0,
             marks: [None; WINDOW_CODES_MAX],
+            marked: 0,
             records_at_violation: Vec::new(),
             last_t: Ms::ZERO,
         }
@@ -301,7 +307,10 @@ impl<N: Note> Monitor<N> {
         self.violations.clear();
         self.scratch.clear();
         self.requests = 0;
-        self.marks = [None; WINDOW_CODES_MAX];
+        while self.marked != 0 {
+            self.marks[self.marked.trailing_zeros() as usize] = None;
+            self.marked &= self.marked - 1;
+        }
         self.records_at_violation.clear();
         self.last_t = Ms::ZERO;
     }
@@ -330,7 +339,10 @@ impl<N: Note> Monitor<N> {
         let slot = &mut self.marks[usize::from(w.code)];
         match slot {
             Some((_, n)) => *n += 1,
-            None => *slot = Some((w, 1)),
+            None => {
+                *slot = Some((w, 1));
+                self.marked |= 1 << w.code;
+            }
         }
     }
 
@@ -360,12 +372,25 @@ impl<N: Note> Monitor<N> {
 
     /// The race windows this run reached, with how often, by code.
     pub fn marks(&self) -> Vec<(Window, u32)> {
-        self.marks.iter().flatten().copied().collect()
+        if self.marked == 0 {
+            return Vec::new();
+        }
+        let mut marks = Vec::with_capacity(self.marked.count_ones() as usize);
+        marks.extend(self.marks_iter());
+        marks
     }
 
     /// The race windows this run reached, with how often, by code (no allocation).
     pub fn marks_iter(&self) -> impl Iterator<Item = (Window, u32)> + '_ {
-        self.marks.iter().flatten().copied()
+        let mut bits = self.marked;
+        std::iter::from_fn(move || {
+            if bits == 0 {
+                return None;
+            }
+            let code = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            self.marks[code]
+        })
     }
 
     /// Model requests the run made.
@@ -444,8 +469,9 @@ const LEDGER_READS: u32 = reads(&[
 impl<N: Note> Sink for Monitor<N> {
     type Note = N;
 
-    /// Record one event: hash it, let the checkers judge it, keep it if tracing.
-    #[inline]
+    /// Record one event: hash it, let the checkers judge it, keep it if tracing. Inlined into
+    /// every emitting call site: the record is then matched where it was built.
+    #[inline(always)]
     fn emit(&mut self, t: Ms, actor: Actor, state: u8, ev: Ev<N>) {
         assert!(
             t >= self.last_t,

@@ -19,7 +19,7 @@ pub mod verdict;
 
 pub use crate::outcome::{Outcome, RunResult};
 pub use runner::Runner;
-pub use verdict::{ScenarioReport, SeedNote, describe, shows_expected, snapshot_seed};
+pub use verdict::{ScenarioReport, SeedNote, Tally, describe, shows_expected, snapshot_seed};
 
 /// What `run --findability` and `run --check-determinism` add to a scenario's report, and
 /// whether its sweep stopped early.

@@ -9,7 +9,7 @@
 
 use std::ops::Range;
 
-use super::verdict::{ScenarioReport, indent};
+use super::verdict::{ScenarioReport, Tally, indent};
 use crate::adapter::{Peer, Pool};
 use crate::check::Recording;
 use crate::error::{Error, Result};
@@ -205,13 +205,14 @@ impl Runner<'_> {
         go: &dyn Fn(&ScenarioReport) -> bool,
     ) -> ScenarioReport {
         let mut report = ScenarioReport::new(range.clone());
+        let mut tally = Tally::default();
         for seed in range {
             if !go(&report) {
                 report.seeds.end = seed;
                 break;
             }
             let r = self.run_verdict(scn, seed);
-            report.add(&r, &scn.expect);
+            report.add_tallied(&r, &scn.expect, &mut tally);
             report.check_requests(&r, scn.requests);
             if matches!(r.outcome, Outcome::AdapterFault(_)) {
                 // A broken adapter is one finding; restarting it for every remaining seed would
@@ -220,6 +221,7 @@ impl Runner<'_> {
                 break;
             }
         }
+        report.fold(tally);
         report
     }
 

@@ -59,6 +59,26 @@ fn bump(map: &mut BTreeMap<String, u64>, key: &str, by: u64) {
     }
 }
 
+/// Coverage counts of a range's seeds by name, before they enter a report's maps: a few names,
+/// found by pointer (the names are the families' constants) before comparing text.
+#[derive(Debug, Default)]
+pub struct Tally {
+    windows: Vec<(&'static str, u64)>,
+    faults: Vec<(&'static str, u64)>,
+    fired: Vec<(&'static str, u64)>,
+}
+
+/// Add `by` to `key`'s count in `list`.
+fn tally_one(list: &mut Vec<(&'static str, u64)>, key: &'static str, by: u64) {
+    if let Some((_, n)) = list.iter_mut().find(|(k, _)| std::ptr::eq(*k, key)) {
+        *n += by;
+    } else if let Some((_, n)) = list.iter_mut().find(|(k, _)| *k == key) {
+        *n += by;
+    } else {
+        list.push((key, by));
+    }
+}
+
 impl ScenarioReport {
     pub fn new(seeds: Range<u64>) -> ScenarioReport {
         ScenarioReport {
@@ -83,15 +103,36 @@ impl ScenarioReport {
 
     /// Account one seed's run; seeds must come in increasing order.
     pub fn add(&mut self, r: &RunResult, expect: &Expect) {
+        let mut tally = Tally::default();
+        self.add_tallied(r, expect, &mut tally);
+        self.fold(tally);
+    }
+
+    /// Fold the coverage counts a range's seeds left in `tally` into the report.
+    pub fn fold(&mut self, tally: Tally) {
+        for (name, n) in tally.windows {
+            bump(&mut self.windows, name, n);
+        }
+        for (name, n) in tally.faults {
+            bump(&mut self.faults, name, n);
+        }
+        for (name, n) in tally.fired {
+            bump(&mut self.faults_fired, name, n);
+        }
+    }
+
+    /// `add`, with the seed's coverage counts (windows reached, faults on and fired) left in
+    /// `tally` until [`ScenarioReport::fold`]: a seed then costs no map lookups by name.
+    pub fn add_tallied(&mut self, r: &RunResult, expect: &Expect, tally: &mut Tally) {
         self.events += r.events;
         for (w, _) in &r.marks {
-            bump(&mut self.windows, w.name, 1);
+            tally_one(&mut tally.windows, w.name, 1);
         }
         for (f, _) in &r.mix.faults {
-            bump(&mut self.faults, f, 1);
+            tally_one(&mut tally.faults, f, 1);
         }
         for (f, n) in &r.mix.fired {
-            bump(&mut self.faults_fired, f, u64::from(*n > 0));
+            tally_one(&mut tally.fired, f, u64::from(*n > 0));
         }
         let outcome = &r.outcome;
         if outcome.is_pass() {

@@ -112,6 +112,18 @@ pub trait Family: Sized + 'static {
     /// The world of one run: host `variant` with `config` and a fresh wake logic.
     fn world(variant: Self::Variant, config: &Self::Config, wake: Box<Self::Wake>) -> Self::World;
 
+    /// Make `world`, the world of an earlier run, the world `world(variant, config, wake)` would
+    /// build: the same state, every field set anew, keeping allocations. A family whose worlds
+    /// are cheap to build, or that does not keep them, builds anew (the default).
+    fn renew(
+        world: &mut Self::World,
+        variant: Self::Variant,
+        config: &Self::Config,
+        wake: Box<Self::Wake>,
+    ) {
+        *world = Self::world(variant, config, wake);
+    }
+
     /// A wake logic that lives in an adapter process.
     fn external(slot: SlotRef, constants_ms: Vec<u64>) -> Box<Self::Wake>;
 
@@ -465,7 +477,10 @@ impl<F: Family> AnyFamily for Of<F> {
     }
 
     fn runs(&self) -> Box<dyn Runs> {
-        Box::new(FamilyRuns::<F> { kernel: None })
+        Box::new(FamilyRuns::<F> {
+            kernel: None,
+            world: None,
+        })
     }
 
     fn builtin_wakes(&self, registry: &mut Registry) {
@@ -522,15 +537,17 @@ fn typed<F: Family>(config: &Config) -> &F::Config {
 /// The kernel a family's worlds run on.
 type KernelOf<F> = Kernel<<<F as Family>::World as World>::Ev, Monitor<<F as Family>::Note>>;
 
-/// A family's seeds on one reused kernel.
+/// A family's seeds on one reused kernel and, for built-in wake logics, one renewed world.
 struct FamilyRuns<F: Family> {
     kernel: Option<KernelOf<F>>,
+    world: Option<F::World>,
 }
 
 impl<F: Family> Runs for FamilyRuns<F> {
     fn run(&mut self, job: Job<'_>) -> RunResult {
         let config = typed::<F>(job.config);
         let variant = F::HOSTS[job.host.index()].1;
+        let adapter = matches!(job.wake, WakeSource::Adapter(..));
         let wake: Box<F::Wake> = match job.wake {
             WakeSource::Registered(entry) => entry.make::<F>().unwrap_or_else(|| {
                 panic!(
@@ -550,7 +567,15 @@ impl<F: Family> Runs for FamilyRuns<F> {
             check: job.check,
             recording: job.recording,
         };
-        drive.run(&mut self.kernel, || F::world(variant, config, wake))
+        if adapter {
+            // An adapter's wake logic is dropped with its run's world, as it always was.
+            self.world = None;
+            return drive.run(&mut self.kernel, || F::world(variant, config, wake));
+        }
+        drive.run_in(&mut self.kernel, &mut self.world, |w| match w {
+            Some(w) => F::renew(w, variant, config, wake),
+            None => *w = Some(F::world(variant, config, wake)),
+        })
     }
 }
 

@@ -44,6 +44,7 @@ impl<E> Queue<E> {
         self.micro.clear();
     }
 
+    #[inline]
     pub fn push(&mut self, t: Ms, ev: E) {
         // Before every event due at `t` or earlier: after them in scheduling order.
         let at = self.events.partition_point(|(u, _)| *u > t);
@@ -81,6 +82,7 @@ impl<E> Queue<E> {
     }
 
     /// Remove and return the next event; among events due at the same instant the choice picks.
+    #[inline]
     pub fn pop(&mut self, choices: &mut Choices) -> Option<(Ms, E)> {
         if let Some(&(t, _)) = self.micro.first() {
             let micros = self.micro.len() as u64;

@@ -62,6 +62,9 @@ pub struct FaultState {
 #[derive(Clone, Debug)]
 pub struct Faults<F> {
     states: Vec<FaultState>,
+    /// The states before a seed's plan (every fault off, the scenario's specs): what `renew`
+    /// restores.
+    initial: Vec<FaultState>,
     _kind: PhantomData<F>,
 }
 
@@ -86,11 +89,19 @@ impl<F: FaultKind> Faults<F> {
                     fired: 0,
                 }
             })
-            .collect();
+            .collect::<Vec<_>>();
         Faults {
+            initial: states.clone(),
             states,
             _kind: PhantomData,
         }
+    }
+
+    /// Every fault off again with the specs `new` read, for another seed of the same
+    /// configuration (no allocation).
+    pub fn renew(&mut self) {
+        self.states.clear();
+        self.states.extend_from_slice(&self.initial);
     }
 
     /// Switch faults on for this seed, each with a swarm-drawn rate, in declaration order.
@@ -168,6 +179,11 @@ impl<F: FaultKind> Default for TimedFaults<F> {
 }
 
 impl<F: FaultKind> TimedFaults<F> {
+    /// No occurrence planned, for another seed (keeping the allocation).
+    pub fn renew(&mut self) {
+        self.list.clear();
+    }
+
     /// Draw the occurrences of every timed fault that is on (1 to `max` each, at instants in the
     /// active phase) and schedule them as `ev(i)`.
     pub fn plan<E, S: Sink>(

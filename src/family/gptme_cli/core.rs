@@ -102,6 +102,55 @@ impl CliCore {
         }
     }
 
+    /// This core as `new(cfg.clone())` would make it, keeping its allocations (the
+    /// configuration is copied only when it changed). Every field is named: a new field does not
+    /// compile until it is renewed here.
+    pub(super) fn renew(&mut self, cfg: &CliConfig) {
+        let CliCore {
+            cfg: own_cfg,
+            faults,
+            queue,
+            file,
+            closed,
+            control,
+            control_versions,
+            jobs,
+            next_id,
+            completions,
+            waiter,
+            hook_unlocked,
+            subagents,
+            ended,
+            state,
+            requests,
+            idle,
+            calls,
+        } = self;
+        if *own_cfg == *cfg {
+            faults.renew();
+        } else {
+            *own_cfg = cfg.clone();
+            *faults = Faults::new(&own_cfg.faults);
+        }
+        queue.clear();
+        queue.push_back(QItem::Initial);
+        file.clear();
+        *closed = false;
+        *control = None;
+        *control_versions = 0;
+        jobs.clear();
+        *next_id = [1, 1];
+        completions.clear();
+        *waiter = None;
+        *hook_unlocked = false;
+        subagents.clear();
+        *ended = None;
+        *state = CliState::Loop;
+        *requests = 0;
+        *idle = false;
+        *calls = Calls::default();
+    }
+
     pub(super) fn job_ref(&self, index: u32) -> JobRef {
         JobRef {
             index,

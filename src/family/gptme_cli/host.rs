@@ -52,6 +52,39 @@ impl CliHost {
         }
     }
 
+    /// This host as `new(cfg.clone(), wake)` would make it, keeping its allocations. Every
+    /// field is named: a new field does not compile until it is renewed here.
+    pub fn renew(&mut self, cfg: &CliConfig, new_wake: Box<dyn CliWake>) {
+        let CliHost {
+            core,
+            wake,
+            timed,
+            run,
+            suspensions,
+            jobs_planned,
+            jobs_started,
+            replies,
+            steps_in_turn,
+            turns,
+            last_reply_tool,
+            nudges,
+            subagent_reports,
+        } = self;
+        core.renew(cfg);
+        *wake = new_wake;
+        timed.renew();
+        *run = None;
+        *suspensions = 0;
+        *jobs_planned = 0;
+        *jobs_started = 0;
+        *replies = 0;
+        *steps_in_turn = 0;
+        *turns = 0;
+        *last_reply_tool = false;
+        *nudges = 0;
+        *subagent_reports = 0;
+    }
+
     /// Call into the wake logic with a fresh call budget.
     pub(super) fn call<R>(
         &mut self,

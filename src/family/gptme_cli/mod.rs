@@ -183,6 +183,10 @@ impl Family for CliFamily {
         CliHost::new(config.clone(), wake)
     }
 
+    fn renew(world: &mut CliHost, _: (), config: &CliConfig, wake: Box<dyn CliWake>) {
+        world.renew(config, wake);
+    }
+
     fn external(slot: SlotRef, constants_ms: Vec<u64>) -> Box<dyn CliWake> {
         Box::new(adapter::ExternalCli::new(slot, constants_ms))
     }

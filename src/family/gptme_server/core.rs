@@ -97,6 +97,51 @@ impl ServerCore {
         }
     }
 
+    /// This core as `new(cfg.clone())` would make it, keeping its allocations (the
+    /// configuration is copied only when it changed). Every field is named: a new field does not
+    /// compile until it is renewed here.
+    pub(super) fn renew(&mut self, cfg: &ServerConfig) {
+        let ServerCore {
+            cfg: own_cfg,
+            faults,
+            sessions,
+            command,
+            pending,
+            watches,
+            completions,
+            steps,
+            live_steps,
+            wakes,
+            passes,
+            pass,
+            retrying,
+            requests,
+            idle,
+            calls,
+        } = self;
+        if *own_cfg == *cfg {
+            faults.renew();
+        } else {
+            *own_cfg = cfg.clone();
+            *faults = Faults::new(&own_cfg.faults);
+        }
+        watches.renew(own_cfg.producers.watches);
+        sessions.clear();
+        sessions.push(Session::default());
+        *command = false;
+        pending.clear();
+        completions.clear();
+        steps.clear();
+        *live_steps = 0;
+        *wakes = 0;
+        *passes = 0;
+        *pass = 0;
+        *retrying = false;
+        *requests = 0;
+        *idle = true;
+        *calls = Calls::default();
+    }
+
     /// The busy predicate `request_watch_wake` reads: any session generating, an active command,
     /// or any session's tools pending or executing. Names who holds the conversation.
     pub(super) fn busy(&self) -> Option<Refusal> {

@@ -37,6 +37,23 @@ impl ServerHost {
         }
     }
 
+    /// This host as `new(cfg.clone(), wake)` would make it, keeping its allocations. Every
+    /// field is named: a new field does not compile until it is renewed here.
+    pub fn renew(&mut self, cfg: &ServerConfig, new_wake: Box<dyn ServerWake>) {
+        let ServerHost {
+            core,
+            wake,
+            completions,
+            timed,
+            producers_on,
+        } = self;
+        core.renew(cfg);
+        *wake = new_wake;
+        completions.clear();
+        timed.renew();
+        producers_on.clear();
+    }
+
     /// Call into the wake logic with a fresh call budget.
     pub(super) fn call<R>(
         &mut self,
@@ -104,12 +121,14 @@ impl ServerHost {
                 .is_some_and(|i| mask & (1 << i) != 0)
         };
         let (watch_on, completion_on) = (on("watch"), on("completion"));
-        self.producers_on = kinds
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| mask & (1 << i) != 0)
-            .map(|(_, (n, _))| *n)
-            .collect();
+        self.producers_on.clear();
+        self.producers_on.extend(
+            kinds
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| mask & (1 << i) != 0)
+                .map(|(_, (n, _))| *n),
+        );
         if watch_on {
             let n = p.events.count(k, "events");
             let mut t = Ms(p.start_ms.instant(k, "first event"));

@@ -137,6 +137,10 @@ impl Family for ServerFamily {
         ServerHost::new(config.clone(), wake)
     }
 
+    fn renew(world: &mut ServerHost, _: (), config: &ServerConfig, wake: Box<dyn ServerWake>) {
+        world.renew(config, wake);
+    }
+
     fn external(slot: SlotRef, constants_ms: Vec<u64>) -> Box<dyn ServerWake> {
         Box::new(adapter::ExternalServer::new(slot, constants_ms))
     }

@@ -51,6 +51,33 @@ impl Watches {
         }
     }
 
+    /// As `new(watches)` makes them, keeping the allocations.
+    pub(super) fn renew(&mut self, watches: u8) {
+        let Watches {
+            watch,
+            at,
+            fired,
+            guards,
+        } = self;
+        watch.clear();
+        at.clear();
+        fired.clear();
+        guards.truncate(usize::from(watches));
+        for g in guards.iter_mut() {
+            let Guard {
+                recent,
+                window,
+                lifetime,
+                cancelled,
+            } = g;
+            recent.clear();
+            window.clear();
+            *lifetime = 0;
+            *cancelled = false;
+        }
+        guards.resize(usize::from(watches), Guard::default());
+    }
+
     /// Plan one event of `watch` at `at` (instants never go back); returns its index.
     pub(super) fn plan(&mut self, watch: u8, at: Ms) -> u32 {
         self.watch.push(watch);
