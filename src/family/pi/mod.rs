@@ -70,6 +70,10 @@ pub enum PiEv {
     Prompt(u32),
     /// A run's next phase.
     Run(u32),
+    /// A run event's later handlers: pi awaits each extension handler in turn, so the ones after
+    /// the wake logic's (wakesim's probe, which takes the drawn handler delay) start at least one
+    /// microtask after the wake logic's handler returned; then the run's next phase.
+    Handlers(u32),
     /// A wake-logic timer.
     Timer(u32),
     /// `session_start` of the replacement session.

@@ -65,8 +65,7 @@ impl PiHost {
             self.poll(k, id, Queue::FollowUp);
         }
         self.core.runs[i].phase = RPhase::Request;
-        let d = self.core.handler_delay(k);
-        k.resume(d, PiEv::Run(id));
+        k.schedule_micro(PiEv::Handlers(id));
     }
 
     /// A model request carries every message appended so far.
@@ -149,8 +148,7 @@ impl PiHost {
         } else {
             RPhase::AgentEnd
         };
-        let d = self.core.handler_delay(k);
-        k.resume(d, PiEv::Run(id));
+        k.schedule_micro(PiEv::Handlers(id));
     }
 
     /// `agent_end` of an inner run.
@@ -178,8 +176,7 @@ impl PiHost {
             }
         }
         self.core.runs[i].phase = RPhase::PostRun;
-        let d = self.core.handler_delay(k);
-        k.resume(d, PiEv::Run(id));
+        k.schedule_micro(PiEv::Handlers(id));
     }
 
     /// Compaction between inner runs is done; the run continues.
@@ -270,8 +267,7 @@ impl PiHost {
         self.core.emit(k, Actor::Host, Ev::Settled);
         self.hook(k, Hook::AgentSettled);
         self.core.runs[i].phase = RPhase::SettledDone;
-        let d = self.core.handler_delay(k);
-        k.resume(d, PiEv::Run(id));
+        k.schedule_micro(PiEv::Handlers(id));
     }
 
     /// The settled handlers returned: deferred prompts and direct runs start.
