@@ -43,6 +43,8 @@ pub(super) enum RPhase {
     Request,
     Tools,
     TurnEnd,
+    /// 0.99: the turn_end handlers returned; the agent polls its queues.
+    TurnPoll,
     AgentEnd,
     PostRun,
     CompactionDone,
@@ -65,6 +67,9 @@ pub(super) struct RunTask {
     /// before-settle continuation continues from the context (`runAgentLoopContinue`), which
     /// polls only steering first and follow-ups at its stop branch.
     pub follow_up_first: bool,
+    /// 0.99: the inner run polls steering right before its first request, after the
+    /// `agent_start` handlers (pi-agent-core's `runLoop` starts with that poll).
+    pub poll_at_request: bool,
     /// 0.58 has no shared prompt options: a run carries the harness if a prompt started it.
     pub harness: bool,
     /// The starter was rejected: this run only settles.
@@ -354,6 +359,7 @@ impl PiCore {
             had_tools: false,
             failed: false,
             follow_up_first: true,
+            poll_at_request: self.generation == Gen::V099,
             harness,
             rejected: false,
         };

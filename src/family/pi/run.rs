@@ -44,6 +44,10 @@ impl PiHost {
             RPhase::Request => self.model_request(k, id),
             RPhase::Tools => self.tool_calls(k, id),
             RPhase::TurnEnd => self.turn_end(k, id),
+            RPhase::TurnPoll => {
+                self.turn_poll(k, id);
+                self.run_step(k, id);
+            }
             RPhase::AgentEnd => self.agent_end(k, id),
             RPhase::PostRun => self.post_run(k, id),
             RPhase::CompactionDone => self.compaction_done(k, id),
@@ -61,8 +65,16 @@ impl PiHost {
         self.run_note(k, id, RunNote::AgentStart { inner });
         self.hook(k, Hook::AgentStart);
         let follow_up_first = self.core.runs[i].follow_up_first;
-        if !self.poll(k, id, Queue::Steering) && inner > 1 && follow_up_first {
-            self.poll(k, id, Queue::FollowUp);
+        match self.core.generation {
+            // pi 0.99's agent awaits the agent_start handlers; `runLoop` then polls steering
+            // before its first request (`poll_at_request`, set where the run or continue()
+            // started).
+            Gen::V099 => {}
+            Gen::V058 => {
+                if !self.poll(k, id, Queue::Steering) && inner > 1 && follow_up_first {
+                    self.poll(k, id, Queue::FollowUp);
+                }
+            }
         }
         self.core.runs[i].phase = RPhase::Request;
         k.schedule_micro(PiEv::Handlers(id));
@@ -73,6 +85,9 @@ impl PiHost {
         let i = id as usize - 1;
         let generation = self.core.generation;
         let timing = self.core.cfg.timing;
+        if std::mem::take(&mut self.core.runs[i].poll_at_request) {
+            self.poll(k, id, Queue::Steering);
+        }
         self.core.requests += 1;
         let harness = match generation {
             Gen::V099 => self.core.run_options,
@@ -113,9 +128,26 @@ impl PiHost {
 
     /// `turn_end`: pending custom messages flush; a queued message or tool results make another turn.
     fn turn_end(&mut self, k: &mut PiKernel, id: u32) {
-        let i = id as usize - 1;
         self.run_note(k, id, RunNote::TurnEnd);
         self.hook(k, Hook::TurnEnd);
+        match self.core.generation {
+            // pi 0.99's agent awaits the turn_end handlers, then flushes pending custom
+            // messages and polls its queues (`runLoop` after `emit(turn_end)`).
+            Gen::V099 => {
+                self.core.runs[id as usize - 1].phase = RPhase::TurnPoll;
+                k.schedule_micro(PiEv::Handlers(id));
+            }
+            Gen::V058 => {
+                self.turn_poll(k, id);
+                k.schedule_micro(PiEv::Handlers(id));
+            }
+        }
+    }
+
+    /// After `turn_end`: pending custom messages flush; the queues are polled; a queued message
+    /// or tool results make another turn, else the inner run ends.
+    fn turn_poll(&mut self, k: &mut PiKernel, id: u32) {
+        let i = id as usize - 1;
         if !self.core.pending_custom.is_empty() {
             let ids: Vec<_> = self
                 .core
@@ -148,7 +180,6 @@ impl PiHost {
         } else {
             RPhase::AgentEnd
         };
-        k.schedule_micro(PiEv::Handlers(id));
     }
 
     /// `agent_end` of an inner run.
@@ -243,6 +274,18 @@ impl PiHost {
         if generation == Gen::V058 {
             self.core.run_active = true;
             self.core.emit(k, Actor::Host, Ev::RunFlag { on: true });
+        }
+        // pi 0.99's `Agent.continue()` from the assistant's reply drains a steering message,
+        // else a follow-up, at the call, before agent_start.
+        // Its `runLoop` then polls steering before the first request, unless the call took a
+        // steering message (`skipInitialSteeringPoll`).
+        if generation == Gen::V099 {
+            let took_steer =
+                self.core.runs[i].follow_up_first && self.poll(k, id, Queue::Steering);
+            if self.core.runs[i].follow_up_first && !took_steer {
+                self.poll(k, id, Queue::FollowUp);
+            }
+            self.core.runs[i].poll_at_request = !took_steer;
         }
         let tools = timing.tool_turns;
         let tools_left = tools.min + k.choose(tools.max - tools.min + 1, "tool turns");
@@ -357,7 +400,13 @@ impl PiHost {
         } else if !self.core.steering.is_empty() || !self.core.follow_up.is_empty() {
             on_timer(&mut self.core, k);
             self.core.runs[i].phase = RPhase::Continue;
-            let d = self.core.step_delay(k);
+            // pi 0.99's `_handlePostAgentRun` awaits only its compaction check, which takes no
+            // time without a compaction, and then continue()s at once (found by `wakesim
+            // conform`: a steer during the agent_end handlers, continued a step delay late).
+            let d = match generation {
+                Gen::V099 => 0,
+                Gen::V058 => self.core.step_delay(k),
+            };
             continue_after(k, d, PiEv::Run(id));
         } else if generation == Gen::V099 && self.core.fires(k, PiFault::ExtraContinues) {
             self.core.runs[i].follow_up_first = false;
