@@ -121,6 +121,11 @@ pub struct PiCore {
     pub(super) runs: Vec<RunTask>,
     /// Continues scheduled on a timer (0.58): the host reads idle but work is pending.
     pub(super) pending_continues: u32,
+    /// 0.58's `_agentEventQueue`: run events whose extension handlers run one after another,
+    /// not awaited by the agent (see `listen.rs`).
+    pub(super) listeners: VecDeque<(u32, super::note::Hook)>,
+    /// The queue's entry being processed and its stage.
+    pub(super) listening: Option<(u32, super::note::Hook, u8)>,
     pub(super) timers: Vec<bool>,
     /// Prompts whose input handlers run before anything else happens.
     pub(super) inputs_due: Vec<u32>,
@@ -161,6 +166,8 @@ impl PiCore {
             live_prompts: 0,
             runs: Vec::new(),
             pending_continues: 0,
+            listeners: VecDeque::new(),
+            listening: None,
             timers: Vec::new(),
             inputs_due: Vec::new(),
             requests: 0,
@@ -383,8 +390,18 @@ impl PiCore {
             self.emit(k, Actor::Host, Ev::RunFlag { on: true });
         }
         self.append_all(k, &items);
-        let d = self.handler_delay(k);
-        k.resume(d, PiEv::Run(id));
+        match self.generation {
+            // The agent_start handlers: wakesim's first probe, then the wake logic's.
+            Gen::V099 => {
+                let d = self.handler_delay(k);
+                k.resume(d, PiEv::Run(id));
+            }
+            // 0.58's agent goes on to its request; the handlers run on the event queue.
+            Gen::V058 => {
+                self.listen(k, id, super::note::Hook::AgentStart);
+                k.resume(0, PiEv::Run(id));
+            }
+        }
     }
 
     /// `Agent.prompt` rejects a starter while a run holds the agent (H-1): the messages it took
@@ -486,6 +503,7 @@ impl Core for PiCore {
             && self.settling == 0
             && self.deferred.is_empty()
             && self.pending_continues == 0
+            && self.listening.is_none()
             && !self.replacing
     }
 

@@ -7,8 +7,9 @@
 //! the `sendCustomMessage` routing table) run atomically inside one event, as they do in JS.
 //!
 //! - `host.rs`: [`PiHost`], the `World`: the seed's plan, calls into the wake logic, dispatch;
-//! - `prompt.rs`: `prompt()` steps 3-12; `run.rs`: an agent run's phases; `faults.rs`: the
-//!   faults and how the timed ones act;
+//! - `prompt.rs`: `prompt()` steps 3-12; `run.rs`: an agent run's phases; `listen.rs`: 0.58's
+//!   event queue, where run events reach the extensions; `faults.rs`: the faults and how the
+//!   timed ones act;
 //! - `core.rs`: the state and the synchronous operations (`sendCustomMessage`, `prompt()`
 //!   steps 0-2, `_runAgentPrompt` up to `Agent.prompt`); `handle.rs`: [`api::Pi`], the handle a
 //!   wake logic calls;
@@ -25,6 +26,7 @@ pub mod encode;
 pub mod faults;
 pub mod handle;
 pub mod host;
+mod listen;
 pub mod note;
 mod prompt;
 pub mod real;
@@ -74,6 +76,8 @@ pub enum PiEv {
     /// the wake logic's (wakesim's probe, which takes the drawn handler delay) start at least one
     /// microtask after the wake logic's handler returned; then the run's next phase.
     Handlers(u32),
+    /// 0.58's event queue takes its next step (`listen.rs`).
+    Listen,
     /// A wake-logic timer.
     Timer(u32),
     /// `session_start` of the replacement session.

@@ -63,21 +63,24 @@ impl PiHost {
         let i = id as usize - 1;
         let inner = self.core.runs[i].inner;
         self.run_note(k, id, RunNote::AgentStart { inner });
-        self.hook(k, Hook::AgentStart);
-        let follow_up_first = self.core.runs[i].follow_up_first;
+        self.core.runs[i].phase = RPhase::Request;
         match self.core.generation {
             // pi 0.99's agent awaits the agent_start handlers; `runLoop` then polls steering
             // before its first request (`poll_at_request`, set where the run or continue()
             // started).
-            Gen::V099 => {}
+            Gen::V099 => {
+                self.hook(k, Hook::AgentStart);
+                k.schedule_micro(PiEv::Handlers(id));
+            }
+            // 0.58's agent does not await them (`listen.rs`): it polls and sends its request.
             Gen::V058 => {
+                let follow_up_first = self.core.runs[i].follow_up_first;
                 if !self.poll(k, id, Queue::Steering) && inner > 1 && follow_up_first {
                     self.poll(k, id, Queue::FollowUp);
                 }
+                k.resume(0, PiEv::Run(id));
             }
         }
-        self.core.runs[i].phase = RPhase::Request;
-        k.schedule_micro(PiEv::Handlers(id));
     }
 
     /// A model request carries every message appended so far.
@@ -129,17 +132,19 @@ impl PiHost {
     /// `turn_end`: pending custom messages flush; a queued message or tool results make another turn.
     fn turn_end(&mut self, k: &mut PiKernel, id: u32) {
         self.run_note(k, id, RunNote::TurnEnd);
-        self.hook(k, Hook::TurnEnd);
         match self.core.generation {
             // pi 0.99's agent awaits the turn_end handlers, then flushes pending custom
             // messages and polls its queues (`runLoop` after `emit(turn_end)`).
             Gen::V099 => {
+                self.hook(k, Hook::TurnEnd);
                 self.core.runs[id as usize - 1].phase = RPhase::TurnPoll;
                 k.schedule_micro(PiEv::Handlers(id));
             }
+            // 0.58's agent polls at once; the handlers run on the event queue.
             Gen::V058 => {
+                self.core.listen(k, id, Hook::TurnEnd);
                 self.turn_poll(k, id);
-                k.schedule_micro(PiEv::Handlers(id));
+                k.resume(0, PiEv::Run(id));
             }
         }
     }
@@ -203,7 +208,10 @@ impl PiHost {
                 self.core.emit(k, Actor::Host, Ev::AgentRun { on: false });
                 self.core.emit(k, Actor::Host, Ev::RunFlag { on: false });
                 self.run_note(k, id, RunNote::AgentEnd { inner });
-                self.hook(k, Hook::AgentEnd);
+                // Its handlers, then the retry check, run on the event queue (`listen.rs`).
+                self.core.runs[i].phase = RPhase::PostRun;
+                self.core.listen(k, id, Hook::AgentEnd);
+                return;
             }
         }
         self.core.runs[i].phase = RPhase::PostRun;
@@ -293,8 +301,16 @@ impl PiHost {
         run.inner += 1;
         run.tools_left = tools_left;
         run.phase = RPhase::AgentStart;
-        let d = self.core.handler_delay(k);
-        k.resume(d, PiEv::Run(id));
+        match generation {
+            Gen::V099 => {
+                let d = self.core.handler_delay(k);
+                k.resume(d, PiEv::Run(id));
+            }
+            Gen::V058 => {
+                self.core.listen(k, id, Hook::AgentStart);
+                k.resume(0, PiEv::Run(id));
+            }
+        }
     }
 
     /// 0.99's `finally`: the run flag clears and `agent_settled` handlers run.
@@ -384,7 +400,13 @@ impl PiHost {
             on_timer(&mut self.core, k);
             self.core.runs[i].phase = RPhase::Continue;
             let d = backoff(generation, timing.retry_ms, self.core.retry_attempt);
-            continue_after(k, d, PiEv::Run(id));
+            if generation == Gen::V058 {
+                // The backoff sleeps inside the event queue (`listen.rs`, stage 4).
+                self.core.listening = Some((id, Hook::AgentEnd, 4));
+                k.schedule(d, PiEv::Listen);
+            } else {
+                continue_after(k, d, PiEv::Run(id));
+            }
         } else if self.core.compacting == Compacting::None
             && self.core.fires(k, PiFault::CompactionContinue)
         {
