@@ -193,6 +193,7 @@ impl World for PiHost {
             PiEv::Prompt(id) => self.prompt_step(k, id),
             PiEv::Run(id) => self.run_step(k, id),
             PiEv::Listen => self.listen_step(k),
+            PiEv::Finally => self.core.clear_streaming(k),
             PiEv::Handlers(id) => {
                 let d = self.core.handler_delay(k);
                 k.resume(d, PiEv::Run(id));

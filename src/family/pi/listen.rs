@@ -6,6 +6,12 @@
 //! `wakesim conform` against the real 0.58.3). The retry check runs in the same queue after the
 //! `agent_end` handlers and sleeps its backoff there, holding later events' handlers back.
 //!
+//! `_runLoop`'s `finally` sets `isStreaming = false` again a few microtasks after the agent_end
+//! event (`PiEv::Finally`): a run that a listener or a wake started in between (a `turn_end`
+//! handler's `sendMessage(triggerTurn)` on the idle agent) then runs with `isStreaming` false, so
+//! the host reads idle under it and takes another starter (seen on the real 0.58.3:
+//! `wakesim replay scenarios/real-pi-0.58.3/g0-idle-wake-skips-harness.toml --seed 0`, R2).
+//!
 //! An entry's stages: `agent_start` first takes wakesim's leading handler delay (0); the wake
 //! logic's handler (1); at least one microtask later the handlers after it take theirs (2); then
 //! `agent_end` runs the retry check (`post_run`, 3), which may sleep its backoff (4).
@@ -13,9 +19,21 @@
 use super::host::PiHost;
 use super::note::Hook;
 use super::{PiEv, PiKernel};
+use crate::family::common::Core;
 use crate::family::pi::core::PiCore;
+use crate::sim::record::{Actor, Ev};
 
 impl PiCore {
+    /// 0.58's `isStreaming = false` (the agent run and the run flag, which it also is), observed
+    /// only when it changes.
+    pub(super) fn clear_streaming(&mut self, k: &mut PiKernel) {
+        self.agent_active = None;
+        if std::mem::replace(&mut self.run_active, false) {
+            self.emit(k, Actor::Host, Ev::AgentRun { on: false });
+            self.emit(k, Actor::Host, Ev::RunFlag { on: false });
+        }
+    }
+
     /// The agent emits a run event: queue its handlers.
     pub(super) fn listen(&mut self, k: &mut PiKernel, run: u32, hook: Hook) {
         self.listeners.push_back((run, hook));

@@ -78,6 +78,8 @@ pub enum PiEv {
     Handlers(u32),
     /// 0.58's event queue takes its next step (`listen.rs`).
     Listen,
+    /// 0.58's `_runLoop` `finally`: `isStreaming = false`, whoever runs now (`listen.rs`).
+    Finally,
     /// A wake-logic timer.
     Timer(u32),
     /// `session_start` of the replacement session.

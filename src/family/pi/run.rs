@@ -78,7 +78,7 @@ impl PiHost {
                 if !self.poll(k, id, Queue::Steering) && inner > 1 && follow_up_first {
                     self.poll(k, id, Queue::FollowUp);
                 }
-                k.resume(0, PiEv::Run(id));
+                self.model_request(k, id);
             }
         }
     }
@@ -140,11 +140,13 @@ impl PiHost {
                 self.core.runs[id as usize - 1].phase = RPhase::TurnPoll;
                 k.schedule_micro(PiEv::Handlers(id));
             }
-            // 0.58's agent polls at once; the handlers run on the event queue.
+            // 0.58's agent polls at once and goes on (its next request, or agent_end and
+            // isStreaming cleared) in a few microtasks, before the event queue, which still has
+            // the reply's message events to get through, reaches the turn_end handlers.
             Gen::V058 => {
                 self.core.listen(k, id, Hook::TurnEnd);
                 self.turn_poll(k, id);
-                k.resume(0, PiEv::Run(id));
+                self.run_step(k, id);
             }
         }
     }
@@ -202,12 +204,11 @@ impl PiHost {
                 self.hook(k, Hook::AgentEnd);
             }
             Gen::V058 => {
-                // The agent's finally clears isStreaming before un-awaited listeners run.
-                self.core.agent_active = None;
-                self.core.run_active = false;
-                self.core.emit(k, Actor::Host, Ev::AgentRun { on: false });
-                self.core.emit(k, Actor::Host, Ev::RunFlag { on: false });
+                // The agent clears isStreaming at its agent_end event, before un-awaited
+                // listeners run, and again in `_runLoop`'s finally a few microtasks later.
+                self.core.clear_streaming(k);
                 self.run_note(k, id, RunNote::AgentEnd { inner });
+                k.schedule_micro(PiEv::Finally);
                 // Its handlers, then the retry check, run on the event queue (`listen.rs`).
                 self.core.runs[i].phase = RPhase::PostRun;
                 self.core.listen(k, id, Hook::AgentEnd);
