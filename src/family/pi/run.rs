@@ -141,12 +141,18 @@ impl PiHost {
                 k.schedule_micro(PiEv::Handlers(id));
             }
             // 0.58's agent polls at once and goes on (its next request, or agent_end and
-            // isStreaming cleared) in a few microtasks, before the event queue, which still has
-            // the reply's message events to get through, reaches the turn_end handlers.
+            // isStreaming cleared) in a few microtasks. After a reply the event queue still
+            // has the reply's message events to get through, and the agent is first; after a
+            // retryable error (no deltas, no tools) the queue reaches the turn_end handlers
+            // first (both seen on the real 0.58.3: g0-idle seed 0, g4-fixed-retry-gap seed 2).
             Gen::V058 => {
                 self.core.listen(k, id, Hook::TurnEnd);
                 self.turn_poll(k, id);
-                self.run_step(k, id);
+                if self.core.runs[id as usize - 1].failed {
+                    k.schedule(0, PiEv::Run(id));
+                } else {
+                    self.run_step(k, id);
+                }
             }
         }
     }
