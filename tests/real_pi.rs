@@ -147,8 +147,14 @@ fn conformance_g4_failed_wake() {
 /// diverged before the queue was modelled, and seeds 0-19 of G2 mostly did.
 #[test]
 fn conformance_0_58_3_event_queue() {
-    conforms("scenarios/real-pi-0.58.3/g0-idle-wake-skips-harness.toml", 20);
-    conforms("scenarios/real-pi-0.58.3/g2-two-wakes-during-preparation.toml", 20);
+    conforms(
+        "scenarios/real-pi-0.58.3/g0-idle-wake-skips-harness.toml",
+        20,
+    );
+    conforms(
+        "scenarios/real-pi-0.58.3/g2-two-wakes-during-preparation.toml",
+        20,
+    );
 }
 
 #[test]

@@ -295,8 +295,7 @@ impl PiHost {
         // Its `runLoop` then polls steering before the first request, unless the call took a
         // steering message (`skipInitialSteeringPoll`).
         if generation == Gen::V099 {
-            let took_steer =
-                self.core.runs[i].follow_up_first && self.poll(k, id, Queue::Steering);
+            let took_steer = self.core.runs[i].follow_up_first && self.poll(k, id, Queue::Steering);
             if self.core.runs[i].follow_up_first && !took_steer {
                 self.poll(k, id, Queue::FollowUp);
             }
