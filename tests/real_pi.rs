@@ -142,6 +142,21 @@ fn conformance_g4_failed_wake() {
     conforms("scenarios/real-pi/g4-failed-wake-prompt-strands.toml", 30);
 }
 
+/// pi 0.58.3 against the `pi-0.58` model (`src/family/pi/listen.rs`: listeners on the event
+/// queue, not awaited by the agent; `_runLoop`'s late `isStreaming = false`). Seed 0 of G0
+/// diverged before the queue was modelled, and seeds 0-19 of G2 mostly did.
+#[test]
+fn conformance_0_58_3_event_queue() {
+    conforms(
+        "scenarios/real-pi-0.58.3/g0-idle-wake-skips-harness.toml",
+        20,
+    );
+    conforms(
+        "scenarios/real-pi-0.58.3/g2-two-wakes-during-preparation.toml",
+        20,
+    );
+}
+
 #[test]
 fn conformance_g4_pre_t3() {
     conforms("scenarios/real-pi/g4-pre-t3-user-prompt-race.toml", 30);

@@ -43,6 +43,8 @@ pub(super) enum RPhase {
     Request,
     Tools,
     TurnEnd,
+    /// 0.99: the turn_end handlers returned; the agent polls its queues.
+    TurnPoll,
     AgentEnd,
     PostRun,
     CompactionDone,
@@ -65,6 +67,9 @@ pub(super) struct RunTask {
     /// before-settle continuation continues from the context (`runAgentLoopContinue`), which
     /// polls only steering first and follow-ups at its stop branch.
     pub follow_up_first: bool,
+    /// 0.99: the inner run polls steering right before its first request, after the
+    /// `agent_start` handlers (pi-agent-core's `runLoop` starts with that poll).
+    pub poll_at_request: bool,
     /// 0.58 has no shared prompt options: a run carries the harness if a prompt started it.
     pub harness: bool,
     /// The starter was rejected: this run only settles.
@@ -116,6 +121,11 @@ pub struct PiCore {
     pub(super) runs: Vec<RunTask>,
     /// Continues scheduled on a timer (0.58): the host reads idle but work is pending.
     pub(super) pending_continues: u32,
+    /// 0.58's `_agentEventQueue`: run events whose extension handlers run one after another,
+    /// not awaited by the agent (see `listen.rs`).
+    pub(super) listeners: VecDeque<(u32, super::note::Hook)>,
+    /// The queue's entry being processed and its stage.
+    pub(super) listening: Option<(u32, super::note::Hook, u8)>,
     pub(super) timers: Vec<bool>,
     /// Prompts whose input handlers run before anything else happens.
     pub(super) inputs_due: Vec<u32>,
@@ -156,6 +166,8 @@ impl PiCore {
             live_prompts: 0,
             runs: Vec::new(),
             pending_continues: 0,
+            listeners: VecDeque::new(),
+            listening: None,
             timers: Vec::new(),
             inputs_due: Vec::new(),
             requests: 0,
@@ -354,6 +366,7 @@ impl PiCore {
             had_tools: false,
             failed: false,
             follow_up_first: true,
+            poll_at_request: self.generation == Gen::V099,
             harness,
             rejected: false,
         };
@@ -377,8 +390,18 @@ impl PiCore {
             self.emit(k, Actor::Host, Ev::RunFlag { on: true });
         }
         self.append_all(k, &items);
-        let d = self.handler_delay(k);
-        k.resume(d, PiEv::Run(id));
+        match self.generation {
+            // The agent_start handlers: wakesim's first probe, then the wake logic's.
+            Gen::V099 => {
+                let d = self.handler_delay(k);
+                k.resume(d, PiEv::Run(id));
+            }
+            // 0.58's agent goes on to its request; the handlers run on the event queue.
+            Gen::V058 => {
+                self.listen(k, id, super::note::Hook::AgentStart);
+                k.resume(0, PiEv::Run(id));
+            }
+        }
     }
 
     /// `Agent.prompt` rejects a starter while a run holds the agent (H-1): the messages it took
@@ -480,6 +503,7 @@ impl Core for PiCore {
             && self.settling == 0
             && self.deferred.is_empty()
             && self.pending_continues == 0
+            && self.listening.is_none()
             && !self.replacing
     }
 

@@ -192,6 +192,12 @@ impl World for PiHost {
             }
             PiEv::Prompt(id) => self.prompt_step(k, id),
             PiEv::Run(id) => self.run_step(k, id),
+            PiEv::Listen => self.listen_step(k),
+            PiEv::Finally => self.core.clear_streaming(k),
+            PiEv::Handlers(id) => {
+                let d = self.core.handler_delay(k);
+                k.resume(d, PiEv::Run(id));
+            }
             PiEv::Timer(id) => {
                 if std::mem::replace(&mut self.core.timers[id as usize], false) {
                     self.hook(k, Hook::Timer(id));

@@ -7,8 +7,9 @@
 //! the `sendCustomMessage` routing table) run atomically inside one event, as they do in JS.
 //!
 //! - `host.rs`: [`PiHost`], the `World`: the seed's plan, calls into the wake logic, dispatch;
-//! - `prompt.rs`: `prompt()` steps 3-12; `run.rs`: an agent run's phases; `faults.rs`: the
-//!   faults and how the timed ones act;
+//! - `prompt.rs`: `prompt()` steps 3-12; `run.rs`: an agent run's phases; `listen.rs`: 0.58's
+//!   event queue, where run events reach the extensions; `faults.rs`: the faults and how the
+//!   timed ones act;
 //! - `core.rs`: the state and the synchronous operations (`sendCustomMessage`, `prompt()`
 //!   steps 0-2, `_runAgentPrompt` up to `Agent.prompt`); `handle.rs`: [`api::Pi`], the handle a
 //!   wake logic calls;
@@ -25,6 +26,7 @@ pub mod encode;
 pub mod faults;
 pub mod handle;
 pub mod host;
+mod listen;
 pub mod note;
 mod prompt;
 pub mod real;
@@ -70,6 +72,14 @@ pub enum PiEv {
     Prompt(u32),
     /// A run's next phase.
     Run(u32),
+    /// A run event's later handlers: pi awaits each extension handler in turn, so the ones after
+    /// the wake logic's (wakesim's probe, which takes the drawn handler delay) start at least one
+    /// microtask after the wake logic's handler returned; then the run's next phase.
+    Handlers(u32),
+    /// 0.58's event queue takes its next step (`listen.rs`).
+    Listen,
+    /// 0.58's `_runLoop` `finally`: `isStreaming = false`, whoever runs now (`listen.rs`).
+    Finally,
     /// A wake-logic timer.
     Timer(u32),
     /// `session_start` of the replacement session.

@@ -6,7 +6,7 @@ use super::core::{Compacting, PStep};
 use super::faults::PiFault;
 use super::host::PiHost;
 use super::note::{Hook, HostError, Note, Step};
-use super::{PiEv, PiKernel, vocab};
+use super::{Gen, PiEv, PiKernel, vocab};
 use crate::family::common::Core;
 use crate::sim::msg::Payload;
 use crate::sim::record::{Actor, Starter};
@@ -160,7 +160,11 @@ impl PiHost {
         let i = id as usize - 1;
         self.prompt_note(k, id, Step::BeforeAgentStart);
         self.hook(k, Hook::BeforeAgentStart);
-        self.core.prompts[i].step = PStep::Images;
+        // pi 0.58 has no image normalization (step 11): Agent.prompt follows the handlers.
+        self.core.prompts[i].step = match self.core.generation {
+            Gen::V099 => PStep::Images,
+            Gen::V058 => PStep::Start,
+        };
         let d = self.core.handler_delay(k);
         k.resume(d, PiEv::Prompt(id));
     }

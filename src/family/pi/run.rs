@@ -44,6 +44,10 @@ impl PiHost {
             RPhase::Request => self.model_request(k, id),
             RPhase::Tools => self.tool_calls(k, id),
             RPhase::TurnEnd => self.turn_end(k, id),
+            RPhase::TurnPoll => {
+                self.turn_poll(k, id);
+                self.run_step(k, id);
+            }
             RPhase::AgentEnd => self.agent_end(k, id),
             RPhase::PostRun => self.post_run(k, id),
             RPhase::CompactionDone => self.compaction_done(k, id),
@@ -59,14 +63,24 @@ impl PiHost {
         let i = id as usize - 1;
         let inner = self.core.runs[i].inner;
         self.run_note(k, id, RunNote::AgentStart { inner });
-        self.hook(k, Hook::AgentStart);
-        let follow_up_first = self.core.runs[i].follow_up_first;
-        if !self.poll(k, id, Queue::Steering) && inner > 1 && follow_up_first {
-            self.poll(k, id, Queue::FollowUp);
-        }
         self.core.runs[i].phase = RPhase::Request;
-        let d = self.core.handler_delay(k);
-        k.resume(d, PiEv::Run(id));
+        match self.core.generation {
+            // pi 0.99's agent awaits the agent_start handlers; `runLoop` then polls steering
+            // before its first request (`poll_at_request`, set where the run or continue()
+            // started).
+            Gen::V099 => {
+                self.hook(k, Hook::AgentStart);
+                k.schedule_micro(PiEv::Handlers(id));
+            }
+            // 0.58's agent does not await them (`listen.rs`): it polls and sends its request.
+            Gen::V058 => {
+                let follow_up_first = self.core.runs[i].follow_up_first;
+                if !self.poll(k, id, Queue::Steering) && inner > 1 && follow_up_first {
+                    self.poll(k, id, Queue::FollowUp);
+                }
+                self.model_request(k, id);
+            }
+        }
     }
 
     /// A model request carries every message appended so far.
@@ -74,6 +88,9 @@ impl PiHost {
         let i = id as usize - 1;
         let generation = self.core.generation;
         let timing = self.core.cfg.timing;
+        if std::mem::take(&mut self.core.runs[i].poll_at_request) {
+            self.poll(k, id, Queue::Steering);
+        }
         self.core.requests += 1;
         let harness = match generation {
             Gen::V099 => self.core.run_options,
@@ -114,9 +131,36 @@ impl PiHost {
 
     /// `turn_end`: pending custom messages flush; a queued message or tool results make another turn.
     fn turn_end(&mut self, k: &mut PiKernel, id: u32) {
-        let i = id as usize - 1;
         self.run_note(k, id, RunNote::TurnEnd);
-        self.hook(k, Hook::TurnEnd);
+        match self.core.generation {
+            // pi 0.99's agent awaits the turn_end handlers, then flushes pending custom
+            // messages and polls its queues (`runLoop` after `emit(turn_end)`).
+            Gen::V099 => {
+                self.hook(k, Hook::TurnEnd);
+                self.core.runs[id as usize - 1].phase = RPhase::TurnPoll;
+                k.schedule_micro(PiEv::Handlers(id));
+            }
+            // 0.58's agent polls at once and goes on (its next request, or agent_end and
+            // isStreaming cleared) in a few microtasks. After a reply the event queue still
+            // has the reply's message events to get through, and the agent is first; after a
+            // retryable error (no deltas, no tools) the queue reaches the turn_end handlers
+            // first (both seen on the real 0.58.3: g0-idle seed 0, g4-fixed-retry-gap seed 2).
+            Gen::V058 => {
+                self.core.listen(k, id, Hook::TurnEnd);
+                self.turn_poll(k, id);
+                if self.core.runs[id as usize - 1].failed {
+                    k.schedule(0, PiEv::Run(id));
+                } else {
+                    self.run_step(k, id);
+                }
+            }
+        }
+    }
+
+    /// After `turn_end`: pending custom messages flush; the queues are polled; a queued message
+    /// or tool results make another turn, else the inner run ends.
+    fn turn_poll(&mut self, k: &mut PiKernel, id: u32) {
+        let i = id as usize - 1;
         if !self.core.pending_custom.is_empty() {
             let ids: Vec<_> = self
                 .core
@@ -149,8 +193,6 @@ impl PiHost {
         } else {
             RPhase::AgentEnd
         };
-        let d = self.core.handler_delay(k);
-        k.resume(d, PiEv::Run(id));
     }
 
     /// `agent_end` of an inner run.
@@ -168,18 +210,19 @@ impl PiHost {
                 self.hook(k, Hook::AgentEnd);
             }
             Gen::V058 => {
-                // The agent's finally clears isStreaming before un-awaited listeners run.
-                self.core.agent_active = None;
-                self.core.run_active = false;
-                self.core.emit(k, Actor::Host, Ev::AgentRun { on: false });
-                self.core.emit(k, Actor::Host, Ev::RunFlag { on: false });
+                // The agent clears isStreaming at its agent_end event, before un-awaited
+                // listeners run, and again in `_runLoop`'s finally a few microtasks later.
+                self.core.clear_streaming(k);
                 self.run_note(k, id, RunNote::AgentEnd { inner });
-                self.hook(k, Hook::AgentEnd);
+                k.schedule_micro(PiEv::Finally);
+                // Its handlers, then the retry check, run on the event queue (`listen.rs`).
+                self.core.runs[i].phase = RPhase::PostRun;
+                self.core.listen(k, id, Hook::AgentEnd);
+                return;
             }
         }
         self.core.runs[i].phase = RPhase::PostRun;
-        let d = self.core.handler_delay(k);
-        k.resume(d, PiEv::Run(id));
+        k.schedule_micro(PiEv::Handlers(id));
     }
 
     /// Compaction between inner runs is done; the run continues.
@@ -247,14 +290,33 @@ impl PiHost {
             self.core.run_active = true;
             self.core.emit(k, Actor::Host, Ev::RunFlag { on: true });
         }
+        // pi 0.99's `Agent.continue()` from the assistant's reply drains a steering message,
+        // else a follow-up, at the call, before agent_start.
+        // Its `runLoop` then polls steering before the first request, unless the call took a
+        // steering message (`skipInitialSteeringPoll`).
+        if generation == Gen::V099 {
+            let took_steer = self.core.runs[i].follow_up_first && self.poll(k, id, Queue::Steering);
+            if self.core.runs[i].follow_up_first && !took_steer {
+                self.poll(k, id, Queue::FollowUp);
+            }
+            self.core.runs[i].poll_at_request = !took_steer;
+        }
         let tools = timing.tool_turns;
         let tools_left = tools.min + k.choose(tools.max - tools.min + 1, "tool turns");
         let run = &mut self.core.runs[i];
         run.inner += 1;
         run.tools_left = tools_left;
         run.phase = RPhase::AgentStart;
-        let d = self.core.handler_delay(k);
-        k.resume(d, PiEv::Run(id));
+        match generation {
+            Gen::V099 => {
+                let d = self.core.handler_delay(k);
+                k.resume(d, PiEv::Run(id));
+            }
+            Gen::V058 => {
+                self.core.listen(k, id, Hook::AgentStart);
+                k.resume(0, PiEv::Run(id));
+            }
+        }
     }
 
     /// 0.99's `finally`: the run flag clears and `agent_settled` handlers run.
@@ -270,8 +332,7 @@ impl PiHost {
         self.core.emit(k, Actor::Host, Ev::Settled);
         self.hook(k, Hook::AgentSettled);
         self.core.runs[i].phase = RPhase::SettledDone;
-        let d = self.core.handler_delay(k);
-        k.resume(d, PiEv::Run(id));
+        k.schedule_micro(PiEv::Handlers(id));
     }
 
     /// The settled handlers returned: deferred prompts and direct runs start.
@@ -345,7 +406,13 @@ impl PiHost {
             on_timer(&mut self.core, k);
             self.core.runs[i].phase = RPhase::Continue;
             let d = backoff(generation, timing.retry_ms, self.core.retry_attempt);
-            continue_after(k, d, PiEv::Run(id));
+            if generation == Gen::V058 {
+                // The backoff sleeps inside the event queue (`listen.rs`, stage 4).
+                self.core.listening = Some((id, Hook::AgentEnd, 4));
+                k.schedule(d, PiEv::Listen);
+            } else {
+                continue_after(k, d, PiEv::Run(id));
+            }
         } else if self.core.compacting == Compacting::None
             && self.core.fires(k, PiFault::CompactionContinue)
         {
@@ -361,7 +428,13 @@ impl PiHost {
         } else if !self.core.steering.is_empty() || !self.core.follow_up.is_empty() {
             on_timer(&mut self.core, k);
             self.core.runs[i].phase = RPhase::Continue;
-            let d = self.core.step_delay(k);
+            // pi 0.99's `_handlePostAgentRun` awaits only its compaction check, which takes no
+            // time without a compaction, and then continue()s at once (found by `wakesim
+            // conform`: a steer during the agent_end handlers, continued a step delay late).
+            let d = match generation {
+                Gen::V099 => 0,
+                Gen::V058 => self.core.step_delay(k),
+            };
             continue_after(k, d, PiEv::Run(id));
         } else if generation == Gen::V099 && self.core.fires(k, PiFault::ExtraContinues) {
             self.core.runs[i].follow_up_first = false;
