@@ -12,7 +12,8 @@
 //!    observation stream, record for record.
 //! 2. *Match*: some model run with the same plan gives it. The model's other choices (same-instant
 //!    and microtask orders, delays the real host drew at other sites) are enumerated depth first,
-//!    up to `runs_max` runs: the real behaviour is one the model can produce (refinement).
+//!    up to `runs_max` runs, then, if none matched, by fewest orders changed (`few_deviations`),
+//!    up to `runs_max` more: the real behaviour is one the model can produce (refinement).
 //! 3. *Weak match*: the closest model run has the same observations in the same order, at other
 //!    times (the search paired some delays with other sites).
 //! 4. *Divergence*: no model run within the bound gives it; the closest one (the longest common
@@ -284,6 +285,17 @@ pub fn conform_seed(
         next[i] += 1;
         orders = next;
     };
+    // 3. Depth first bumps the deepest orders first: a real run that parts from the model's
+    // first order early (a user step before a same-instant delivery) is out of its reach.
+    if !exhausted {
+        let (found, n) = few_deviations(
+            runner, model, seed, &r.choices, fixed, &target, &mut best, runs_max,
+        );
+        runs += n;
+        if found {
+            return Verdict::Match { runs };
+        }
+    }
     let untimed = |o: &[(u64, Obs)]| o.iter().map(|(_, e)| e.clone()).collect::<Vec<_>>();
     if untimed(&observations(&best.1.trace)) == untimed(&target) {
         return Verdict::Weak { runs };
@@ -357,6 +369,62 @@ fn guided(
         }
         seq = next;
     }
+}
+
+/// The model's order draws searched by how few of them leave the first option: every run with
+/// one order changed (each draw, each other option), then two, and so on, up to `runs_max`
+/// model runs. Among runs with as many changes, the children of the parent closest to the real
+/// stream go first. Returns whether a run gave `target`, and the runs taken.
+#[allow(clippy::too_many_arguments)]
+fn few_deviations(
+    runner: &mut Runner<'_>,
+    model: &Scenario,
+    seed: u64,
+    real: &[Choice],
+    fixed: usize,
+    target: &[(u64, Obs)],
+    best: &mut (usize, RunResult),
+    runs_max: u64,
+) -> (bool, u64) {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    // (fewest changes, closest parent, first queued); the orders; the first draw a child may change.
+    let mut heap: BinaryHeap<(Reverse<usize>, usize, Reverse<u64>, Vec<u64>, usize)> =
+        BinaryHeap::new();
+    let mut queued = 0u64;
+    heap.push((Reverse(0), 0, Reverse(0), Vec::new(), 0));
+    let mut runs = 0u64;
+    while let Some((Reverse(changes), _, _, orders, from)) = heap.pop() {
+        if runs >= runs_max {
+            break;
+        }
+        let (run, bounds, n) = guided(runner, model, seed, real, fixed, &orders);
+        runs += n;
+        let obs = observations(&run.trace);
+        if obs == target {
+            return (true, runs);
+        }
+        let cp = common_prefix(&obs, target);
+        // The queue holds at most 16 runs per allowed run (memory): a child past that is dropped.
+        let cap = runs_max.saturating_mul(16) as usize;
+        for j in from..bounds.len() {
+            for v in 1..bounds[j] {
+                if heap.len() >= cap {
+                    break;
+                }
+                let mut child: Vec<u64> = (0..j)
+                    .map(|i| orders.get(i).copied().unwrap_or(0))
+                    .collect();
+                child.push(v);
+                queued += 1;
+                heap.push((Reverse(changes + 1), cp, Reverse(queued), child, j + 1));
+            }
+        }
+        if cp > best.0 {
+            *best = (cp, run);
+        }
+    }
+    (false, runs)
 }
 
 /// Verdicts of a seed range, counted by tier.

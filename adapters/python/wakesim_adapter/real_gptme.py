@@ -264,11 +264,16 @@ def load():
     def taking(real_take):
         # What a retry took from a deferred queue (`Run.in_step_end_gap`).
         def take(logdir):
+            me = sched._get_ident()
+            counting = RUN is not None and me in RUN.retrying
+            # Counted as taken from the call on: the take's lock release is a scheduling point,
+            # and a wake another thread makes there, the queue already popped, is in the gap.
+            ahead = 1 if counting and RUN.deferred(logdir) else 0
+            if counting:
+                RUN.retrying[me] += ahead
             got = real_take(logdir)
-            if RUN is not None and got:
-                me = sched._get_ident()
-                if me in RUN.retrying:
-                    RUN.retrying[me] += len(got)
+            if counting:
+                RUN.retrying[me] += len(got) - ahead
             return got
         return take
 
@@ -905,16 +910,20 @@ class Run:
     def in_step_end_gap(self, conversation, me):
         """A wake accepted between another thread's step end (`generating = False`) and the
         wake of that step's retry for events deferred before this one: the step has ended and
-        its retry has not started while such events are queued, or its retry runs and has
-        taken some."""
+        its retry has not started or has not taken them yet while such events are queued, or
+        its retry runs and has taken some."""
         if any(n > 0 for t, n in self.retrying.items() if t != me):
             return True
-        if not any(t != me for t in self.step_ending.get(conversation, ())):
+        retry_due = any(t != me for t in self.step_ending.get(conversation, ())) or \
+            any(t != me for t in self.retrying)
+        if not retry_due:
             return False
-        logdir = self.logs_dir / conversation
-        watch = any(item[0] == logdir for item in G.watch._pending_deliveries)
-        comps = any(item[0] == logdir for item in list(G.subagent_types._completion_queue.queue))
-        return watch or comps
+        return self.deferred(self.logs_dir / conversation)
+
+    def deferred(self, logdir):
+        """Watch events or subagent completions of `logdir` wait in gptme's deferred queues."""
+        return (any(item[0] == logdir for item in G.watch._pending_deliveries)
+                or any(item[0] == logdir for item in list(G.subagent_types._completion_queue.queue)))
 
     # ---- judgments the tests use (wakesim's checkers judge the same records in a lane)
 

@@ -37,6 +37,8 @@ pub(super) enum SPhase {
     Reply,
     /// Tool calls finished executing.
     Tools,
+    /// A confirmed tool call finished on its own thread (`start_tool_execution`, not reserved).
+    Confirmed,
     Done,
 }
 

@@ -146,6 +146,11 @@ impl Encode for Note {
                 h.tag(14);
                 h.bool(*finished);
             }
+            Note::ToolDone { session, continued } => {
+                h.tag(16);
+                h.u8(*session);
+                h.bool(*continued);
+            }
             Note::LockGap { call, msg } => {
                 h.tag(15);
                 h.str(call);

@@ -108,6 +108,12 @@ pub enum Note {
     Confirmed {
         session: u8,
     },
+    /// The confirmed tool call's thread finished (`start_tool_execution`, not reserved): it
+    /// elected a continuation step, or found the conversation busy and started none.
+    ToolDone {
+        session: u8,
+        continued: bool,
+    },
     Storm {
         watch: u8,
         cancelled: bool,
@@ -183,8 +189,18 @@ impl record::Note for Note {
             }
             Note::Reply { session, reply } => format!("S{session} reply: {}", reply.text()),
             Note::Confirmed { session } => {
-                format!("confirms S{session}'s tool call: it executes, then a step runs")
+                format!("confirms S{session}'s tool call: its tool thread starts")
             }
+            Note::ToolDone {
+                session,
+                continued: true,
+            } => format!("S{session}'s confirmed tool ran; conversation free: a step continues"),
+            Note::ToolDone {
+                session,
+                continued: false,
+            } => format!(
+                "S{session}'s confirmed tool ran; conversation busy: no continuation step (the output waits in the log)"
+            ),
             Note::Storm { watch, cancelled } => {
                 let w = watch + 1;
                 if *cancelled {

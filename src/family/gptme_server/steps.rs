@@ -18,6 +18,7 @@ impl ServerHost {
             SPhase::Start => self.step_start(k, id),
             SPhase::Reply => self.step_reply(k, id),
             SPhase::Tools => self.step_tools(k, id),
+            SPhase::Confirmed => self.tool_done(k, id),
             SPhase::Done => {}
         }
     }
@@ -153,12 +154,13 @@ impl ServerHost {
         });
     }
 
+    /// The user confirms: the confirm route calls `start_tool_execution` without a reservation
+    /// (gptme 0.35.1, `api_v2_sessions.py`), whose thread claims and runs the tool.
     pub(super) fn confirm(&mut self, k: &mut SrvKernel, id: u32) {
         let session = self.core.steps[id as usize].session;
         let sess = &mut self.core.sessions[session];
         sess.pending_tools = false;
         sess.executing_tools = true;
-        sess.generating = Some(StepOrigin::AfterTools);
         self.core.note(
             k,
             Actor::User,
@@ -167,7 +169,33 @@ impl ServerHost {
             },
         );
         let nid = self.core.start_step(k, session);
-        // The confirmed tool executes first, then the step thread continues with a step.
-        self.core.steps[nid as usize].phase = SPhase::Tools;
+        self.core.steps[nid as usize].phase = SPhase::Confirmed;
+    }
+
+    /// The confirmed tool ran. Its thread elects a continuation under `conversation_lock` and
+    /// `step_lock` only when no tool is pending or executing, no session of the conversation
+    /// generates and no command is active (`start_tool_execution`, `reserved=False`); else it
+    /// starts none and calls no retry: the output waits in the log for the next step.
+    fn tool_done(&mut self, k: &mut SrvKernel, id: u32) {
+        let session = self.core.steps[id as usize].session;
+        self.core.sessions[session].executing_tools = false;
+        let continued = self.core.busy().is_none();
+        if continued {
+            let sess = &mut self.core.sessions[session];
+            sess.step_seq += 1;
+            sess.generating = Some(StepOrigin::AfterTools);
+            self.core.steps[id as usize].phase = SPhase::Start;
+            k.schedule(0, SrvEv::Step(id));
+        } else {
+            self.end_step(id);
+        }
+        self.core.note(
+            k,
+            Actor::Host,
+            Note::ToolDone {
+                session: session as u8 + 1,
+                continued,
+            },
+        );
     }
 }
