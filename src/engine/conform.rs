@@ -389,8 +389,8 @@ fn few_deviations(
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
     // (fewest changes, closest parent, first queued); the orders; the first draw a child may change.
-    let mut heap: BinaryHeap<(Reverse<usize>, usize, Reverse<u64>, Vec<u64>, usize)> =
-        BinaryHeap::new();
+    type Queued = (Reverse<usize>, usize, Reverse<u64>, Vec<u64>, usize);
+    let mut heap: BinaryHeap<Queued> = BinaryHeap::new();
     let mut queued = 0u64;
     heap.push((Reverse(0), 0, Reverse(0), Vec::new(), 0));
     let mut runs = 0u64;
@@ -407,8 +407,8 @@ fn few_deviations(
         let cp = common_prefix(&obs, target);
         // The queue holds at most 16 runs per allowed run (memory): a child past that is dropped.
         let cap = runs_max.saturating_mul(16) as usize;
-        for j in from..bounds.len() {
-            for v in 1..bounds[j] {
+        for (j, &bound) in bounds.iter().enumerate().skip(from) {
+            for v in 1..bound {
                 if heap.len() >= cap {
                     break;
                 }
