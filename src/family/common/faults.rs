@@ -104,6 +104,22 @@ impl<F: FaultKind> Faults<F> {
         self.states.extend_from_slice(&self.initial);
     }
 
+    /// Renew a kept world's faults for a run of `cfg`: reset them when `own` is already `cfg`,
+    /// else take `cfg` into `own` and build them from its fault list (`specs`).
+    pub fn renew_for<C: Clone + PartialEq>(
+        &mut self,
+        own: &mut C,
+        cfg: &C,
+        specs: impl Fn(&C) -> &[(F, FaultSpec)],
+    ) {
+        if *own == *cfg {
+            self.renew();
+        } else {
+            *own = cfg.clone();
+            *self = Faults::new(specs(own));
+        }
+    }
+
     /// Switch faults on for this seed, each with a swarm-drawn rate, in declaration order.
     pub fn plan<E, S: Sink>(&mut self, k: &mut Kernel<E, S>) {
         for st in &mut self.states {

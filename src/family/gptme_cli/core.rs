@@ -126,12 +126,7 @@ impl CliCore {
             idle,
             calls,
         } = self;
-        if *own_cfg == *cfg {
-            faults.renew();
-        } else {
-            *own_cfg = cfg.clone();
-            *faults = Faults::new(&own_cfg.faults);
-        }
+        faults.renew_for(own_cfg, cfg, |c| &c.faults);
         queue.clear();
         queue.push_back(QItem::Initial);
         file.clear();

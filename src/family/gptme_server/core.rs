@@ -121,12 +121,7 @@ impl ServerCore {
             idle,
             calls,
         } = self;
-        if *own_cfg == *cfg {
-            faults.renew();
-        } else {
-            *own_cfg = cfg.clone();
-            *faults = Faults::new(&own_cfg.faults);
-        }
+        faults.renew_for(own_cfg, cfg, |c| &c.faults);
         watches.renew(own_cfg.producers.watches);
         sessions.clear();
         sessions.push(Session::default());
