@@ -115,6 +115,8 @@ pub enum RunNote {
     ContinueScheduled,
     Settle { spurious: bool },
     DeferredActions { count: u32 },
+    /// A deferred action threw: the `count` actions after it never run.
+    DeferredDropped { count: u32 },
     Done,
 }
 
@@ -465,7 +467,10 @@ impl RunNote {
                 }
             }
             RunNote::DeferredActions { count } => {
-                format!("{r} runs {count} deferred action(s)")
+                format!("{r} runs {count} deferred action(s), one after another")
+            }
+            RunNote::DeferredDropped { count } => {
+                format!("{r}'s deferred action threw: {count} after it never run")
             }
             RunNote::Done => format!("{r} done"),
         }
