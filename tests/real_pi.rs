@@ -115,7 +115,10 @@ fn conforms_seeds(rel: &str, seeds: std::ops::Range<u64>, weak_ok: bool) -> u64 
 #[test]
 fn conformance_seeds_the_nightly_found_diverging() {
     let strong = conforms_seeds(G2, 2451..2452, false);
-    assert_eq!(strong, 1, "G2 seed 2451: the model on the real run's own choices");
+    assert_eq!(
+        strong, 1,
+        "G2 seed 2451: the model on the real run's own choices"
+    );
     conforms_seeds(
         "scenarios/real-pi/g4-failed-wake-prompt-strands.toml",
         578..579,
