@@ -59,6 +59,12 @@
 //!    host is busy without a run, with our wake or a user prompt pending, stays open (re-checked
 //!    every second), and session_compact reopens it for that prompt too (fix 2 for our own).
 //!
+//! 7. At session_start G4 clears its own queues: content that arrived while the old ctx was stale
+//!    (or was held over a compaction or /tree) never reached pi, so no documented drop covers it
+//!    (pi discards only its own queues and what the old session appended but never requested);
+//!    it is lost (scenario `g4-session-replacement-drops-documented`). Fix: keep what is held and
+//!    flush it into the new session (scenario `g4-fixed-session-replacement-delivers`).
+//!
 //! 8. pi runs the prompts deferred during the agent_settled handlers one after another, each to
 //!    its end (`_emitAgentSettled`). A wake prompt deferred behind a user's prompt (fix 4's case)
 //!    therefore reaches `input` only after the user's run, which carried the stored content, has
@@ -67,11 +73,6 @@
 //!    `scenarios/real-pi/g4-fixed-deferred-wake-after-user-run.toml`). Fix: our own wake prompt
 //!    that reaches `input` after a run has started since it was sent, with nothing stored since
 //!    that run started, claims itself at `input` (nothing is owed, so no turn).
-//! 7. At session_start G4 clears its own queues: content that arrived while the old ctx was stale
-//!    (or was held over a compaction or /tree) never reached pi, so no documented drop covers it
-//!    (pi discards only its own queues and what the old session appended but never requested);
-//!    it is lost (scenario `g4-session-replacement-drops-documented`). Fix: keep what is held and
-//!    flush it into the new session (scenario `g4-fixed-session-replacement-delivers`).
 //!
 //! Modelled on the claude-bridge path (the wake is `sendUserMessage(text, steer)`), the one whose
 //! requests must carry the harness. Sends in the model never throw synchronously, so the
@@ -545,8 +546,7 @@ impl PiWake for Gentle {
                 self.begin_prompt_start(pi, (until - pi.now()).0);
             }
             return InputAction::Handled;
-        } else if self.fixed && !input.from_user && !self.wake_in_flight && !self.stored_since_run
-        {
+        } else if self.fixed && !input.from_user && !self.wake_in_flight && !self.stored_since_run {
             // Fix 8: our own wake prompt reaches input after a run has started since it was sent
             // (it was deferred behind a user's prompt while the agent_settled handlers ran, and pi
             // ran that prompt's run first), and nothing was stored since that run started: the
