@@ -84,7 +84,7 @@ pub enum Obs {
         harness: bool,
         carries: Vec<MsgId>,
     },
-    /// Messages appended after the last request (never requested).
+    /// Messages appended after the last request (never requested), at the last one's append.
     Unrequested(Vec<MsgId>),
 }
 
@@ -97,11 +97,13 @@ pub enum Obs {
 pub fn observations(trace: &[Record]) -> Vec<(u64, Obs)> {
     let mut out = Vec::new();
     let mut pending: Vec<MsgId> = Vec::new();
+    let mut appended_at = 0;
     let mut prompts: BTreeMap<u32, u32> = BTreeMap::new();
     for r in trace {
         let obs = match &r.ev {
             Ev::Appended { msg } => {
                 pending.push(*msg);
+                appended_at = r.t.0;
                 continue;
             }
             Ev::Request { req, harness } => Obs::Request {
@@ -145,9 +147,10 @@ pub fn observations(trace: &[Record]) -> Vec<(u64, Obs)> {
         };
         out.push((r.t.0, obs));
     }
+    // At the last of those appends: what follows them in a trace (a lane's notes, a timer that
+    // finds nothing to do, a check) differs between the lanes and is no observation.
     if !pending.is_empty() {
-        let t = trace.last().map_or(0, |r| r.t.0);
-        out.push((t, Obs::Unrequested(pending)));
+        out.push((appended_at, Obs::Unrequested(pending)));
     }
     commute_requests(&mut out);
     out

@@ -34,6 +34,8 @@ pub(super) struct PromptTask {
     pub behavior: Option<DeliverAs>,
     pub step: PStep,
     pub auth_fails: bool,
+    /// The deferred-action chain this prompt is the current action of (`chains`).
+    pub parent: Option<u32>,
 }
 
 /// `_runAgentPrompt` (0.99) or a bare agent run (0.58): its next phase.
@@ -74,6 +76,9 @@ pub(super) struct RunTask {
     pub harness: bool,
     /// The starter was rejected: this run only settles.
     pub rejected: bool,
+    /// The deferred-action chain whose current action this run is, itself or through the
+    /// prompt that started it (`chains`).
+    pub parent: Option<u32>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,6 +99,19 @@ pub(super) enum Deferred {
     Direct(Payload),
 }
 
+/// pi 0.99's `_emitAgentSettled` after its handlers: `for (const action of deferred) await
+/// action()`. One action at a time, each awaited to its end: a prompt's `prompt()` returns when
+/// its input handlers claim it, when it queues, when it throws, or when the run it started has
+/// settled and run its own deferred actions; a direct action (`_runAgentPrompt`) when its run has.
+/// An action that throws ends the loop: the actions after it never run, and the owner run's
+/// `_runAgentPrompt` throws in turn (its `finally` awaits `_emitAgentSettled`).
+pub(super) struct Chain {
+    /// The run whose settlement runs these actions.
+    pub owner: u32,
+    /// The actions not started yet.
+    pub rest: VecDeque<Deferred>,
+}
+
 /// The pi host's state. The wake logic reaches it only through [`super::api::Pi`].
 pub struct PiCore {
     pub(super) generation: Gen,
@@ -110,6 +128,8 @@ pub struct PiCore {
     /// `_isEmittingAgentSettled`, counted because a rejected run may settle inside another.
     pub(super) settling: u32,
     pub(super) deferred: Vec<Deferred>,
+    /// Every deferred-action loop started, by id (see [`Chain`]).
+    pub(super) chains: Vec<Chain>,
     pub(super) next_turn: Vec<Payload>,
     pub(super) pending_custom: Vec<Payload>,
     pub(super) steering: VecDeque<Payload>,
@@ -157,6 +177,7 @@ impl PiCore {
             compacting: Compacting::None,
             settling: 0,
             deferred: Vec::new(),
+            chains: Vec::new(),
             next_turn: Vec::new(),
             pending_custom: Vec::new(),
             steering: VecDeque::new(),
@@ -268,7 +289,7 @@ impl PiCore {
                     route: Route::DirectRun(run),
                 };
                 self.note(k, Actor::Wake, note);
-                self.start_run(k, Starter::Direct(run), vec![msg.payload], false);
+                self.start_run(k, Starter::Direct(run), vec![msg.payload], false, None);
                 return;
             }
         } else if self.is_streaming() {
@@ -291,6 +312,8 @@ impl PiCore {
     pub(super) fn prompt_begin(&mut self, k: &mut PiKernel, id: u32) {
         let p = &mut self.prompts[id as usize - 1];
         if self.generation == Gen::V099 && self.settling > 0 {
+            // Deferred (again, for a deferred action's prompt): prompt() returns at once.
+            let parent = p.parent.take();
             self.deferred.push(Deferred::Prompt(id));
             self.note(
                 k,
@@ -300,11 +323,13 @@ impl PiCore {
                     step: Step::DeferredWhileSettling,
                 },
             );
+            self.action_done(k, parent, false);
             return;
         }
         if self.compacting == Compacting::Manual {
             p.step = PStep::Done;
             let from_user = p.from_user;
+            let parent = p.parent.take();
             self.note(
                 k,
                 Actor::Host,
@@ -316,6 +341,7 @@ impl PiCore {
             if !from_user {
                 self.mark(k, vocab::WAKE_PROMPT_FAILED);
             }
+            self.action_done(k, parent, true);
             return;
         }
         p.step = PStep::Input;
@@ -340,6 +366,7 @@ impl PiCore {
             behavior,
             step: PStep::Done,
             auth_fails: false,
+            parent: None,
         });
         self.prompts.len() as u32
     }
@@ -352,6 +379,7 @@ impl PiCore {
         who: Starter,
         items: Vec<Payload>,
         harness: bool,
+        parent: Option<u32>,
     ) {
         let id = self.runs.len() as u32 + 1;
         if self.generation == Gen::V099 {
@@ -369,6 +397,7 @@ impl PiCore {
             poll_at_request: self.generation == Gen::V099,
             harness,
             rejected: false,
+            parent,
         };
         if self.agent_active.is_some() {
             return self.reject_start(k, who, &items, run);
@@ -444,6 +473,67 @@ impl PiCore {
         }
     }
 
+    /// The settlement of run `owner` starts its deferred actions, one at a time.
+    pub(super) fn run_deferred(&mut self, k: &mut PiKernel, owner: u32, actions: Vec<Deferred>) {
+        let chain = self.chains.len() as u32;
+        self.chains.push(Chain {
+            owner,
+            rest: actions.into(),
+        });
+        self.chain_next(k, chain);
+    }
+
+    /// A chain's next action starts; with none left, its owner run's `_emitAgentSettled` returns.
+    fn chain_next(&mut self, k: &mut PiKernel, chain: u32) {
+        let c = chain as usize;
+        match self.chains[c].rest.pop_front() {
+            Some(Deferred::Prompt(p)) => {
+                self.note(k, Actor::Host, Note::DeferredRuns { prompt: Some(p) });
+                self.prompts[p as usize - 1].parent = Some(chain);
+                self.prompt_begin(k, p);
+            }
+            Some(Deferred::Direct(payload)) => {
+                self.note(k, Actor::Host, Note::DeferredRuns { prompt: None });
+                let run = self.runs.len() as u32 + 1;
+                self.start_run(k, Starter::Direct(run), vec![payload], false, Some(chain));
+            }
+            None => {
+                let owner = self.chains[c].owner;
+                self.run_done(k, owner, false);
+            }
+        }
+    }
+
+    /// A deferred action returned (`threw`: it threw) : its chain goes on, or ends dropping the
+    /// actions after it.
+    pub(super) fn action_done(&mut self, k: &mut PiKernel, chain: Option<u32>, threw: bool) {
+        let Some(chain) = chain else { return };
+        if !threw {
+            return self.chain_next(k, chain);
+        }
+        let c = chain as usize;
+        let owner = self.chains[c].owner;
+        let dropped = std::mem::take(&mut self.chains[c].rest);
+        if !dropped.is_empty() {
+            let count = dropped.len() as u32;
+            let note = Note::Run {
+                run: owner,
+                note: super::note::RunNote::DeferredDropped { count },
+            };
+            self.note(k, Actor::Host, note);
+        }
+        self.run_done(k, owner, true);
+    }
+
+    /// Run `id`'s `_runAgentPrompt` returned (after its settlement and deferred actions), or
+    /// threw: its starter rejected, or a deferred action of its settlement threw.
+    pub(super) fn run_done(&mut self, k: &mut PiKernel, id: u32, threw: bool) {
+        let run = &self.runs[id as usize - 1];
+        let threw = threw || run.rejected;
+        let parent = run.parent;
+        self.action_done(k, parent, threw);
+    }
+
     pub(super) fn step_delay(&self, k: &mut PiKernel) -> u64 {
         let s = self.cfg.timing.step_ms;
         k.delay(s.min, s.max, "await")
@@ -502,6 +592,7 @@ impl Core for PiCore {
             && self.live_prompts == 0
             && self.settling == 0
             && self.deferred.is_empty()
+            && self.chains.iter().all(|c| c.rest.is_empty())
             && self.pending_continues == 0
             && self.listening.is_none()
             && !self.replacing

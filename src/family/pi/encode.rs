@@ -131,6 +131,10 @@ impl Encode for RunNote {
                 h.u32(count);
             }
             RunNote::Done => h.tag(12),
+            RunNote::DeferredDropped { count } => {
+                h.tag(13);
+                h.u32(count);
+            }
         }
     }
 }

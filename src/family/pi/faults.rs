@@ -229,6 +229,7 @@ impl PiHost {
         let c = &self.core;
         if c.live_prompts > 0
             || c.deferred.iter().any(|d| matches!(d, Deferred::Prompt(_)))
+            || (c.chains.iter()).any(|ch| ch.rest.iter().any(|d| matches!(d, Deferred::Prompt(_))))
             || c.replacing
             || matches!(c.compacting, Compacting::Manual | Compacting::Tree)
         {

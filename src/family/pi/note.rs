@@ -103,18 +103,33 @@ impl HostError {
 /// Steps of an agent run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RunNote {
-    AgentStart { inner: u32 },
-    Request { req: u32, harness: bool },
+    AgentStart {
+        inner: u32,
+    },
+    Request {
+        req: u32,
+        harness: bool,
+    },
     ToolCalls,
     TurnEnd,
-    AgentEnd { inner: u32 },
+    AgentEnd {
+        inner: u32,
+    },
     Retry,
     CompactionStart,
     CompactionDone,
     Continue,
     ContinueScheduled,
-    Settle { spurious: bool },
-    DeferredActions { count: u32 },
+    Settle {
+        spurious: bool,
+    },
+    DeferredActions {
+        count: u32,
+    },
+    /// A deferred action threw: the `count` actions after it never run.
+    DeferredDropped {
+        count: u32,
+    },
     Done,
 }
 
@@ -465,7 +480,10 @@ impl RunNote {
                 }
             }
             RunNote::DeferredActions { count } => {
-                format!("{r} runs {count} deferred action(s)")
+                format!("{r} runs {count} deferred action(s), one after another")
+            }
+            RunNote::DeferredDropped { count } => {
+                format!("{r}'s deferred action threw: {count} after it never run")
             }
             RunNote::Done => format!("{r} done"),
         }

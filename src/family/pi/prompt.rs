@@ -12,9 +12,17 @@ use crate::sim::msg::Payload;
 use crate::sim::record::{Actor, Starter};
 
 impl PiHost {
-    pub(super) fn end_prompt(&mut self, id: u32) {
-        self.core.prompts[id as usize - 1].step = PStep::Done;
+    /// The prompt's preparation ends; its `prompt()` returns (`threw`: throws) unless it
+    /// started a run, which its deferred-action chain, if any, then waits for.
+    pub(super) fn end_prompt(&mut self, k: &mut PiKernel, id: u32, returns: Option<bool>) {
+        let p = &mut self.core.prompts[id as usize - 1];
+        p.step = PStep::Done;
+        let parent = p.parent.take();
         self.core.live_prompts -= 1;
+        match returns {
+            Some(threw) => self.core.action_done(k, parent, threw),
+            None => self.core.prompts[id as usize - 1].parent = parent,
+        }
     }
 
     /// A prompt throws `error` (to its caller, or the extension error channel) and ends.
@@ -22,15 +30,15 @@ impl PiHost {
         let prompt = Some(id);
         self.core
             .note(k, Actor::Host, Note::Error { prompt, error });
-        self.fail_prompt(k, id);
+        self.fail_prompt(k, id, true);
     }
 
-    /// A prompt ended without starting a run.
-    pub(super) fn fail_prompt(&mut self, k: &mut PiKernel, id: u32) {
+    /// A prompt ended without starting a run (`threw`: with an error).
+    pub(super) fn fail_prompt(&mut self, k: &mut PiKernel, id: u32, threw: bool) {
         if !self.core.prompts[id as usize - 1].from_user {
             self.core.mark(k, vocab::WAKE_PROMPT_FAILED);
         }
-        self.end_prompt(id);
+        self.end_prompt(k, id, Some(threw));
     }
 
     fn prompt_note(&self, k: &mut PiKernel, prompt: u32, step: Step) {
@@ -71,10 +79,10 @@ impl PiHost {
         let action = self.call(k, |w, pi| w.on_input(pi, ctx, input));
         if action == InputAction::Handled {
             self.prompt_note(k, id, Step::InputHandledByWake);
-            self.fail_prompt(k, id);
+            self.fail_prompt(k, id, false);
         } else if self.core.fires(k, PiFault::InputSwallowsPrompt) {
             self.prompt_note(k, id, Step::InputSwallowed);
-            self.fail_prompt(k, id);
+            self.fail_prompt(k, id, false);
         } else {
             self.core.prompts[i].step = PStep::Streaming;
             let d = self.core.step_delay(k);
@@ -105,7 +113,7 @@ impl PiHost {
                     return;
                 }
             }
-            self.end_prompt(id);
+            self.end_prompt(k, id, Some(false));
             return;
         }
         self.core.flush_pending_custom(k);
@@ -193,8 +201,10 @@ impl PiHost {
         let mut items = Vec::with_capacity(taken.len() + 1);
         items.push(self.core.prompts[i].payload.clone());
         items.extend(taken);
-        self.end_prompt(id);
+        self.end_prompt(k, id, None);
         self.core.run_options = true;
-        self.core.start_run(k, Starter::Prompt(id), items, true);
+        let parent = self.core.prompts[i].parent.take();
+        self.core
+            .start_run(k, Starter::Prompt(id), items, true, parent);
     }
 }

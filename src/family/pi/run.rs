@@ -2,7 +2,7 @@
 //! agent_end, retries, compaction, continue, settle and the deferred actions after it; 0.99 and
 //! 0.58 where they differ. Starting a run is synchronous and lives in `core.rs` (`start_run`).
 
-use super::core::{Compacting, Deferred, PiCore, RPhase};
+use super::core::{Compacting, PiCore, RPhase};
 use super::faults::PiFault;
 use super::host::PiHost;
 use super::note::{Hook, HostError, Note, Queue, RunNote};
@@ -335,32 +335,19 @@ impl PiHost {
         k.schedule_micro(PiEv::Handlers(id));
     }
 
-    /// The settled handlers returned: deferred prompts and direct runs start.
+    /// The settled handlers returned: the deferred prompts and direct runs start, one after
+    /// another (`Chain`); with none, the run's `_runAgentPrompt` returns.
     fn settled_done(&mut self, k: &mut PiKernel, id: u32) {
         let i = id as usize - 1;
         self.core.settling -= 1;
         self.core.runs[i].phase = RPhase::Done;
         let deferred = std::mem::take(&mut self.core.deferred);
-        if !deferred.is_empty() {
-            let count = deferred.len() as u32;
-            self.run_note(k, id, RunNote::DeferredActions { count });
+        if deferred.is_empty() {
+            return self.core.run_done(k, id, false);
         }
-        for d in deferred {
-            match d {
-                Deferred::Prompt(p) => {
-                    self.core
-                        .note(k, Actor::Host, Note::DeferredRuns { prompt: Some(p) });
-                    self.core.prompt_begin(k, p);
-                }
-                Deferred::Direct(payload) => {
-                    self.core
-                        .note(k, Actor::Host, Note::DeferredRuns { prompt: None });
-                    let run = self.core.runs.len() as u32 + 1;
-                    self.core
-                        .start_run(k, Starter::Direct(run), vec![payload], false);
-                }
-            }
-        }
+        let count = deferred.len() as u32;
+        self.run_note(k, id, RunNote::DeferredActions { count });
+        self.core.run_deferred(k, id, deferred);
     }
 
     /// `_handlePostAgentRun` and the before-settle boundary.

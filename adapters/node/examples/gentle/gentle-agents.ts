@@ -10,7 +10,9 @@
 //   prompt's preparation reopens the input window; a user prompt at input holds the window for
 //   as long as our own wake prompt would (30 s, until its before_agent_start), and so does a
 //   steer typed within 2 s of the end of a run (it may go on as a prompt); our own wake prompt is
-//   withdrawn at input while a user prompt is on its way; a window that expires while the host
+//   withdrawn at input while a user prompt is on its way, and claims itself at input when a run
+//   started since it was sent and nothing was stored since (pi ran it after a user's prompt
+//   deferred ahead of it: nothing is left to deliver); a window that expires while the host
 //   compacts (a prompt's step 9) stays open; a new orchestrator message queues behind held ones;
 //   what is held at session_start goes into the new session instead of being forgotten.
 //
@@ -50,6 +52,8 @@ export function createGentleAgents(pi: ExtensionAPI, options: GentleOptions = {}
   let activeRuns = 0;
   let parentRunActive = false;
   let wakeOwed = false;
+  // Content was stored (sent without a turn) since the last run started (fixed only).
+  let storedSinceRun = false;
   let wakeQueued = false;
   let promptStarting = false;
   let parentCtx: ExtensionContext | undefined;
@@ -198,6 +202,7 @@ export function createGentleAgents(pi: ExtensionAPI, options: GentleOptions = {}
       pi.sendMessage(message, { deliverAs: runMode, triggerTurn: true });
     } else {
       pi.sendMessage(message, { triggerTurn: false });
+      storedSinceRun = true;
       wakeOwed = true;
       requestWake();
     }
@@ -258,6 +263,7 @@ export function createGentleAgents(pi: ExtensionAPI, options: GentleOptions = {}
     parentRunActive = false;
     // A wake owed for the old session was for content pi dropped with it.
     wakeOwed = false;
+    storedSinceRun = false;
     wakeInFlight = false;
     forgetUserPrompt();
     endPromptStart();
@@ -279,6 +285,7 @@ export function createGentleAgents(pi: ExtensionAPI, options: GentleOptions = {}
     activeRuns += 1;
     parentRunActive = true;
     wakeOwed = false;
+    storedSinceRun = false;
     wakeInFlight = false;
     // A steer typed into this run is not this run's prompt: agent_settled decides about it.
     if (!userPromptSteer) forgetUserPrompt();
@@ -348,6 +355,11 @@ export function createGentleAgents(pi: ExtensionAPI, options: GentleOptions = {}
       wakeInFlight = false;
       wakeOwed = true;
       beginPromptStart(userPromptUntil! - Date.now());
+      return { action: "handled" };
+    } else if (fixed && !fromUser && !wakeInFlight && !storedSinceRun) {
+      // Our own wake prompt reached input after a run started since it was sent (pi ran the
+      // user's prompt deferred ahead of it first), and nothing was stored since: that run carried
+      // the content, so a turn now would deliver nothing. Claim it.
       return { action: "handled" };
     }
     if (event.streamingBehavior !== undefined || parentRunActive) return { action: "continue" };

@@ -65,6 +65,15 @@
 //!    it is lost (scenario `g4-session-replacement-drops-documented`). Fix: keep what is held and
 //!    flush it into the new session (scenario `g4-fixed-session-replacement-delivers`).
 //!
+//! 8. pi runs the prompts deferred during the agent_settled handlers one after another, each to
+//!    its end (`_emitAgentSettled`). A wake prompt deferred behind a user's prompt (fix 4's case)
+//!    therefore reaches `input` only after the user's run, which carried the stored content, has
+//!    settled: its own run delivers nothing (no-wasted-wake; `g4-fixed-user-prompt-races`,
+//!    `g4-fixed-withdrawn-wake-owed-again`; on the real pi 0.99.1,
+//!    `scenarios/real-pi/g4-fixed-deferred-wake-after-user-run.toml`). Fix: our own wake prompt
+//!    that reaches `input` after a run has started since it was sent, with nothing stored since
+//!    that run started, claims itself at `input` (nothing is owed, so no turn).
+//!
 //! Modelled on the claude-bridge path (the wake is `sendUserMessage(text, steer)`), the one whose
 //! requests must carry the harness. Sends in the model never throw synchronously, so the
 //! delivery-retry timer of the real file (armed only on a synchronous throw) is not needed.
@@ -110,6 +119,9 @@ pub struct Gentle {
     active_runs: u32,
     parent_run_active: bool,
     wake_owed: bool,
+    /// Content was stored (sent without a turn) since the last run started: the next run's
+    /// request carries it, and until then a wake prompt has something to deliver.
+    stored_since_run: bool,
     wake_queued: bool,
     prompt_starting: bool,
     parent_ctx: Option<Ctx>,
@@ -136,6 +148,7 @@ impl Gentle {
             active_runs: 0,
             parent_run_active: false,
             wake_owed: false,
+            stored_since_run: false,
             wake_queued: false,
             prompt_starting: false,
             window_until: None,
@@ -286,6 +299,7 @@ impl Gentle {
             ),
             Route::Idle => {
                 pi.send_message(msg, SendOptions::store());
+                self.stored_since_run = true;
                 self.wake_owed = true;
                 self.request_wake(pi);
             }
@@ -409,6 +423,7 @@ impl PiWake for Gentle {
         self.parent_run_active = false;
         // A wake owed for the old session was for content pi dropped with it.
         self.wake_owed = false;
+        self.stored_since_run = false;
         self.wake_in_flight = false;
         self.forget_user_prompt();
         self.end_prompt_start(pi);
@@ -432,6 +447,7 @@ impl PiWake for Gentle {
         self.active_runs += 1;
         self.parent_run_active = true;
         self.wake_owed = false;
+        self.stored_since_run = false;
         self.wake_in_flight = false;
         if !self.user_prompt_steer {
             self.forget_user_prompt();
@@ -529,6 +545,12 @@ impl PiWake for Gentle {
             if let Some(until) = self.user_prompt_until {
                 self.begin_prompt_start(pi, (until - pi.now()).0);
             }
+            return InputAction::Handled;
+        } else if self.fixed && !input.from_user && !self.wake_in_flight && !self.stored_since_run {
+            // Fix 8: our own wake prompt reaches input after a run has started since it was sent
+            // (it was deferred behind a user's prompt while the agent_settled handlers ran, and pi
+            // ran that prompt's run first), and nothing was stored since that run started: the
+            // run carried the content, so a turn now would deliver nothing. Claim it.
             return InputAction::Handled;
         }
         if input.streaming_behavior.is_some() || self.parent_run_active {
