@@ -206,7 +206,10 @@ export function begin(run) {
       run.tag(entry.tag, id);
       const runner = runnerFor(entry);
       if (!runner) {
-        const why = entry.reply ? (entry.reply.success ? "no runner was spawned" : `spawn refused: ${entry.reply.error && entry.reply.error.message}`) : "the spawn request has no reply yet";
+        // The refusal's text names the checkout's absolute paths: cut to what does not depend on
+        // where the repository lives (a trace is the same on every machine).
+        const refusal = entry.reply && !entry.reply.success ? String(entry.reply.error && entry.reply.error.message).replace(/\S*\/hosts\//g, "hosts/") : "";
+        const why = entry.reply ? (entry.reply.success ? "no runner was spawned" : `spawn refused: ${refusal}`) : "the spawn request has no reply yet";
         run.note(`subagent run ${entry.tag.slice(1)} (${name}) cannot end: ${why}`);
         return;
       }
