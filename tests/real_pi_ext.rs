@@ -10,7 +10,7 @@
 //!   never reaches the model on pi 0.99.1, even across two later runs, and reaches it after the
 //!   message that started the run on pi 1.6.0; pi-collaborating-agents' inbox message starts a
 //!   run without `before_agent_start` on pi 0.99.1; pi-subagents' background results reach the
-//!   model batched (the watcher's 50 ms coalescer, notify.ts's 150 ms debounce) by a direct run
+//!   model batched (notify.ts's 150 ms debounce) by a direct run
 //!   without `before_agent_start`, a result sent while the user's prompt prepares loses a later
 //!   result on pi 0.99.1, and no background run starts at all on pi 1.6.0;
 //! - the gentle-shell command: not run (exit 2, saying why) without `WAKESIM_GENTLE_SHELL`, run
@@ -153,8 +153,8 @@ fn a_subagent_seed_gives_the_same_trace_alone_and_after_others() {
 
 #[test]
 fn background_results_reach_the_model_batched_through_the_watcher_on_0_99_1() {
-    // Seed 0: two runs end at 10,000 ms; each result file waits 50 ms in the watcher's
-    // coalescer, notify.ts batches both (150 ms debounce) into one sendMessage with
+    // Seed 0: two runs end at 10,000 ms; the watcher takes each result file at once (its
+    // coalescer is scheduled with 0 ms), notify.ts batches both (150 ms debounce) into one sendMessage with
     // triggerTurn, which starts a direct run on the idle host: both reach the model, without
     // before_agent_start.
     let r = run(SUBAGENTS, 0);
@@ -178,7 +178,7 @@ fn background_results_reach_the_model_batched_through_the_watcher_on_0_99_1() {
         .expect("the batch is sent");
     assert_eq!(
         sent.t.0, 10_150,
-        "50 ms coalescer, then the 150 ms batch debounce (from 10,000 ms)"
+        "the 150 ms batch debounce from 10,000 ms"
     );
     assert_eq!(produced(&r), 2);
     assert_eq!(appended(&r).len(), 2, "both results reach the model");

@@ -8,7 +8,7 @@
 // The runner (runs/background/subagent-runner.ts `runConfiguredSubagent`) waits for that file,
 // removes it, runs its child session, writes `status.json` and the result file, and exits. The
 // parent's result watcher (runs/background/result-watcher.ts) sees the result file through
-// `fs.watch` on its results directory (and a 60 s scan), coalesces each file for 50 ms, checks
+// `fs.watch` on its results directory (and a 60 s scan), schedules each file in a coalescer (0 ms), checks
 // ownership (`sessionId` = the session's, `completionOwnerId` = this process's), and hands the
 // completion to notify.ts, whose batcher sends one `subagent-notify` message with `triggerTurn`.
 //
@@ -175,7 +175,7 @@ export function begin(run) {
   });
   if (run.messages.length) run.note(`${run.messages.length} background subagent run(s) requested over pi-subagents' RPC`);
   // A pi session in use is a process that stays up (its TUI or RPC input is a ref'd handle), and
-  // every timer of pi-subagents' delivery path is unref()ed (the 50 ms coalescer, the retry
+  // every timer of pi-subagents' delivery path is unref()ed (the coalescer, the retry
   // delay, the batcher's debounce and max wait, the 60 s rescan): under the virtual loop's rule
   // (unref'd timers do not keep a run alive) the run would end before any result is delivered.
   // The peer holds the host up for one rescan interval (60 s) after the last planned run ends.
