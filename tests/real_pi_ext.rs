@@ -9,7 +9,10 @@
 //! - the findings, asserted on observations: pi-processes' killed-job notification (`nextTurn`)
 //!   never reaches the model on pi 0.99.1, even across two later runs, and reaches it after the
 //!   message that started the run on pi 1.6.0; pi-collaborating-agents' inbox message starts a
-//!   run without `before_agent_start` on pi 0.99.1;
+//!   run without `before_agent_start` on pi 0.99.1; pi-subagents' background results reach the
+//!   model batched (notify.ts's 150 ms debounce) by a direct run
+//!   without `before_agent_start`, a result sent while the user's prompt prepares loses a later
+//!   result on pi 0.99.1, and no background run starts at all on pi 1.6.0;
 //! - the gentle-shell command: not run (exit 2, saying why) without `WAKESIM_GENTLE_SHELL`, run
 //!   from the checkout it names (a stand-in checkout here);
 //! - bad `package`, `peer:` and `checkout` values are exit-2 errors naming file, line and key.
@@ -27,6 +30,9 @@ use wakesim::sim::record::Ev;
 const KILL: &str = "scenarios/real-pi-ext/processes-kill-waits-for-prompt.toml";
 const KILL_16: &str = "scenarios/real-pi-ext-1.6.0/processes-kill-waits-for-prompt.toml";
 const COLLAB: &str = "scenarios/real-pi-ext/collab-inbox-wakes-idle.toml";
+const SUBAGENTS: &str = "scenarios/real-pi-ext/subagents-result-wakes-idle.toml";
+const SUBAGENTS_RACE: &str = "scenarios/real-pi-ext/subagents-results-race-user-prompt.toml";
+const SUBAGENTS_16: &str = "scenarios/real-pi-ext-1.6.0/subagents-result-wakes-idle.toml";
 
 /// The message ids appended to the conversation, in order.
 fn appended(r: &RunResult) -> Vec<u32> {
@@ -127,6 +133,90 @@ fn an_inbox_message_starts_a_run_without_the_harness_on_0_99_1() {
         Outcome::Fail(_) => {}
         other => panic!("expected a failure, got {other:?}"),
     }
+}
+
+#[test]
+fn a_subagent_seed_gives_the_same_trace_alone_and_after_others() {
+    // pi-subagents keeps its runs, results and indexes under its temporary root: the peer
+    // empties it before each run, so a seed does not see the files of the seeds before it.
+    let registry = Registry::builtin();
+    let scn = scenario(SUBAGENTS_RACE, &registry);
+    let mut warm = Runner::new(&registry);
+    for seed in 0..3 {
+        warm.run_seed(&scn, seed, false);
+    }
+    let after_others = warm.run_seed(&scn, 38, true);
+    let alone = Runner::new(&registry).run_seed(&scn, 38, true);
+    assert_eq!(after_others.trace_hash, alone.trace_hash);
+    assert_eq!(after_others.trace, alone.trace, "record for record");
+}
+
+#[test]
+fn background_results_reach_the_model_batched_through_the_watcher_on_0_99_1() {
+    // Seed 0: two runs end at 10,000 ms; the watcher takes each result file at once (its
+    // coalescer is scheduled with 0 ms), notify.ts batches both (150 ms debounce) into one sendMessage with
+    // triggerTurn, which starts a direct run on the idle host: both reach the model, without
+    // before_agent_start.
+    let r = run(SUBAGENTS, 0);
+    let notes = texts(&r);
+    assert!(
+        notes.contains("2 background subagent run(s) requested over pi-subagents' RPC"),
+        "{notes}"
+    );
+    assert!(
+        notes.contains("writes its complete result and exits 0"),
+        "{notes}"
+    );
+    assert!(
+        notes.contains("sendMessage(m1 m2, {triggerTurn: true})"),
+        "one batched message: {notes}"
+    );
+    let sent = r
+        .trace
+        .iter()
+        .find(|rec| matches!(&rec.ev, Ev::Note(n) if n.render().starts_with("sendMessage(m1 m2")))
+        .expect("the batch is sent");
+    assert_eq!(sent.t.0, 10_150, "the 150 ms batch debounce from 10,000 ms");
+    assert_eq!(produced(&r), 2);
+    assert_eq!(appended(&r).len(), 2, "both results reach the model");
+    assert!(broke(&r, "harness"));
+    assert!(!broke(&r, "no-loss"));
+}
+
+#[test]
+fn a_result_during_the_users_prompt_preparation_loses_the_later_results_on_0_99_1() {
+    // Seed 38: the user types at 150 ms; a stopped run's result (m1) is sent at 151 ms while the
+    // prompt prepares and starts a direct run; the prompt reaches Agent.prompt and is rejected,
+    // which clears the run flag under the direct run; the results of m2, m3 and m4 then see an
+    // idle host and their direct runs are rejected too: they never reach the model.
+    let r = run(SUBAGENTS_RACE, 38);
+    let notes = texts(&r);
+    for m in ["m1", "m2", "m3", "m4"] {
+        assert!(
+            notes.contains(&format!("sendMessage({m}, {{triggerTurn: true}})")),
+            "{m}: {notes}"
+        );
+    }
+    assert_eq!(produced(&r), 4);
+    assert_eq!(appended(&r), vec![0], "only m1 reaches the model");
+    assert!(broke(&r, "single-starter") && broke(&r, "flag-coherence"));
+    assert!(broke(&r, "no-loss"));
+}
+
+#[test]
+fn no_background_run_starts_on_1_6_0() {
+    // pi-subagents 0.67.0 requires host packages pi 1.6.0 does not ship: every launch is
+    // refused before the runner is spawned, and no result is ever written.
+    let r = run(SUBAGENTS_16, 0);
+    let notes = texts(&r);
+    assert!(
+        notes.contains("does not provide @earendil-works/pi-agent-core/node, @earendil-works/chord, @earendil-works/chord/context"),
+        "{notes}"
+    );
+    assert!(!notes.contains("writes its"), "no runner ran: {notes}");
+    assert!(produced(&r) > 0);
+    assert!(appended(&r).is_empty());
+    assert!(broke(&r, "no-loss"));
 }
 
 #[test]
