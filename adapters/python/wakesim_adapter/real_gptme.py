@@ -234,7 +234,8 @@ def load():
     # on tmpfs when there is one.
     import tempfile
     base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
-    g.files_dir = tempfile.mkdtemp(prefix="wakesim-gptme-logs-", dir=base)
+    g.files_dir = os.path.realpath(tempfile.mkdtemp(prefix="wakesim-gptme-logs-", dir=base))
+    _fast_paths(g.files_dir, chat_config=config.ChatConfig)
 
     # ---- observation wrappers (they call the real functions, and only report)
     SM = g.SessionManager
@@ -307,6 +308,35 @@ def load():
 
 
 # ---- boundaries
+
+
+def _fast_paths(root, chat_config):
+    """The file system's answers gptme asks for at every step and wake, without the system
+    calls: `Path.resolve` of a path under the driver's own log directories (made by the driver,
+    `root` already resolved, no symbolic link inside: the path itself, as `os.path.realpath`
+    would find it, one `lstat` per component), and the working directory a `ChatConfig()` takes
+    by default (`Path.cwd`, the same `Path` while the directory is the same). Any other path
+    resolves as before."""
+    import pathlib
+    real_resolve = pathlib.Path.resolve
+    under = root + os.sep
+
+    def resolve(self, strict=False):
+        s = str(self)
+        if not strict and (s == root or (s.startswith(under) and "/.." not in s)):
+            return self
+        return real_resolve(self, strict)
+
+    pathlib.Path.resolve = resolve
+    cwd = [None, None]
+
+    def cached_cwd():
+        here = os.getcwd()
+        if cwd[0] != here:
+            cwd[0], cwd[1] = here, pathlib.Path(here)
+        return cwd[1]
+
+    _set_factory(chat_config, "workspace", cached_cwd)
 
 
 class _Conditions(dict):
