@@ -55,6 +55,18 @@ def _encoder():
 _dumps = _encoder()
 _VALUE = b'{"type":"value","value":'
 _CHOOSE = {}   # label -> the start of its `choose` line
+_NAMES = {}    # an actor's or a state's name -> its JSON string
+
+
+def _head(t, actor, state):
+    """`"t":T,"actor":A,"state":S,` of an `obs` or `note` line."""
+    a = _NAMES.get(actor)
+    if a is None:
+        a = _NAMES[actor] = _dumps(actor)
+    st = _NAMES.get(state)
+    if st is None:
+        st = _NAMES[state] = _dumps(state)
+    return f'"t":{int(t)},"actor":{a},"state":{st},'
 
 
 class Wire:
@@ -385,21 +397,25 @@ class Driver:
         wire = self.wire
         remote = chooser is None
 
+        line = wire.line
+
         def emit(kind, rec):
+            # The bytes `_dumps` makes of {"type", "t", "actor", "state", fields...}, spliced
+            # from encoded parts instead of a merged dict.
             t, actor, ev = rec
             if kind == "note":
-                wire.send({"type": "note", "t": t, "actor": actor, "state": state(),
-                           "text": ev["Note"]})
+                line(f'{{"type":"note",{_head(t, actor, state())}"text":{_dumps(ev["Note"])}}}',
+                     False)
                 return
             if "Produced" in ev:
                 return
             body = _wire_obs(ev, ids)
             if body is not None:
-                st = state()
-                wire.send({"type": "obs", "t": t, "actor": actor, "state": st, **body})
+                head = _head(t, actor, state())
+                line(f'{{"type":"obs",{head}{_dumps(body)[1:]}', False)
                 text = _narrate(ev)
                 if text is not None:
-                    wire.send({"type": "note", "t": t, "actor": actor, "state": st, "text": text})
+                    line(f'{{"type":"note",{head}"text":{_dumps(text)}}}', False)
 
         run = R.Run(ch, emit=emit, **kwargs)
 
