@@ -406,7 +406,7 @@ class FakeManager:
 class FakeLogManager:
     @classmethod
     def load(cls, conversation_id, branch="main", lock=True, create=False, **kwargs):
-        return RUN.load(G.dirs.Path(str(conversation_id)).name)
+        return RUN.load(_name(conversation_id))
 
     @classmethod
     def get_current_log(cls):
@@ -414,6 +414,19 @@ class FakeLogManager:
         from gptme.hooks import current_conversation_id
         cid = current_conversation_id.get()
         return RUN.manager(cid) if cid else None
+
+
+_NAMES = {}
+
+
+def _name(path):
+    """`Path(str(path)).name`, remembered per string (a conversation id or a log directory;
+    gptme asks at every step and wake)."""
+    key = str(path)
+    n = _NAMES.get(key)
+    if n is None:
+        n = _NAMES[key] = G.dirs.Path(key).name
+    return n
 
 
 def _set_factory(cls, field, factory):
@@ -717,7 +730,7 @@ class Run:
         return m
 
     def config(self, logdir):
-        name = G.dirs.Path(str(logdir)).name
+        name = _name(logdir)
         c = self._configs.get(name)
         if c is None:
             c = self._configs[name] = G.config.ChatConfig(
