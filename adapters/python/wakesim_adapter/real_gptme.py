@@ -932,6 +932,13 @@ class Run:
             self.note("host", "step-end gap: a step ended and its retry has not woken for what it took; "
                               "events deferred before this wake wait behind it")
             self.obs("host", {"Mark": {"window": "step-end-gap"}})
+        elif not ok and self.retry_has_taken(me):
+            # Refused, but inside the same gap: another thread's retry took the deferred events
+            # and has not finished waking for them. The model runs a step's end and its retry as
+            # one event, so no model run puts this wake among the retry's own.
+            self.note("host", "step-end gap: a wake falls among the wakes of a retry that took the "
+                              "deferred events at a step's end")
+            self.obs("host", {"Mark": {"window": "step-end-gap"}})
         if ok:
             SM = G.SessionManager
             for sid in SM._conversation_sessions.get(conversation, ()):
@@ -950,12 +957,16 @@ class Run:
                                    "conv": conversation}})
         return ok
 
+    def retry_has_taken(self, me):
+        """Another thread's retry pass (at its step's end) took deferred events and runs."""
+        return any(n > 0 for t, n in self.retrying.items() if t != me)
+
     def in_step_end_gap(self, conversation, me):
         """A wake accepted between another thread's step end (`generating = False`) and the
         wake of that step's retry for events deferred before this one: the step has ended and
         its retry has not started or has not taken them yet while such events are queued, or
         its retry runs and has taken some."""
-        if any(n > 0 for t, n in self.retrying.items() if t != me):
+        if self.retry_has_taken(me):
             return True
         retry_due = any(t != me for t in self.step_ending.get(conversation, ())) or \
             any(t != me for t in self.retrying)
