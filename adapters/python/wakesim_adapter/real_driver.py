@@ -30,6 +30,27 @@ PROTOCOL = 1
 DRIVER = "wakesim-gptme-driver/0.1.0"
 HOST = "gptme[server]@0.35.1"
 CPU_LOG = os.environ.get("WAKESIM_DRIVER_CPU_LOG")
+# A prefix: the driver copies the lines it reads to PREFIX.PID.in and those it writes to
+# PREFIX.PID.out, for `bench.py --replay` (the driver's own CPU on the same lines, and its output
+# compared byte for byte after a change). Measurement only; nothing else reads it.
+TRANSCRIPT = os.environ.get("WAKESIM_DRIVER_TRANSCRIPT")
+
+
+class _Tee:
+    """A pipe end whose traffic is also copied to a file (`TRANSCRIPT`)."""
+
+    def __init__(self, pipe, path):
+        self._pipe = pipe
+        self._copy = open(path, "wb", buffering=0)
+
+    def readline(self):
+        line = self._pipe.readline()
+        self._copy.write(line)
+        return line
+
+    def write(self, data):
+        self._copy.write(data)
+        return self._pipe.write(data)
 
 
 class Fatal(Exception):
@@ -75,6 +96,9 @@ class Wire:
     def __init__(self, inp=None, out=None):
         self._in = inp or sys.stdin.buffer
         self._out = out or os.fdopen(os.dup(1), "wb", buffering=0)
+        if TRANSCRIPT and inp is None and out is None:
+            self._in = _Tee(self._in, f"{TRANSCRIPT}.{os.getpid()}.in")
+            self._out = _Tee(self._out, f"{TRANSCRIPT}.{os.getpid()}.out")
         self._buf = []
         sys.stdout = sys.stderr
 
