@@ -113,6 +113,7 @@ def replay(D, lines_in, lines_out=None):
     runs = data.count(b'"type":"run"')
     out = Out()
     wire = D.Wire(inp=io.BytesIO(data), out=out)
+    sys.stdout = sys.__stdout__   # the Wire points it at stderr (a driver's stdout is the wire)
     driver = D.Driver(wire)
     a = os.times()
     driver.hello(wire.read())
