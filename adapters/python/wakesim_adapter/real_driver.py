@@ -161,7 +161,8 @@ class RemoteChooser:
         head = _CHOOSE.get(label)
         if head is None:
             kind = "order" if label.startswith("py.thread.") else "choose"
-            head = _CHOOSE[label] = f'{{"type":"choose","label":{_dumps(label)},"kind":"{kind}","bound":'
+            head = _CHOOSE[label] = \
+                f'{{"type":"choose","label":{_dumps(label)},"kind":"{kind}","bound":'
         self.wire.line(f"{head}{int(bound)}}}", True)
         v = self.wire.value()
         if not 0 <= v < bound:
