@@ -5,6 +5,11 @@ Runs the driver's drawn plans (server with gptme's own retry, CLI with its own w
 seeded in-process chooser (no protocol), and the scheduler's own costs: a scheduling point
 without a switch, a switch between two threads, a thread start and join. Wall-clock figures for
 the README: they vary with the machine's load, and no test asserts them.
+
+`python3 adapters/python/bench.py --replay T.in [T.out]` replays the lines wakesim sent a driver
+in a recorded run (`WAKESIM_DRIVER_TRANSCRIPT=T`, see `real_driver.py`) into the driver in this
+process: its CPU time a seed without wakesim and the pipes, and with `T.out` whether it writes
+the same bytes as in the recording (exit 1 if not).
 """
 import os
 import sys
@@ -24,6 +29,8 @@ def main():
     import threading
     import time
     pc = sched._REAL_TIME["perf_counter"]
+    if sys.argv[1:2] == ["--replay"]:
+        return replay(D, *sys.argv[2:4])
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 500
     t0 = pc()
     R.load()
@@ -86,5 +93,46 @@ def main():
     print(f"a thread start and join: {(pc() - t0) / 2000 * 1e6:.1f} us")
 
 
+def replay(D, lines_in, lines_out=None):
+    """`bench.py --replay T.in [T.out]`: the driver's own CPU time a seed on the lines wakesim
+    sent it in a recorded run (`WAKESIM_DRIVER_TRANSCRIPT=T wakesim run ... --threads 1` writes
+    T.PID.in and T.PID.out), without wakesim and the pipes; with T.out, whether the driver
+    writes the same bytes now (a change that must not move a trace)."""
+    import hashlib
+    import io
+
+    class Out:
+        def __init__(self):
+            self.sha = hashlib.sha256()
+
+        def write(self, data):
+            self.sha.update(data)
+
+    with open(lines_in, "rb") as f:
+        data = f.read()
+    runs = data.count(b'"type":"run"')
+    out = Out()
+    wire = D.Wire(inp=io.BytesIO(data), out=out)
+    sys.stdout = sys.__stdout__   # the Wire points it at stderr (a driver's stdout is the wire)
+    driver = D.Driver(wire)
+    a = os.times()
+    driver.hello(wire.read())
+    b = os.times()
+    try:
+        driver.serve()
+    except SystemExit:
+        pass
+    c = os.times()
+    start = (b.user - a.user) + (b.system - a.system)
+    per = ((c.user - b.user) + (c.system - b.system)) / max(runs, 1)
+    print(f"{runs} runs: start {start:.2f} s of CPU, then {per * 1000:.2f} ms of CPU a run")
+    if lines_out is not None:
+        with open(lines_out, "rb") as f:
+            same = hashlib.sha256(f.read()).digest() == out.sha.digest()
+        print("output: the same bytes" if same else "output: DIFFERENT bytes")
+        return 0 if same else 1
+    return 0
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -26,6 +26,17 @@ def main():
             sys.exit(1)
         os.execve(python, [python, os.path.abspath(__file__), *sys.argv[1:]],
                   {**os.environ, "PYTHONHASHSEED": "0"})
+    # One thread of gptme runs at a time, handing a baton to the next (wakesim_adapter/sched.py),
+    # and the driver answers wakesim line by line: a thread woken by a hand-off or an answer
+    # should not preempt the one that woke it, which blocks a moment later anyway (a preemption
+    # there is two more context switches, and a wait for the GIL). SCHED_BATCH says so to Linux
+    # (a woken batch thread never preempts); the threads started later inherit it. Where the
+    # policy is missing or refused, nothing changes but the time a hand-off takes.
+    if hasattr(os, "sched_setscheduler") and hasattr(os, "SCHED_BATCH"):
+        try:
+            os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+        except OSError:
+            pass
     from wakesim_adapter import real_driver
     real_driver.main()
 

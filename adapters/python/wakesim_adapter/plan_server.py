@@ -140,6 +140,13 @@ def server_plan(ch, sc, limits):
         from gptme.message import Message
         R.RUN.manager("A").append(Message("user", "Do the task."))
         R.RUN.note("user", "user step on A")
+        if R.RUN.in_step_end_gap("A", R.sched._get_ident()):
+            # The user's step took the conversation between another step's end and its retry's
+            # wake for the deferred events (which it now refuses): the model runs that end and
+            # retry as one event, so no model run puts the user step between them.
+            R.RUN.note("host", "step-end gap: a user step takes the conversation between a step's "
+                               "end and its retry's wake")
+            R.RUN.obs("host", {"Mark": {"window": "step-end-gap"}})
         R.G.session_step._start_step_thread("A", s, R.MODEL, R.RUN.workspace, stream=False,
                                             reserved=True, step_seq=seq)
         return True

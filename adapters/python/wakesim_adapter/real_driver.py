@@ -30,10 +30,64 @@ PROTOCOL = 1
 DRIVER = "wakesim-gptme-driver/0.1.0"
 HOST = "gptme[server]@0.35.1"
 CPU_LOG = os.environ.get("WAKESIM_DRIVER_CPU_LOG")
+# A prefix: the driver copies the lines it reads to PREFIX.PID.in and those it writes to
+# PREFIX.PID.out, for `bench.py --replay` (the driver's own CPU on the same lines, and its output
+# compared byte for byte after a change). Measurement only; nothing else reads it.
+TRANSCRIPT = os.environ.get("WAKESIM_DRIVER_TRANSCRIPT")
+
+
+class _Tee:
+    """A pipe end whose traffic is also copied to a file (`TRANSCRIPT`)."""
+
+    def __init__(self, pipe, path):
+        self._pipe = pipe
+        self._copy = open(path, "wb", buffering=0)
+
+    def readline(self):
+        line = self._pipe.readline()
+        self._copy.write(line)
+        return line
+
+    def write(self, data):
+        self._copy.write(data)
+        return self._pipe.write(data)
 
 
 class Fatal(Exception):
     pass
+
+
+def _encoder():
+    """`json.dumps(obj, separators=(",", ":"))`, the same bytes, without building an encoder
+    at each call: the C encoder made once (no circular-reference check: a line is a tree of
+    dicts, lists, strings and numbers)."""
+    from json import encoder as je
+    if je.c_make_encoder is None:
+        return json.JSONEncoder(separators=(",", ":")).encode
+
+    def default(o):
+        raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
+
+    chunks = je.c_make_encoder(None, default, je.encode_basestring_ascii, None, ":", ",",
+                               False, False, True)
+    return lambda obj: "".join(chunks(obj, 0))
+
+
+_dumps = _encoder()
+_VALUE = b'{"type":"value","value":'
+_CHOOSE = {}   # label -> the start of its `choose` line
+_NAMES = {}    # an actor's or a state's name -> its JSON string
+
+
+def _head(t, actor, state):
+    """`"t":T,"actor":A,"state":S,` of an `obs` or `note` line."""
+    a = _NAMES.get(actor)
+    if a is None:
+        a = _NAMES[actor] = _dumps(actor)
+    st = _NAMES.get(state)
+    if st is None:
+        st = _NAMES[state] = _dumps(state)
+    return f'"t":{int(t)},"actor":{a},"state":{st},'
 
 
 class Wire:
@@ -42,16 +96,29 @@ class Wire:
     def __init__(self, inp=None, out=None):
         self._in = inp or sys.stdin.buffer
         self._out = out or os.fdopen(os.dup(1), "wb", buffering=0)
+        if TRANSCRIPT and inp is None and out is None:
+            self._in = _Tee(self._in, f"{TRANSCRIPT}.{os.getpid()}.in")
+            self._out = _Tee(self._out, f"{TRANSCRIPT}.{os.getpid()}.out")
         self._buf = []
         sys.stdout = sys.stderr
 
     def send(self, obj):
         """A line that needs no answer waits in a buffer; a line that does (`choose`,
         `produce`), and the run's `end`, `hello` and `error`, flush it: one write a turn."""
-        self._buf.append(json.dumps(obj, separators=(",", ":")))
-        if obj.get("type") not in ("obs", "note"):
-            self._out.write(("\n".join(self._buf) + "\n").encode())
-            self._buf = []
+        self._buf.append(_dumps(obj))
+        if obj["type"] not in ("obs", "note"):
+            self.flush()
+
+    def line(self, text, answered):
+        """A line already in JSON (`_dumps`'s bytes); `answered`: it needs an answer, flush."""
+        self._buf.append(text)
+        if answered:
+            self.flush()
+
+    def flush(self):
+        self._buf.append("")
+        self._out.write("\n".join(self._buf).encode())
+        self._buf = []
 
     def read(self):
         line = self._in.readline()
@@ -63,8 +130,21 @@ class Wire:
             raise Fatal(f"wakesim sent a line that is not JSON: {line[:200]!r}")
 
     def value(self):
-        msg = self.read()
-        if msg.get("type") != "value" or not isinstance(msg.get("value"), int):
+        line = self._in.readline()
+        # wakesim's answer is always this one shape (`src/remote/mod.rs`): read it without the
+        # JSON parser; anything else goes through it and is checked.
+        if line.startswith(_VALUE) and line.endswith(b"}\n"):
+            digits = line[24:-2]
+            if digits.isdigit():
+                return int(digits)
+        if not line:
+            sys.exit(0)
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            raise Fatal(f"wakesim sent a line that is not JSON: {line[:200]!r}")
+        if msg.get("type") != "value" or not isinstance(msg.get("value"), int) or \
+                isinstance(msg.get("value"), bool):
             raise Fatal(f"expected a value, got {msg!r}")
         return msg["value"]
 
@@ -76,9 +156,14 @@ class RemoteChooser:
         self.wire = wire
 
     def choose(self, bound, label):
-        # The scheduler's thread choices are same-instant orders.
-        kind = "order" if label.startswith("py.thread.") else "choose"
-        self.wire.send({"type": "choose", "label": label, "kind": kind, "bound": bound})
+        # The scheduler's thread choices are same-instant orders. The line is the bytes
+        # `_dumps` makes of {"type", "label", "kind", "bound"}, written without the dict.
+        head = _CHOOSE.get(label)
+        if head is None:
+            kind = "order" if label.startswith("py.thread.") else "choose"
+            head = _CHOOSE[label] = \
+                f'{{"type":"choose","label":{_dumps(label)},"kind":"{kind}","bound":'
+        self.wire.line(f"{head}{int(bound)}}}", True)
         v = self.wire.value()
         if not 0 <= v < bound:
             raise Fatal(f"value {v} out of range for {label} (bound {bound})")
@@ -337,21 +422,25 @@ class Driver:
         wire = self.wire
         remote = chooser is None
 
+        line = wire.line
+
         def emit(kind, rec):
+            # The bytes `_dumps` makes of {"type", "t", "actor", "state", fields...}, spliced
+            # from encoded parts instead of a merged dict.
             t, actor, ev = rec
             if kind == "note":
-                wire.send({"type": "note", "t": t, "actor": actor, "state": state(),
-                           "text": ev["Note"]})
+                line(f'{{"type":"note",{_head(t, actor, state())}"text":{_dumps(ev["Note"])}}}',
+                     False)
                 return
             if "Produced" in ev:
                 return
             body = _wire_obs(ev, ids)
             if body is not None:
-                st = state()
-                wire.send({"type": "obs", "t": t, "actor": actor, "state": st, **body})
+                head = _head(t, actor, state())
+                line(f'{{"type":"obs",{head}{_dumps(body)[1:]}', False)
                 text = _narrate(ev)
                 if text is not None:
-                    wire.send({"type": "note", "t": t, "actor": actor, "state": st, "text": text})
+                    line(f'{{"type":"note",{head}"text":{_dumps(text)}}}', False)
 
         run = R.Run(ch, emit=emit, **kwargs)
 

@@ -234,7 +234,8 @@ def load():
     # on tmpfs when there is one.
     import tempfile
     base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
-    g.files_dir = tempfile.mkdtemp(prefix="wakesim-gptme-logs-", dir=base)
+    g.files_dir = os.path.realpath(tempfile.mkdtemp(prefix="wakesim-gptme-logs-", dir=base))
+    _fast_paths(g.files_dir, chat_config=config.ChatConfig)
 
     # ---- observation wrappers (they call the real functions, and only report)
     SM = g.SessionManager
@@ -309,6 +310,35 @@ def load():
 # ---- boundaries
 
 
+def _fast_paths(root, chat_config):
+    """The file system's answers gptme asks for at every step and wake, without the system
+    calls: `Path.resolve` of a path under the driver's own log directories (made by the driver,
+    `root` already resolved, no symbolic link inside: the path itself, as `os.path.realpath`
+    would find it, one `lstat` per component), and the working directory a `ChatConfig()` takes
+    by default (`Path.cwd`, the same `Path` while the directory is the same). Any other path
+    resolves as before."""
+    import pathlib
+    real_resolve = pathlib.Path.resolve
+    under = root + os.sep
+
+    def resolve(self, strict=False):
+        s = str(self)
+        if not strict and (s == root or (s.startswith(under) and "/.." not in s)):
+            return self
+        return real_resolve(self, strict)
+
+    pathlib.Path.resolve = resolve
+    cwd = [None, None]
+
+    def cached_cwd():
+        here = os.getcwd()
+        if cwd[0] != here:
+            cwd[0], cwd[1] = here, pathlib.Path(here)
+        return cwd[1]
+
+    _set_factory(chat_config, "workspace", cached_cwd)
+
+
 class _Conditions(dict):
     """`shell_background._job_conditions`, reporting each wait (`setdefault`, under `_job_lock`,
     right before `condition.wait`) as the model's `Waiting`, when the run asks for it."""
@@ -376,7 +406,7 @@ class FakeManager:
 class FakeLogManager:
     @classmethod
     def load(cls, conversation_id, branch="main", lock=True, create=False, **kwargs):
-        return RUN.load(G.dirs.Path(str(conversation_id)).name)
+        return RUN.load(_name(conversation_id))
 
     @classmethod
     def get_current_log(cls):
@@ -384,6 +414,19 @@ class FakeLogManager:
         from gptme.hooks import current_conversation_id
         cid = current_conversation_id.get()
         return RUN.manager(cid) if cid else None
+
+
+_NAMES = {}
+
+
+def _name(path):
+    """`Path(str(path)).name`, remembered per string (a conversation id or a log directory;
+    gptme asks at every step and wake)."""
+    key = str(path)
+    n = _NAMES.get(key)
+    if n is None:
+        n = _NAMES[key] = G.dirs.Path(key).name
+    return n
 
 
 def _set_factory(cls, field, factory):
@@ -687,7 +730,7 @@ class Run:
         return m
 
     def config(self, logdir):
-        name = G.dirs.Path(str(logdir)).name
+        name = _name(logdir)
         c = self._configs.get(name)
         if c is None:
             c = self._configs[name] = G.config.ChatConfig(
@@ -889,6 +932,13 @@ class Run:
             self.note("host", "step-end gap: a step ended and its retry has not woken for what it took; "
                               "events deferred before this wake wait behind it")
             self.obs("host", {"Mark": {"window": "step-end-gap"}})
+        elif not ok and self.retry_has_taken(me):
+            # Refused, but inside the same gap: another thread's retry took the deferred events
+            # and has not finished waking for them. The model runs a step's end and its retry as
+            # one event, so no model run puts this wake among the retry's own.
+            self.note("host", "step-end gap: a wake falls among the wakes of a retry that took the "
+                              "deferred events at a step's end")
+            self.obs("host", {"Mark": {"window": "step-end-gap"}})
         if ok:
             SM = G.SessionManager
             for sid in SM._conversation_sessions.get(conversation, ()):
@@ -907,12 +957,16 @@ class Run:
                                    "conv": conversation}})
         return ok
 
+    def retry_has_taken(self, me):
+        """Another thread's retry pass (at its step's end) took deferred events and runs."""
+        return any(n > 0 for t, n in self.retrying.items() if t != me)
+
     def in_step_end_gap(self, conversation, me):
         """A wake accepted between another thread's step end (`generating = False`) and the
         wake of that step's retry for events deferred before this one: the step has ended and
         its retry has not started or has not taken them yet while such events are queued, or
         its retry runs and has taken some."""
-        if any(n > 0 for t, n in self.retrying.items() if t != me):
+        if self.retry_has_taken(me):
             return True
         retry_due = any(t != me for t in self.step_ending.get(conversation, ())) or \
             any(t != me for t in self.retrying)

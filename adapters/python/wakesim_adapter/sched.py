@@ -358,7 +358,9 @@ class Scheduler:
 
     def point(self, kind):
         """A scheduling point of the running thread: maybe another runnable thread goes first."""
-        t = self.task()
+        if not self.active:
+            return
+        t = self.by_ident.get(_get_ident())
         if t is None or t.abandoned:
             return
         self._reschedule(t, kind)
@@ -380,6 +382,11 @@ class Scheduler:
 
     def _reschedule(self, cur, kind):
         self.points += 1
+        if self._n_runnable == 1 and cur.state is RUNNABLE and self.on_point is None and \
+                self.record is None and self.points <= self.steps_max:
+            # The running thread is the only one that can run, and nothing watches: it goes on
+            # (what the general path below decides too, drawing nothing).
+            return
         if self.on_point is not None:
             self.on_point(self, cur, kind)
         if self.points > self.steps_max:
@@ -473,7 +480,10 @@ class Scheduler:
             self.block(t, None, self.now_ns + ns, f"sleep({seconds})")
 
     def read_clock(self):
-        self.point("clock")
+        if self.active:
+            t = self.by_ident.get(_get_ident())
+            if t is not None and not t.abandoned:
+                self._reschedule(t, "clock")
         return self.now_ns
 
 
@@ -523,7 +533,7 @@ class SimLock:
 
     def acquire(self, blocking=True, timeout=-1):
         s = SCHED
-        t = s.task()
+        t = s.by_ident.get(_get_ident()) if s.active else None
         if t is None:
             return self._acquire_outside(blocking)
         if self._reentrant and self._owner is t:
@@ -537,6 +547,10 @@ class SimLock:
                 return True
             raise Abandoned()
         s._reschedule(t, "acquire")
+        if self._owner is None:
+            self._owner = t
+            self._count = 1
+            return True
         deadline = None
         if blocking and timeout is not None and timeout >= 0:
             deadline = s.now_ns + _ns(timeout)
@@ -574,7 +588,7 @@ class SimLock:
 
     def release(self):
         s = SCHED
-        t = s.task()
+        t = s.by_ident.get(_get_ident()) if s.active else None
         if t is not None and t.abandoned and self._owner is not t:
             return  # unwinding a thread that lost the lock in a wait the run cut short
         if self._owner is None:
