@@ -24,10 +24,11 @@ pub enum Invariant {
     NoDeadlock,
     NoWastedWake,
     InputHeard,
+    BoundaryFlush,
 }
 
 impl Invariant {
-    pub const ALL: [Invariant; 14] = [
+    pub const ALL: [Invariant; 15] = [
         Invariant::NoLoss,
         Invariant::ExactlyOnce,
         Invariant::Fifo,
@@ -42,6 +43,7 @@ impl Invariant {
         Invariant::NoDeadlock,
         Invariant::NoWastedWake,
         Invariant::InputHeard,
+        Invariant::BoundaryFlush,
     ];
 
     /// The name used in scenario files, reports and `wakesim list`.
@@ -61,6 +63,7 @@ impl Invariant {
             Invariant::NoDeadlock => "no-deadlock",
             Invariant::NoWastedWake => "no-wasted-wake",
             Invariant::InputHeard => "input-heard",
+            Invariant::BoundaryFlush => "boundary-flush",
         }
     }
 
@@ -109,6 +112,11 @@ impl Invariant {
                  or steer records, a rewritten control.jsonl, a subagent report) ends the wait \
                  within input_ms_max, the host's poll period"
             }
+            Invariant::BoundaryFlush => {
+                "a message owed when pi reports a /tree or /compact ended (session_tree, \
+                 session_compact) waits at most boundary_ms_max idle after it (judged where a \
+                 scenario sets the bound)"
+            }
         }
     }
 
@@ -120,7 +128,7 @@ impl Invariant {
     /// instant: a story of its violation is the whole run, and shrinking measures all of it.
     pub fn is_liveness(self) -> bool {
         match self {
-            Invariant::NoLoss | Invariant::BoundedLatency => true,
+            Invariant::NoLoss | Invariant::BoundedLatency | Invariant::BoundaryFlush => true,
             Invariant::ExactlyOnce
             | Invariant::Fifo
             | Invariant::SingleStarter
@@ -166,6 +174,12 @@ pub struct CheckParams {
     /// derived from the host's poll period (the default is gptme-cli's at its default timing:
     /// the 1 s cap, a 2 ms wake-up, 5 ms of file I/O).
     pub input_ms_max: u64,
+    /// ALIVE-WHILE-OWED: how long a wait must have lasted for its timeout notice to excuse the
+    /// job it names (the host's documented wait, derived; 0 where the family derives none).
+    pub notice_wait_ms_min: u64,
+    /// BOUNDARY-FLUSH: how long a message owed when the host reports a /tree or a compaction
+    /// done may wait idle after it (`[check] boundary_ms_max`; `None`: not judged).
+    pub boundary_ms_max: Option<u64>,
 }
 
 impl Default for CheckParams {
@@ -174,6 +188,8 @@ impl Default for CheckParams {
             latency_ms_max: 40_000,
             latency_requests_max: 8,
             input_ms_max: 1_007,
+            notice_wait_ms_min: 0,
+            boundary_ms_max: None,
         }
     }
 }
@@ -194,6 +210,8 @@ pub struct DerivedBounds {
     pub host_wait: &'static str,
     /// INPUT-HEARD's bound: the host's poll period.
     pub input_ms_max: u64,
+    /// ALIVE-WHILE-OWED: the shortest wait whose timeout notice excuses its job.
+    pub notice_wait_ms_min: u64,
 }
 
 /// A set of invariants, as a bit mask.

@@ -8,6 +8,7 @@
 //! a family's notes never reach a checker.
 
 mod alive_while_owed;
+mod boundary_flush;
 mod exactly_once;
 mod fifo;
 mod flag_coherence;
@@ -86,6 +87,7 @@ struct Checkers {
     no_deadlock: no_deadlock::NoDeadlock,
     no_wasted_wake: no_wasted_wake::NoWastedWake,
     input_heard: input_heard::InputHeard,
+    boundary_flush: boundary_flush::BoundaryFlush,
 }
 
 /// Run `$call` on every checker of monitor `$m` whose invariant is in `$set` (the live checkers
@@ -120,6 +122,7 @@ macro_rules! each_checker {
         each_checker!(@one set, cs.no_deadlock, $c, $call);
         each_checker!(@one set, cs.no_wasted_wake, $c, $call);
         each_checker!(@one set, cs.input_heard, $c, $call);
+        each_checker!(@one set, cs.boundary_flush, $c, $call);
     }};
     (@one $set:ident, $field:expr, $c:ident, $call:expr) => {{
         let $c = &mut $field;
@@ -169,6 +172,7 @@ impl Checkers {
         route(&self.no_deadlock, set, &mut routes);
         route(&self.no_wasted_wake, set, &mut routes);
         route(&self.input_heard, set, &mut routes);
+        route(&self.boundary_flush, set, &mut routes);
         routes
     }
 
@@ -187,6 +191,7 @@ impl Checkers {
         self.no_deadlock.reset();
         self.no_wasted_wake.reset();
         self.input_heard.reset();
+        self.boundary_flush.reset();
     }
 }
 

@@ -118,7 +118,8 @@ pub fn observations(trace: &[Record]) -> Vec<(u64, Obs)> {
             // Who sent a prompt (`PromptSent`, read by no-wasted-wake) is reported by the pi
             // model only; the real pi driver does not report it yet, so it is not compared. Nor
             // are gptme's `InputChanged` and `WaitEnded` (read by input-heard), which only the
-            // CLI model reports.
+            // CLI model reports, nor pi's `Boundary` (read by boundary-flush), which only the pi
+            // model reports.
             ev if ev.is_note()
                 || matches!(
                     ev,
@@ -128,6 +129,7 @@ pub fn observations(trace: &[Record]) -> Vec<(u64, Obs)> {
                         | Ev::PromptSent { .. }
                         | Ev::InputChanged { .. }
                         | Ev::WaitEnded
+                        | Ev::Boundary { .. }
                 ) =>
             {
                 continue;

@@ -146,7 +146,8 @@ impl Texts<'_> {
             | Ev::OwnerClaimed { .. }
             | Ev::PromptSent { .. }
             | Ev::InputChanged { .. }
-            | Ev::WaitEnded => return (None, 1),
+            | Ev::WaitEnded
+            | Ev::Boundary { .. } => return (None, 1),
         };
         (Some(text), 1)
     }
@@ -265,6 +266,7 @@ pub fn story(
                 | Ev::PromptSent { .. }
                 | Ev::InputChanged { .. }
                 | Ev::WaitEnded
+                | Ev::Boundary { .. }
         )
     });
     let mut records = shown.peekable();

@@ -187,6 +187,7 @@ struct RawCoverage {
 struct RawCheck {
     latency_ms_max: Option<Spanned<u64>>,
     latency_requests_max: Option<Spanned<u32>>,
+    boundary_ms_max: Option<Spanned<u64>>,
 }
 
 impl RawScenario {
@@ -297,6 +298,7 @@ impl RawScenario {
         let derived = host.family().derived_bounds(config);
         if let Some(d) = &derived {
             check.input_ms_max = d.input_ms_max;
+            check.notice_wait_ms_min = d.notice_wait_ms_min;
             // A real host's timing is its own code's, not the model's documented waits.
             if host.real().is_none() {
                 check.latency_ms_max = d.latency_ms_max;
@@ -315,6 +317,9 @@ impl RawScenario {
         }
         if let Some(v) = &self.check.latency_requests_max {
             check.latency_requests_max = *v.get_ref();
+        }
+        if let Some(v) = &self.check.boundary_ms_max {
+            check.boundary_ms_max = Some(*v.get_ref());
         }
         Ok(check)
     }

@@ -250,6 +250,11 @@ pub enum Ev<N = Narration> {
     /// The idle wait's hook returned (it yielded what ended the wait, or nothing): the session
     /// is no longer waiting. INPUT-HEARD reads it.
     WaitEnded,
+    /// pi reported that a `/tree` (`tree`, its `session_tree` event) or a `/compact` (its
+    /// `session_compact`, done or failed) ended: the host is free again, and a wake logic that
+    /// held content over it can send it now. A cancelled `/tree` reports nothing. BOUNDARY-FLUSH
+    /// reads it.
+    Boundary { tree: bool },
 }
 
 /// The kind of an observation, without its fields: what a checker declares it reads
@@ -280,6 +285,7 @@ pub enum EvKind {
     PromptSent,
     InputChanged,
     WaitEnded,
+    Boundary,
 }
 
 impl<N> Ev<N> {
@@ -315,6 +321,7 @@ impl<N> Ev<N> {
             Ev::PromptSent { .. } => EvKind::PromptSent,
             Ev::InputChanged { .. } => EvKind::InputChanged,
             Ev::WaitEnded => EvKind::WaitEnded,
+            Ev::Boundary { .. } => EvKind::Boundary,
         }
     }
 }
@@ -375,6 +382,7 @@ impl<N> Ev<N> {
             Ev::PromptSent { prompt, from_wake } => Ev::PromptSent { prompt, from_wake },
             Ev::InputChanged { input } => Ev::InputChanged { input },
             Ev::WaitEnded => Ev::WaitEnded,
+            Ev::Boundary { tree } => Ev::Boundary { tree },
         }
     }
 }
@@ -653,6 +661,10 @@ impl<N: Note> Encode for Ev<N> {
                 h.u64(*input);
             }
             Ev::WaitEnded => h.tag(24),
+            Ev::Boundary { tree } => {
+                h.tag(25);
+                h.bool(*tree);
+            }
         }
     }
 }

@@ -12,7 +12,11 @@
 //!   completion, owed here until its owner claims it (`claim_ms`). So BOUNDED-LATENCY's
 //!   `latency_ms_max` is the larger of the poll period and `claim_ms.max`;
 //! - the host's own wait is `GPTME_WATCH_IDLE_MAX` (`idle_max_ms`): a `latency_ms_max` at or
-//!   above it passes a wait that ignores its input until it times out, and is refused.
+//!   above it passes a wait that ignores its input until it times out, and is refused;
+//! - a timeout notice ends a wait that reached its deadline, `idle_max_ms` after the hook began;
+//!   the wait's first `Waiting` comes one file read (`io_ms`, the lock released for
+//!   `wait_input`) after that, so a notice excuses its job (ALIVE-WHILE-OWED) only after a wait
+//!   of `idle_max_ms - io_ms.max` at least from its first `Waiting`.
 
 use super::config::CliConfig;
 use super::wakes::WAIT_CAP_MS;
@@ -45,6 +49,7 @@ pub fn derived(config: &CliConfig) -> DerivedBounds {
         host_wait_ms: t.idle_max_ms,
         host_wait: "idle_max_ms (GPTME_WATCH_IDLE_MAX)",
         input_ms_max: poll,
+        notice_wait_ms_min: t.idle_max_ms.saturating_sub(t.io_ms.max),
     }
 }
 
@@ -60,10 +65,15 @@ mod tests {
         assert_eq!(d.input_ms_max, 1_007);
         assert_eq!(d.latency_ms_max, 5_000, "{}", d.latency_why);
         assert_eq!(d.host_wait_ms, 1_800_000);
+        assert_eq!(
+            d.notice_wait_ms_min, 1_799_995,
+            "GPTME_WATCH_IDLE_MAX less a file read"
+        );
         c.timing.claim_ms = Span::new(0, 500);
         c.timing.io_ms = Span::new(0, 50);
         let d = derived(&c);
         assert_eq!(d.input_ms_max, 1_052);
         assert_eq!(d.latency_ms_max, 1_052, "{}", d.latency_why);
+        assert_eq!(d.notice_wait_ms_min, 1_799_950);
     }
 }

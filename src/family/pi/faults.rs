@@ -265,6 +265,8 @@ impl PiHost {
                 } else {
                     Hook::SessionCompact
                 };
+                let boundary = Ev::Boundary { tree: false };
+                self.core.emit(k, Actor::Host, boundary);
                 self.hook(k, hook);
             }
             Busy::Tree => {
@@ -275,6 +277,8 @@ impl PiHost {
                     Note::Fault(FaultNote::TreeEnd { cancelled }),
                 );
                 if !cancelled {
+                    let boundary = Ev::Boundary { tree: true };
+                    self.core.emit(k, Actor::Host, boundary);
                     self.hook(k, Hook::SessionTree);
                 }
             }

@@ -121,6 +121,8 @@ impl Family for PiFamily {
         Invariant::FlagCoherence,
         Invariant::Harness,
         Invariant::NoWastedWake,
+        // Judged only where a scenario sets `[check] boundary_ms_max`.
+        Invariant::BoundaryFlush,
     ]);
     const WINDOWS: &'static [Window] = vocab::WINDOWS;
     const STATES: &'static [&'static str] = note::STATES;
