@@ -129,49 +129,66 @@ macro_rules! each_checker {
     }};
 }
 
+/// [`each_checker!`] for an observation of kind `$kind` (a constant): a checker that does not
+/// read that kind ([`Checker::READS`]) is left out when the monitor is compiled, so an
+/// observation tests only its own readers.
+macro_rules! each_reader {
+    ($m:expr, $set:expr, $kind:expr, |$c:ident, $view:ident, $out:ident| $call:expr) => {{
+        let set: InvariantSet = $set;
+        let m = $m;
+        let $view = View {
+            messages: &m.messages,
+            ledger: &m.ledger,
+            params: &m.params,
+        };
+        let $out = &mut m.scratch;
+        let cs = &mut m.checkers;
+        each_reader!(@one set, $kind, cs.no_loss, $c, $call);
+        each_reader!(@one set, $kind, cs.exactly_once, $c, $call);
+        each_reader!(@one set, $kind, cs.fifo, $c, $call);
+        each_reader!(@one set, $kind, cs.latency, $c, $call);
+        each_reader!(@one set, $kind, cs.single_starter, $c, $call);
+        each_reader!(@one set, $kind, cs.flag, $c, $call);
+        each_reader!(@one set, $kind, cs.harness, $c, $call);
+        each_reader!(@one set, $kind, cs.no_self_refusal, $c, $call);
+        each_reader!(@one set, $kind, cs.alive, $c, $call);
+        each_reader!(@one set, $kind, cs.no_spin, $c, $call);
+        each_reader!(@one set, $kind, cs.isolation, $c, $call);
+        each_reader!(@one set, $kind, cs.no_deadlock, $c, $call);
+        each_reader!(@one set, $kind, cs.no_wasted_wake, $c, $call);
+        each_reader!(@one set, $kind, cs.input_heard, $c, $call);
+    }};
+    (@one $set:ident, $kind:expr, $field:expr, $c:ident, $call:expr) => {{
+        let $c = &mut $field;
+        if reads_kind(&*$c, $kind) && $set.contains(Checker::invariant(&*$c)) {
+            $call;
+        }
+    }};
+}
+
+/// Whether checker `c` reads observations of kind `kind` (a constant where it is used).
+#[inline(always)]
+const fn reads_kind<C: Checker>(_c: &C, kind: u32) -> bool {
+    C::READS & (1 << kind) != 0
+}
+
+/// Call `$m.observe_kind::<K>(t, ev)` for the kind of `$ev`, with `K` that kind (every kind
+/// is listed: a new one does not compile until it is).
+macro_rules! by_kind {
+    ($m:expr, $t:expr, $ev:expr, [$($kind:ident),* $(,)?]) => {
+        match $ev.kind() {
+            $(EvKind::$kind => $m.observe_kind::<{ EvKind::$kind as u32 }>($t, $ev),)*
+        }
+    };
+}
+
 // `Monitor::marked` has a bit for every window code.
 const _: () = assert!(WINDOW_CODES_MAX <= u32::BITS as usize);
 
-/// Observation kinds a mask can name (`1 << EvKind as u32` fits a `u32`).
-const KINDS: usize = 32;
-
-/// Per observation kind, the checkers of `set` that read it: the monitor's routing table, so
-/// an observation costs one test per checker and calls only its readers.
-type Routes = [InvariantSet; KINDS];
-
-/// Add checker `c` to the routes of the kinds it reads, if `set` holds its invariant.
-fn route<C: Checker>(c: &C, set: InvariantSet, routes: &mut Routes) {
-    let inv = c.invariant();
-    if set.contains(inv) {
-        for (k, r) in routes.iter_mut().enumerate() {
-            if C::READS & (1 << k) != 0 {
-                r.0 |= inv.bit();
-            }
-        }
-    }
-}
+// A checker's `READS` names kinds by bit (`1 << EvKind as u32`): every kind fits a `u32`.
+const _: () = assert!((EvKind::WaitEnded as u32) < u32::BITS);
 
 impl Checkers {
-    /// The routing table of the checkers of `set`.
-    fn routes(&mut self, set: InvariantSet) -> Routes {
-        let mut routes = [InvariantSet::default(); KINDS];
-        route(&self.no_loss, set, &mut routes);
-        route(&self.exactly_once, set, &mut routes);
-        route(&self.fifo, set, &mut routes);
-        route(&self.latency, set, &mut routes);
-        route(&self.single_starter, set, &mut routes);
-        route(&self.flag, set, &mut routes);
-        route(&self.harness, set, &mut routes);
-        route(&self.no_self_refusal, set, &mut routes);
-        route(&self.alive, set, &mut routes);
-        route(&self.no_spin, set, &mut routes);
-        route(&self.isolation, set, &mut routes);
-        route(&self.no_deadlock, set, &mut routes);
-        route(&self.no_wasted_wake, set, &mut routes);
-        route(&self.input_heard, set, &mut routes);
-        routes
-    }
-
     fn reset(&mut self) {
         self.no_loss.reset();
         self.exactly_once.reset();
@@ -233,10 +250,6 @@ pub struct Monitor<N> {
     enabled: InvariantSet,
     /// The enabled invariants not broken yet: the checkers still called.
     live: InvariantSet,
-    /// The routing table of `enabled`, kept across runs (every run of a runner's family has
-    /// the same set), and of `live`, the one used.
-    routes_enabled: Routes,
-    routes: Routes,
     params: CheckParams,
     violations: Vec<Violation>,
     scratch: Vec<Violation>,
@@ -263,8 +276,6 @@ impl<N: Note> Monitor<N> {
         params: CheckParams,
         recording: Recording,
     ) -> Monitor<N> {
-        let mut checkers = Checkers::default();
-        let routes = checkers.routes(enabled);
         Monitor {
             recording,
             trace: Vec::new(),
@@ -272,11 +283,9 @@ impl<N: Note> Monitor<N> {
             records: 0,
             messages: Vec::new(),
             ledger: Ledger::default(),
-            checkers,
+            checkers: Checkers::default(),
             enabled,
             live: enabled,
-            routes_enabled: routes,
-            routes,
             params,
             violations: Vec::new(),
             scratch: Vec::new(),
@@ -297,12 +306,8 @@ impl<N: Note> Monitor<N> {
         self.messages.clear();
         self.ledger.clear();
         self.checkers.reset();
-        if enabled != self.enabled {
-            self.routes_enabled = self.checkers.routes(enabled);
-        }
         self.enabled = enabled;
         self.live = enabled;
-        self.routes = self.routes_enabled;
         self.params = params;
         self.violations.clear();
         self.scratch.clear();
@@ -361,9 +366,6 @@ impl<N: Note> Monitor<N> {
         for v in self.scratch.drain(..) {
             if self.live.contains(v.invariant) {
                 self.live = self.live.without(v.invariant);
-                for r in &mut self.routes {
-                    *r = r.without(v.invariant);
-                }
                 self.records_at_violation.push((v.invariant, self.records));
                 self.violations.push(v);
             }
@@ -438,19 +440,74 @@ impl<N: Note> Monitor<N> {
             .map(|(_, n)| *n)
     }
 
-    /// Let the live checkers that read `ev` judge it, then apply it to the ledger.
-    #[inline]
+    /// Let the live checkers that read `ev` judge it, then apply it to the ledger: the observer
+    /// of its kind. Inlined where records are built, so a record of a known kind calls its own
+    /// observer directly.
+    #[inline(always)]
     fn observe(&mut self, t: Ms, ev: &Ev<N>) {
-        let kind = ev.kind() as usize;
-        if let Ev::Request { .. } = ev {
+        by_kind!(
+            self,
+            t,
+            ev,
+            [
+                Produced,
+                Appended,
+                Request,
+                Dropped,
+                Idle,
+                Starter,
+                RunFlag,
+                AgentRun,
+                Settled,
+                Mark,
+                Note,
+                Pass,
+                Wake,
+                Work,
+                WorkNoticed,
+                Waiting,
+                InputInterrupt,
+                SessionEnd,
+                OwnerClaimed,
+                Deadlock,
+                PromptSent,
+                InputChanged,
+                WaitEnded,
+            ]
+        )
+    }
+
+    /// `emit` for a run that keeps its trace hash (and its timeline): out of line, so that the
+    /// verdict's path inlines small.
+    #[inline(never)]
+    fn emit_kept(&mut self, t: Ms, actor: Actor, state: u8, ev: Ev<N>) {
+        let record = Record {
+            t,
+            actor,
+            state,
+            ev,
+        };
+        record.encode(&mut self.hash);
+        match record.ev {
+            Ev::Note(_) => {}
+            Ev::Mark(w) => self.mark(w),
+            ref ev => self.observe(t, ev),
+        }
+        if self.recording == Recording::Trace {
+            self.trace.push(record);
+        }
+    }
+
+    /// `observe` for a record of kind `K`: only the checkers that read `K` are compiled in, each
+    /// called while its invariant holds.
+    #[inline(never)]
+    fn observe_kind<const K: u32>(&mut self, t: Ms, ev: &Ev<N>) {
+        if K == EvKind::Request as u32 {
             self.requests += 1;
         }
-        let readers = self.routes[kind];
-        if readers != InvariantSet::default() {
-            each_checker!(&mut *self, readers, |c, view, out| c
-                .observe(t, ev, &view, out));
-        }
-        if LEDGER_READS & (1 << kind) != 0 {
+        each_reader!(&mut *self, self.live, K, |c, view, out| c
+            .observe(t, ev, &view, out));
+        if LEDGER_READS & (1 << K) != 0 {
             self.ledger.apply(t, ev, &self.messages);
         }
         self.keep_violations();
@@ -470,7 +527,8 @@ impl<N: Note> Sink for Monitor<N> {
     type Note = N;
 
     /// Record one event: hash it, let the checkers judge it, keep it if tracing. Inlined into
-    /// every emitting call site: the record is then matched where it was built.
+    /// every emitting call site: the record is then matched where it was built, and a run that
+    /// keeps only its verdict calls the observer of the record's kind directly.
     #[inline(always)]
     fn emit(&mut self, t: Ms, actor: Actor, state: u8, ev: Ev<N>) {
         assert!(
@@ -488,21 +546,7 @@ impl<N: Note> Sink for Monitor<N> {
             }
             return;
         }
-        let record = Record {
-            t,
-            actor,
-            state,
-            ev,
-        };
-        record.encode(&mut self.hash);
-        match record.ev {
-            Ev::Note(_) => {}
-            Ev::Mark(w) => self.mark(w),
-            ref ev => self.observe(t, ev),
-        }
-        if self.recording == Recording::Trace {
-            self.trace.push(record);
-        }
+        self.emit_kept(t, actor, state, ev);
     }
 
     fn narrating(&self) -> bool {

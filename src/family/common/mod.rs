@@ -79,15 +79,22 @@ pub trait Core {
     /// The quietness last reported.
     fn idle_mut(&mut self) -> &mut bool;
 
-    /// Record an observation at the current time, in the current state.
-    #[inline]
+    /// Record an observation at the current time, in the current state. A sink that keeps only
+    /// the verdict reads no state (only the trace hash and the timeline carry it), so the state
+    /// is not worked out for it (the gptme server's looks at every session).
+    #[inline(always)]
     fn emit<S: Sink<Note = Self::Note>>(
         &self,
         k: &mut Kernel<Self::Ev, S>,
         actor: Actor,
         ev: Ev<Self::Note>,
     ) {
-        k.emit(actor, self.state_code(), ev);
+        let state = if k.sink.narrating() {
+            self.state_code()
+        } else {
+            0
+        };
+        k.emit(actor, state, ev);
     }
 
     /// Record a note. A sink that keeps only the verdict drops notes: it is not handed one
