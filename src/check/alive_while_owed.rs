@@ -36,6 +36,7 @@ impl Checker for AliveWhileOwed {
         self.own.clear();
     }
 
+    #[inline(always)]
     fn observe<N>(&mut self, t: Ms, ev: &Ev<N>, view: &View<'_>, out: &mut Vec<Violation>) {
         match *ev {
             Ev::Work {

@@ -24,6 +24,7 @@ impl Checker for Fifo {
         self.last.clear();
     }
 
+    #[inline(always)]
     fn observe<N>(&mut self, _t: Ms, _ev: &Ev<N>, _view: &View<'_>, _out: &mut Vec<Violation>) {}
 
     fn finish(&mut self, _t: Ms, view: &View<'_>, out: &mut Vec<Violation>) {

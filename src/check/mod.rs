@@ -50,7 +50,9 @@ pub trait Checker {
     /// The observations it reads ([`Ev::kind`] bits, [`reads`]); it is not called for others.
     const READS: u32;
     fn invariant(&self) -> Invariant;
-    /// Observe one record. Push a violation when the invariant breaks.
+    /// Observe one record. Push a violation when the invariant breaks. Implementations are
+    /// `#[inline(always)]`: the monitor compiles each into the observer of every kind it reads
+    /// (`Monitor::observe_kind`), where the record's kind is known.
     fn observe<N>(&mut self, t: Ms, ev: &Ev<N>, view: &View<'_>, out: &mut Vec<Violation>);
     /// The run is over at `t` (producers and faults stopped, the host settled): judge liveness.
     fn finish(&mut self, _t: Ms, _view: &View<'_>, _out: &mut Vec<Violation>) {}
@@ -502,6 +504,9 @@ impl<N: Note> Monitor<N> {
     /// called while its invariant holds.
     #[inline(never)]
     fn observe_kind<const K: u32>(&mut self, t: Ms, ev: &Ev<N>) {
+        // What `observe` matched; said here too, so the readers inlined below are compiled for
+        // a record of this kind only.
+        assert_eq!(ev.kind() as u32, K, "an observation of another kind");
         if K == EvKind::Request as u32 {
             self.requests += 1;
         }
@@ -542,7 +547,7 @@ impl<N: Note> Sink for Monitor<N> {
             match ev {
                 Ev::Note(_) => {}
                 Ev::Mark(w) => self.mark(w),
-                ev => self.observe(t, &ev),
+                ref ev => self.observe(t, ev),
             }
             return;
         }
