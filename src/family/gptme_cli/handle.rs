@@ -76,13 +76,13 @@ impl Cli<'_> {
     pub fn jobs(&mut self) -> Vec<JobView> {
         self.core.calls.count();
         let c = &*self.core;
-        let n = c.jobs.iter().filter(|j| j.registered).count();
-        if n == 0 {
+        if !c.jobs.iter().any(|j| j.registered) {
             return Vec::new();
         }
         // A wait keeps only the refs of some views (`into_iter().filter().map(|v| v.job)`),
         // which Rust collects in place; with a capacity of whole `JOB_VIEWS_REUSED` it keeps
         // this allocation as it is instead of reallocating it to a size of whole `JobRef`s.
+        let n = c.jobs.len();
         let mut views = Vec::with_capacity(n.div_ceil(JOB_VIEWS_REUSED) * JOB_VIEWS_REUSED);
         views.extend(
             (c.jobs.iter().enumerate())
