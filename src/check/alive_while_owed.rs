@@ -68,6 +68,7 @@ impl Checker for AliveWhileOwed {
         self.last_wait = None;
     }
 
+    #[inline(always)]
     fn observe<N>(&mut self, t: Ms, ev: &Ev<N>, view: &View<'_>, out: &mut Vec<Violation>) {
         match *ev {
             Ev::Work {

@@ -88,6 +88,7 @@ impl Checker for BoundaryFlush {
         self.pending = None;
     }
 
+    #[inline(always)]
     fn observe<N>(&mut self, t: Ms, ev: &Ev<N>, view: &View<'_>, out: &mut Vec<Violation>) {
         match *ev {
             Ev::Boundary { tree } => {

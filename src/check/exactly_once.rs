@@ -16,6 +16,7 @@ impl Checker for ExactlyOnce {
 
     fn reset(&mut self) {}
 
+    #[inline(always)]
     fn observe<N>(&mut self, t: Ms, ev: &Ev<N>, view: &View<'_>, out: &mut Vec<Violation>) {
         if let Ev::Appended { msg } = *ev {
             let before = view.ledger.get(msg);

@@ -8,7 +8,10 @@ use crate::sim::record::Ev;
 use crate::sim::time::Ms;
 
 #[derive(Default)]
-pub struct Fifo;
+pub struct Fifo {
+    /// Per source, the last id appended so far: scratch of `finish`, kept across runs.
+    last: Vec<Option<MsgId>>,
+}
 
 impl Checker for Fifo {
     const READS: u32 = reads(&[]);
@@ -17,13 +20,17 @@ impl Checker for Fifo {
         Invariant::Fifo
     }
 
-    fn reset(&mut self) {}
+    fn reset(&mut self) {
+        self.last.clear();
+    }
 
+    #[inline(always)]
     fn observe<N>(&mut self, _t: Ms, _ev: &Ev<N>, _view: &View<'_>, _out: &mut Vec<Violation>) {}
 
     fn finish(&mut self, _t: Ms, view: &View<'_>, out: &mut Vec<Violation>) {
         // Ids grow in production order, so per source the appended ids must grow too.
-        let mut last: Vec<Option<MsgId>> = Vec::new();
+        let last = &mut self.last;
+        last.clear();
         for &id in view.ledger.append_order() {
             let info = &view.messages[id.0 as usize];
             let s = info.source as usize;

@@ -22,6 +22,7 @@ impl Checker for FlagCoherence {
         self.agent_on = false;
     }
 
+    #[inline(always)]
     fn observe<N>(&mut self, t: Ms, ev: &Ev<N>, _view: &View<'_>, out: &mut Vec<Violation>) {
         let detail = match *ev {
             Ev::AgentRun { on } => {

@@ -17,6 +17,7 @@ impl Checker for Harness {
 
     fn reset(&mut self) {}
 
+    #[inline(always)]
     fn observe<N>(&mut self, t: Ms, ev: &Ev<N>, view: &View<'_>, out: &mut Vec<Violation>) {
         if let Ev::Request {
             req,

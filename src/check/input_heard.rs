@@ -65,6 +65,7 @@ impl Checker for InputHeard {
         self.unheard = None;
     }
 
+    #[inline(always)]
     fn observe<N>(&mut self, t: Ms, ev: &Ev<N>, view: &View<'_>, out: &mut Vec<Violation>) {
         match *ev {
             Ev::Waiting { .. } => self.waiting = true,

@@ -18,6 +18,7 @@ impl Checker for Isolation {
 
     fn reset(&mut self) {}
 
+    #[inline(always)]
     fn observe<N>(&mut self, t: Ms, ev: &Ev<N>, view: &View<'_>, out: &mut Vec<Violation>) {
         let (msg, detail) = match *ev {
             Ev::Appended { msg } => {

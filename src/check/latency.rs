@@ -160,6 +160,7 @@ impl Checker for Latency {
         self.fired = false;
     }
 
+    #[inline(always)]
     fn observe<N>(&mut self, t: Ms, ev: &Ev<N>, view: &View<'_>, out: &mut Vec<Violation>) {
         if self.fired {
             return;

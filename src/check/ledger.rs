@@ -69,6 +69,7 @@ impl Ledger {
         }
     }
 
+    #[inline(always)]
     pub(super) fn apply<N>(&mut self, t: Ms, ev: &Ev<N>, messages: &[MsgInfo]) {
         match *ev {
             Ev::Produced { msg } => {

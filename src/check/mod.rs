@@ -51,7 +51,9 @@ pub trait Checker {
     /// The observations it reads ([`Ev::kind`] bits, [`reads`]); it is not called for others.
     const READS: u32;
     fn invariant(&self) -> Invariant;
-    /// Observe one record. Push a violation when the invariant breaks.
+    /// Observe one record. Push a violation when the invariant breaks. Implementations are
+    /// `#[inline(always)]`: the monitor compiles each into the observer of every kind it reads
+    /// (`Monitor::observe_kind`), where the record's kind is known.
     fn observe<N>(&mut self, t: Ms, ev: &Ev<N>, view: &View<'_>, out: &mut Vec<Violation>);
     /// The run is over at `t` (producers and faults stopped, the host settled): judge liveness.
     fn finish(&mut self, _t: Ms, _view: &View<'_>, _out: &mut Vec<Violation>) {}
@@ -90,15 +92,17 @@ struct Checkers {
     boundary_flush: boundary_flush::BoundaryFlush,
 }
 
-/// Run `$call` on every checker of monitor `$m` whose invariant is in `$set` (the live checkers
-/// that read an observation's kind, or every live checker at the end of a run), statically
-/// dispatched (this runs for every observation of every run), with `$view` what a checker may
-/// read and `$out` where its violations go.
+/// Run `$call` on every checker of monitor `$m` whose invariant is in `$set` and that reads
+/// observations of kind `$kind` (`Some` constant kind: the live readers of an observation; `None`:
+/// every live checker, at the end of a run), statically dispatched (this runs for every
+/// observation of every run), with `$view` what a checker may read and `$out` where its
+/// violations go. A checker that does not read the kind ([`Checker::READS`]) is left out when
+/// the monitor is compiled, so an observation tests only its own readers.
 ///
 /// A checker whose invariant broke is not called again: the monitor keeps only the first
 /// violation of each invariant, so whatever it would judge later is dropped anyway.
 macro_rules! each_checker {
-    ($m:expr, $set:expr, |$c:ident, $view:ident, $out:ident| $call:expr) => {{
+    ($m:expr, $set:expr, $kind:expr, |$c:ident, $view:ident, $out:ident| $call:expr) => {{
         let set: InvariantSet = $set;
         let m = $m;
         let $view = View {
@@ -108,74 +112,57 @@ macro_rules! each_checker {
         };
         let $out = &mut m.scratch;
         let cs = &mut m.checkers;
-        each_checker!(@one set, cs.no_loss, $c, $call);
-        each_checker!(@one set, cs.exactly_once, $c, $call);
-        each_checker!(@one set, cs.fifo, $c, $call);
-        each_checker!(@one set, cs.latency, $c, $call);
-        each_checker!(@one set, cs.single_starter, $c, $call);
-        each_checker!(@one set, cs.flag, $c, $call);
-        each_checker!(@one set, cs.harness, $c, $call);
-        each_checker!(@one set, cs.no_self_refusal, $c, $call);
-        each_checker!(@one set, cs.alive, $c, $call);
-        each_checker!(@one set, cs.no_spin, $c, $call);
-        each_checker!(@one set, cs.isolation, $c, $call);
-        each_checker!(@one set, cs.no_deadlock, $c, $call);
-        each_checker!(@one set, cs.no_wasted_wake, $c, $call);
-        each_checker!(@one set, cs.input_heard, $c, $call);
-        each_checker!(@one set, cs.boundary_flush, $c, $call);
+        each_checker!(@one set, $kind, cs.no_loss, $c, $call);
+        each_checker!(@one set, $kind, cs.exactly_once, $c, $call);
+        each_checker!(@one set, $kind, cs.fifo, $c, $call);
+        each_checker!(@one set, $kind, cs.latency, $c, $call);
+        each_checker!(@one set, $kind, cs.single_starter, $c, $call);
+        each_checker!(@one set, $kind, cs.flag, $c, $call);
+        each_checker!(@one set, $kind, cs.harness, $c, $call);
+        each_checker!(@one set, $kind, cs.no_self_refusal, $c, $call);
+        each_checker!(@one set, $kind, cs.alive, $c, $call);
+        each_checker!(@one set, $kind, cs.no_spin, $c, $call);
+        each_checker!(@one set, $kind, cs.isolation, $c, $call);
+        each_checker!(@one set, $kind, cs.no_deadlock, $c, $call);
+        each_checker!(@one set, $kind, cs.no_wasted_wake, $c, $call);
+        each_checker!(@one set, $kind, cs.input_heard, $c, $call);
+        each_checker!(@one set, $kind, cs.boundary_flush, $c, $call);
     }};
-    (@one $set:ident, $field:expr, $c:ident, $call:expr) => {{
+    (@one $set:ident, $kind:expr, $field:expr, $c:ident, $call:expr) => {{
         let $c = &mut $field;
-        if $set.contains(Checker::invariant(&*$c)) {
+        if reads_kind(&*$c, $kind) && $set.contains(Checker::invariant(&*$c)) {
             $call;
         }
     }};
 }
 
-// `Monitor::marked` has a bit for every window code.
-const _: () = assert!(WINDOW_CODES_MAX <= u32::BITS as usize);
-
-/// Observation kinds a mask can name (`1 << EvKind as u32` fits a `u32`).
-const KINDS: usize = 32;
-
-/// Per observation kind, the checkers of `set` that read it: the monitor's routing table, so
-/// an observation costs one test per checker and calls only its readers.
-type Routes = [InvariantSet; KINDS];
-
-/// Add checker `c` to the routes of the kinds it reads, if `set` holds its invariant.
-fn route<C: Checker>(c: &C, set: InvariantSet, routes: &mut Routes) {
-    let inv = c.invariant();
-    if set.contains(inv) {
-        for (k, r) in routes.iter_mut().enumerate() {
-            if C::READS & (1 << k) != 0 {
-                r.0 |= inv.bit();
-            }
-        }
+/// Whether checker `c` reads observations of kind `kind` (`None`: any kind), a constant where
+/// it is used.
+#[inline(always)]
+const fn reads_kind<C: Checker>(_c: &C, kind: Option<u32>) -> bool {
+    match kind {
+        Some(k) => C::READS & (1 << k) != 0,
+        None => true,
     }
 }
 
-impl Checkers {
-    /// The routing table of the checkers of `set`.
-    fn routes(&mut self, set: InvariantSet) -> Routes {
-        let mut routes = [InvariantSet::default(); KINDS];
-        route(&self.no_loss, set, &mut routes);
-        route(&self.exactly_once, set, &mut routes);
-        route(&self.fifo, set, &mut routes);
-        route(&self.latency, set, &mut routes);
-        route(&self.single_starter, set, &mut routes);
-        route(&self.flag, set, &mut routes);
-        route(&self.harness, set, &mut routes);
-        route(&self.no_self_refusal, set, &mut routes);
-        route(&self.alive, set, &mut routes);
-        route(&self.no_spin, set, &mut routes);
-        route(&self.isolation, set, &mut routes);
-        route(&self.no_deadlock, set, &mut routes);
-        route(&self.no_wasted_wake, set, &mut routes);
-        route(&self.input_heard, set, &mut routes);
-        route(&self.boundary_flush, set, &mut routes);
-        routes
-    }
+/// Call `$m.observe_kind::<K>(t, ev)` for the kind of `$ev`, with `K` that kind (every kind
+/// is listed: a new one does not compile until it is).
+macro_rules! by_kind {
+    ($m:expr, $t:expr, $ev:expr, [$($kind:ident),* $(,)?]) => {
+        match $ev.kind() {
+            $(EvKind::$kind => $m.observe_kind::<{ EvKind::$kind as u32 }>($t, $ev),)*
+        }
+    };
+}
 
+// `Monitor::marked` has a bit for every window code.
+const _: () = assert!(WINDOW_CODES_MAX <= u32::BITS as usize);
+
+// A checker's `READS` names kinds by bit (`1 << EvKind as u32`): every kind fits a `u32`.
+const _: () = assert!((EvKind::Boundary as u32) < u32::BITS);
+
+impl Checkers {
     fn reset(&mut self) {
         self.no_loss.reset();
         self.exactly_once.reset();
@@ -238,10 +225,6 @@ pub struct Monitor<N> {
     enabled: InvariantSet,
     /// The enabled invariants not broken yet: the checkers still called.
     live: InvariantSet,
-    /// The routing table of `enabled`, kept across runs (every run of a runner's family has
-    /// the same set), and of `live`, the one used.
-    routes_enabled: Routes,
-    routes: Routes,
     params: CheckParams,
     violations: Vec<Violation>,
     scratch: Vec<Violation>,
@@ -268,8 +251,6 @@ impl<N: Note> Monitor<N> {
         params: CheckParams,
         recording: Recording,
     ) -> Monitor<N> {
-        let mut checkers = Checkers::default();
-        let routes = checkers.routes(enabled);
         Monitor {
             recording,
             trace: Vec::new(),
@@ -277,11 +258,9 @@ impl<N: Note> Monitor<N> {
             records: 0,
             messages: Vec::new(),
             ledger: Ledger::default(),
-            checkers,
+            checkers: Checkers::default(),
             enabled,
             live: enabled,
-            routes_enabled: routes,
-            routes,
             params,
             violations: Vec::new(),
             scratch: Vec::new(),
@@ -302,12 +281,8 @@ impl<N: Note> Monitor<N> {
         self.messages.clear();
         self.ledger.clear();
         self.checkers.reset();
-        if enabled != self.enabled {
-            self.routes_enabled = self.checkers.routes(enabled);
-        }
         self.enabled = enabled;
         self.live = enabled;
-        self.routes = self.routes_enabled;
         self.params = params;
         self.violations.clear();
         self.scratch.clear();
@@ -366,9 +341,6 @@ impl<N: Note> Monitor<N> {
         for v in self.scratch.drain(..) {
             if self.live.contains(v.invariant) {
                 self.live = self.live.without(v.invariant);
-                for r in &mut self.routes {
-                    *r = r.without(v.invariant);
-                }
                 self.records_at_violation.push((v.invariant, self.records));
                 self.violations.push(v);
             }
@@ -443,19 +415,79 @@ impl<N: Note> Monitor<N> {
             .map(|(_, n)| *n)
     }
 
-    /// Let the live checkers that read `ev` judge it, then apply it to the ledger.
-    #[inline]
+    /// Let the live checkers that read `ev` judge it, then apply it to the ledger: the observer
+    /// of its kind. Inlined where records are built, so a record of a known kind calls its own
+    /// observer directly.
+    #[inline(always)]
     fn observe(&mut self, t: Ms, ev: &Ev<N>) {
-        let kind = ev.kind() as usize;
-        if let Ev::Request { .. } = ev {
+        by_kind!(
+            self,
+            t,
+            ev,
+            [
+                Produced,
+                Appended,
+                Request,
+                Dropped,
+                Idle,
+                Starter,
+                RunFlag,
+                AgentRun,
+                Settled,
+                Mark,
+                Note,
+                Pass,
+                Wake,
+                Work,
+                WorkNoticed,
+                Waiting,
+                InputInterrupt,
+                SessionEnd,
+                OwnerClaimed,
+                Deadlock,
+                PromptSent,
+                InputChanged,
+                WaitEnded,
+                Boundary,
+            ]
+        )
+    }
+
+    /// `emit` for a run that keeps its trace hash (and its timeline): out of line, so that the
+    /// verdict's path inlines small.
+    #[inline(never)]
+    fn emit_kept(&mut self, t: Ms, actor: Actor, state: u8, ev: Ev<N>) {
+        let record = Record {
+            t,
+            actor,
+            state,
+            ev,
+        };
+        record.encode(&mut self.hash);
+        match record.ev {
+            Ev::Note(_) => {}
+            Ev::Mark(w) => self.mark(w),
+            ref ev => self.observe(t, ev),
+        }
+        if self.recording == Recording::Trace {
+            self.trace.push(record);
+        }
+    }
+
+    /// `observe` for a record of kind `K`: only the checkers that read `K` are compiled in, each
+    /// called while its invariant holds.
+    #[inline(never)]
+    fn observe_kind<const K: u32>(&mut self, t: Ms, ev: &Ev<N>) {
+        // What `observe` matched; said here too, so the readers inlined below are compiled for
+        // a record of this kind only (6 instructions fewer per event of `run scenarios/gptme`
+        // than without it).
+        assert_eq!(ev.kind() as u32, K, "an observation of another kind");
+        if K == EvKind::Request as u32 {
             self.requests += 1;
         }
-        let readers = self.routes[kind];
-        if readers != InvariantSet::default() {
-            each_checker!(&mut *self, readers, |c, view, out| c
-                .observe(t, ev, &view, out));
-        }
-        if LEDGER_READS & (1 << kind) != 0 {
+        each_checker!(&mut *self, self.live, Some(K), |c, view, out| c
+            .observe(t, ev, &view, out));
+        if LEDGER_READS & (1 << K) != 0 {
             self.ledger.apply(t, ev, &self.messages);
         }
         self.keep_violations();
@@ -475,7 +507,8 @@ impl<N: Note> Sink for Monitor<N> {
     type Note = N;
 
     /// Record one event: hash it, let the checkers judge it, keep it if tracing. Inlined into
-    /// every emitting call site: the record is then matched where it was built.
+    /// every emitting call site: the record is then matched where it was built, and a run that
+    /// keeps only its verdict calls the observer of the record's kind directly.
     #[inline(always)]
     fn emit(&mut self, t: Ms, actor: Actor, state: u8, ev: Ev<N>) {
         assert!(
@@ -489,25 +522,11 @@ impl<N: Note> Sink for Monitor<N> {
             match ev {
                 Ev::Note(_) => {}
                 Ev::Mark(w) => self.mark(w),
-                ev => self.observe(t, &ev),
+                ref ev => self.observe(t, ev),
             }
             return;
         }
-        let record = Record {
-            t,
-            actor,
-            state,
-            ev,
-        };
-        record.encode(&mut self.hash);
-        match record.ev {
-            Ev::Note(_) => {}
-            Ev::Mark(w) => self.mark(w),
-            ref ev => self.observe(t, ev),
-        }
-        if self.recording == Recording::Trace {
-            self.trace.push(record);
-        }
+        self.emit_kept(t, actor, state, ev);
     }
 
     fn narrating(&self) -> bool {
@@ -533,7 +552,7 @@ impl<N: Note> Sink for Monitor<N> {
 
     /// End of run at `t`: the liveness checkers judge what is still owed.
     fn finish(&mut self, t: Ms) {
-        each_checker!(&mut *self, self.live, |c, view, out| c
+        each_checker!(&mut *self, self.live, None, |c, view, out| c
             .finish(t, &view, out));
         self.keep_violations();
         self.violations.sort_by_key(|v| (v.t, v.invariant));

@@ -20,6 +20,7 @@ impl Checker for NoDeadlock {
         Invariant::NoDeadlock
     }
 
+    #[inline(always)]
     fn observe<N>(&mut self, t: Ms, ev: &Ev<N>, _view: &View<'_>, out: &mut Vec<Violation>) {
         if let Ev::Deadlock { threads } = *ev {
             out.push(Violation {

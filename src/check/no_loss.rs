@@ -17,6 +17,7 @@ impl Checker for NoLoss {
 
     fn reset(&mut self) {}
 
+    #[inline(always)]
     fn observe<N>(&mut self, _t: Ms, _ev: &Ev<N>, _view: &View<'_>, _out: &mut Vec<Violation>) {}
 
     fn finish(&mut self, t: Ms, view: &View<'_>, out: &mut Vec<Violation>) {

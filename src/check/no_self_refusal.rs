@@ -36,6 +36,7 @@ impl Checker for NoSelfRefusal {
         self.accepted.clear();
     }
 
+    #[inline(always)]
     fn observe<N>(&mut self, t: Ms, ev: &Ev<N>, _view: &View<'_>, out: &mut Vec<Violation>) {
         match ev {
             Ev::Pass { pass, on: true } => {

@@ -24,6 +24,7 @@ impl Checker for NoSpin {
         self.seen.clear();
     }
 
+    #[inline(always)]
     fn observe<N>(&mut self, t: Ms, ev: &Ev<N>, _view: &View<'_>, out: &mut Vec<Violation>) {
         let Ev::InputInterrupt { input } = *ev else {
             return;

@@ -30,6 +30,7 @@ impl Checker for NoWastedWake {
         self.starting = None;
     }
 
+    #[inline(always)]
     fn observe<N>(&mut self, t: Ms, ev: &Ev<N>, view: &View<'_>, out: &mut Vec<Violation>) {
         match *ev {
             Ev::PromptSent {

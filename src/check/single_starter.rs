@@ -30,6 +30,7 @@ impl Checker for SingleStarter {
         self.last = None;
     }
 
+    #[inline(always)]
     fn observe<N>(&mut self, t: Ms, ev: &Ev<N>, _view: &View<'_>, out: &mut Vec<Violation>) {
         if let Ev::Starter { who, accepted } = *ev {
             if accepted {

@@ -258,7 +258,14 @@ impl Choices {
         if ratio.num >= ratio.den {
             return true;
         }
-        self.weighted(&[ratio.den - ratio.num, ratio.num], label) == 1
+        // `weighted(&[den - num, num])`, written out for two weights: the same draw (one
+        // `below(den)`, the second class from `den - num` up), recorded the same way.
+        let value = match &mut self.source {
+            Source::Random(rng) => u64::from(below(rng, ratio.den) >= ratio.den - ratio.num),
+            Source::Replay { .. } => self.next_replayed(2, label),
+        };
+        self.record(2, value, label);
+        value == 1
     }
 
     /// A delay in `lo..=hi` milliseconds, biased toward the boundary set: `lo`, `hi`, and each
@@ -487,6 +494,24 @@ mod tests {
         assert_eq!(drawn, again);
         assert_eq!(b.divergence(), None);
         assert_eq!(b.replay_mismatch(), None);
+    }
+
+    #[test]
+    fn a_chance_draws_what_its_two_weights_draw() {
+        for seed in 0..50 {
+            let mut a = Choices::random(seed, Profile::default());
+            let mut b = Choices::random(seed, Profile::default());
+            for (num, den) in [(1, 2), (1, 3), (2, 3), (1, 7), (5, 8), (1, 1_000)] {
+                let on = a.chance(Ratio::new(num, den), "p");
+                assert_eq!(on, b.weighted(&[den - num, num], "p") == 1, "seed {seed}");
+            }
+            assert_eq!(a.log(), b.log(), "seed {seed}");
+            let mut r = Choices::replay(a.log().to_vec(), Profile::default());
+            for (num, den) in [(1, 2), (1, 3), (2, 3), (1, 7), (5, 8), (1, 1_000)] {
+                r.chance(Ratio::new(num, den), "p");
+            }
+            assert_eq!(r.log(), a.log(), "seed {seed}");
+        }
     }
 
     #[test]

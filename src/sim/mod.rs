@@ -173,7 +173,7 @@ impl<E, S: Sink> Kernel<E, S> {
     }
 
     /// Record an event at the current time.
-    #[inline]
+    #[inline(always)]
     pub fn emit(&mut self, actor: Actor, state: u8, ev: Ev<S::Note>) {
         self.sink.emit(self.now, actor, state, ev);
     }

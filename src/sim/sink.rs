@@ -14,8 +14,9 @@ pub trait Sink {
     /// Record one event at `t`.
     fn emit(&mut self, t: Ms, actor: Actor, state: u8, ev: Ev<Self::Note>);
 
-    /// Whether notes are kept (hashed or traced). A sink that keeps only the verdict drops
-    /// them, so a host may skip building a note whose making costs (an allocation).
+    /// Whether notes and host states are kept (hashed or traced). A sink that keeps only the
+    /// verdict drops notes and ignores the `state` of `emit`, so a host may skip building a note
+    /// whose making costs (an allocation) or working out its state.
     fn narrating(&self) -> bool {
         true
     }

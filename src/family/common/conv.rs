@@ -20,15 +20,31 @@ pub(crate) fn take_where<T: Copy>(
     queue: &mut std::collections::VecDeque<T>,
     take: impl Fn(&T) -> bool,
 ) -> Vec<T> {
-    // Most passes take nothing: then nothing moves and nothing is allocated.
-    if !queue.iter().any(&take) {
+    take_map_where(queue, take, |e| e)
+}
+
+/// [`take_where`], each item taken returned as `map` makes it (one allocation, of the size
+/// taken, and none when nothing is).
+pub(crate) fn take_map_where<T: Copy, U>(
+    queue: &mut std::collections::VecDeque<T>,
+    take: impl Fn(&T) -> bool,
+    map: impl Fn(T) -> U,
+) -> Vec<U> {
+    // Most passes take nothing: then nothing moves and nothing is allocated. Many take
+    // everything (one conversation's queue): then the queue is emptied into the result.
+    let n = queue.iter().filter(|e| take(e)).count();
+    if n == 0 {
         return Vec::new();
     }
-    let mut taken = Vec::new();
+    let mut taken = Vec::with_capacity(n);
+    if n == queue.len() {
+        taken.extend(queue.drain(..).map(map));
+        return taken;
+    }
     queue.retain(|e| {
         let mine = take(e);
         if mine {
-            taken.push(*e);
+            taken.push(map(*e));
         }
         !mine
     });

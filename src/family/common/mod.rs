@@ -79,20 +79,35 @@ pub trait Core {
     /// The quietness last reported.
     fn idle_mut(&mut self) -> &mut bool;
 
-    /// Record an observation at the current time, in the current state.
-    #[inline]
+    /// Record an observation at the current time, in the current state. A sink that keeps only
+    /// the verdict reads no state (only the trace hash and the timeline carry it), so the state
+    /// is not worked out for it (the gptme server's looks at every session).
+    #[inline(always)]
     fn emit<S: Sink<Note = Self::Note>>(
         &self,
         k: &mut Kernel<Self::Ev, S>,
         actor: Actor,
         ev: Ev<Self::Note>,
     ) {
-        k.emit(actor, self.state_code(), ev);
+        let state = self.record_state(k);
+        k.emit(actor, state, ev);
+    }
+
+    /// The state code a record made now carries: the host's state, or 0 for a sink that keeps
+    /// no states (see [`Core::emit`]).
+    #[inline(always)]
+    fn record_state<S: Sink<Note = Self::Note>>(&self, k: &Kernel<Self::Ev, S>) -> u8 {
+        if k.sink.narrating() {
+            self.state_code()
+        } else {
+            0
+        }
     }
 
     /// Record a note. A sink that keeps only the verdict drops notes: it is not handed one
-    /// (no record to move and match for narration nobody reads).
-    #[inline]
+    /// (no record to move and match for narration nobody reads; inlined, so neither is the note
+    /// built nor dropped for it where building it has no effect).
+    #[inline(always)]
     fn note<S: Sink<Note = Self::Note>>(
         &self,
         k: &mut Kernel<Self::Ev, S>,

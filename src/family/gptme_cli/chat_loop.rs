@@ -47,11 +47,11 @@ impl CliHost {
         if !self.core.queue.is_empty() {
             self.core.closed = false;
             self.core
-                .note(k, Actor::Host, Note::Closing { reopened: true });
+                .note_with(k, Actor::Host, || Note::Closing { reopened: true });
             return self.loop_top(k);
         }
         self.core
-            .note(k, Actor::Host, Note::Closing { reopened: false });
+            .note_with(k, Actor::Host, || Note::Closing { reopened: false });
         self.end(k, vocab::QUEUE_EMPTY);
     }
 
@@ -75,7 +75,7 @@ impl CliHost {
 
     /// Pop one message and append it to the log.
     fn pop(&mut self, k: &mut CliKernel, item: QItem) {
-        let popped = match &item {
+        let popped = || match &item {
             QItem::Initial => Popped::Initial,
             QItem::Nudge(n) => Popped::Nudge(*n),
             QItem::Subagent(m) => Popped::Subagent(*m),
@@ -86,7 +86,7 @@ impl CliHost {
                 Item::Timeout(jobs) => Popped::Timeout(jobs.iter().map(|j| j.name).collect()),
             },
         };
-        self.core.note(k, Actor::Host, Note::Pop(popped));
+        self.core.note_with(k, Actor::Host, || Note::Pop(popped()));
         match item {
             QItem::Hook(i) => self.append_item(k, &i),
             QItem::Subagent(msg) => self.core.emit(k, Actor::Host, Ev::Appended { msg }),
@@ -172,7 +172,7 @@ impl CliHost {
         match kind {
             CliReply::Text => {
                 self.core
-                    .note(k, Actor::Host, Note::CliReply { reply: kind });
+                    .note_with(k, Actor::Host, || Note::CliReply { reply: kind });
                 self.last_reply_tool = false;
                 self.loop_continue(k);
             }
@@ -185,7 +185,8 @@ impl CliHost {
                     kind
                 };
                 self.state(CliState::Tools);
-                self.core.note(k, Actor::Host, Note::CliReply { reply });
+                self.core
+                    .note_with(k, Actor::Host, || Note::CliReply { reply });
                 self.last_reply_tool = true;
                 self.nudges = 0;
                 let d = self.core.cfg.timing.tool_ms.delay(k, "tool");

@@ -9,7 +9,7 @@ use super::CliEv;
 use super::api::{Claimed, ControlFile, Item, JobRef, PromptRecord};
 use super::config::{CliConfig, CliFault};
 use super::note::{CliState, JobName, Note};
-use crate::family::common::conv::{ConvId, take_where};
+use crate::family::common::conv::{ConvId, take_map_where};
 use crate::family::common::faults::Faults;
 use crate::family::common::{Calls, Core};
 use crate::sim::msg::MsgId;
@@ -173,16 +173,13 @@ impl CliCore {
     /// `cid` whose jobs are still registered.
     pub(super) fn claim(&mut self, cid: ConvId) -> Vec<Claimed> {
         let jobs = &self.jobs;
-        let taken = take_where(&mut self.completions, |&i| {
-            let j = &jobs[i as usize];
-            j.name.conv == cid.0 && j.registered
-        });
-        if taken.is_empty() {
-            return Vec::new();
-        }
-        taken
-            .into_iter()
-            .map(|i| {
+        take_map_where(
+            &mut self.completions,
+            |&i| {
+                let j = &jobs[i as usize];
+                j.name.conv == cid.0 && j.registered
+            },
+            |i| {
                 let j = &jobs[i as usize];
                 Claimed {
                     job: JobRef {
@@ -191,8 +188,8 @@ impl CliCore {
                     },
                     msg: j.msg.expect("a queued completion has its message"),
                 }
-            })
-            .collect()
+            },
+        )
     }
 
     /// Move up to `max` records of the file into a list, in file order within each kind:

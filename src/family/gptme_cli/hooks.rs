@@ -80,7 +80,7 @@ impl CliHost {
                         None => {
                             let name = self.wake.name();
                             self.core
-                                .note(k, Actor::Wake, Note::Hook { name, priority });
+                                .note_with(k, Actor::Wake, || Note::Hook { name, priority });
                             self.call(k, |w, cli| w.loop_continue(cli))
                         }
                     };
@@ -110,7 +110,8 @@ impl CliHost {
                         }
                         self.nudges += 1;
                         let count = self.nudges;
-                        self.core.note(k, Actor::Host, Note::Nudge { count });
+                        self.core
+                            .note_with(k, Actor::Host, || Note::Nudge { count });
                         let run = self.run.as_mut().expect("running");
                         run.items.push(QItem::Nudge(count));
                     }
@@ -134,7 +135,8 @@ impl CliHost {
                 let waited = run.waited;
                 if waited && run.rechecks > 0 {
                     let rechecks = run.rechecks;
-                    self.core.note(k, Actor::Host, Note::WaitEnded { rechecks });
+                    self.core
+                        .note_with(k, Actor::Host, || Note::WaitEnded { rechecks });
                 }
                 if waited {
                     self.core.emit(k, Actor::Host, Ev::WaitEnded);
@@ -187,7 +189,7 @@ impl CliHost {
                 self.state(CliState::Waiting);
                 if note {
                     self.core
-                        .note(k, Actor::Host, Note::Wait { timeout_ms, own });
+                        .note_with(k, Actor::Host, || Note::Wait { timeout_ms, own });
                 }
                 k.schedule(timeout_ms, CliEv::Resume(s, ResumeKind::TimedOut));
                 false
@@ -217,7 +219,8 @@ impl CliHost {
                 let rechecks = run.rechecks;
                 run.waiting_noted = false;
                 run.rechecks = 0;
-                self.core.note(k, Actor::Host, Note::Woken { rechecks });
+                self.core
+                    .note_with(k, Actor::Host, || Note::Woken { rechecks });
                 Resume::Notified
             }
         };

@@ -99,36 +99,34 @@ impl ServerHost {
         if self.core.faults.on(ServerFault::SecondSession) {
             self.core.sessions.push(Session::default());
         }
-        let p = self.core.cfg.producers.clone();
+        let p = &self.core.cfg.producers;
         let active = k.limits().active_ms;
-        // Swarm: each seed enables a non-empty subset of the configured producer kinds.
-        let kinds: Vec<(&'static str, bool)> = [
+        // Swarm: each seed enables a non-empty subset of the configured producer kinds (in this
+        // order; bit `i` of the drawn mask is the `i`-th configured one).
+        let mut kinds: [&'static str; 2] = [""; 2];
+        let mut configured = 0;
+        for (name, on) in [
             ("watch", p.events.max > 0),
             ("completion", p.completions.max > 0),
-        ]
-        .into_iter()
-        .filter(|(_, configured)| *configured)
-        .collect();
-        let mask = if kinds.is_empty() {
+        ] {
+            if on {
+                kinds[configured] = name;
+                configured += 1;
+            }
+        }
+        let mask = if configured == 0 {
             0
         } else {
-            swarm::draw_subset(&mut k.choices, kinds.len())
+            swarm::draw_subset(&mut k.choices, configured)
         };
-        let on = |name: &str| {
-            kinds
-                .iter()
-                .position(|(n, _)| *n == name)
-                .is_some_and(|i| mask & (1 << i) != 0)
-        };
-        let (watch_on, completion_on) = (on("watch"), on("completion"));
         self.producers_on.clear();
         self.producers_on.extend(
-            kinds
-                .iter()
-                .enumerate()
+            (kinds[..configured].iter().enumerate())
                 .filter(|(i, _)| mask & (1 << i) != 0)
-                .map(|(_, (n, _))| *n),
+                .map(|(_, n)| *n),
         );
+        let watch_on = self.producers_on.contains(&"watch");
+        let completion_on = self.producers_on.contains(&"completion");
         if watch_on {
             let n = p.events.count(k, "events");
             let mut t = Ms(p.start_ms.instant(k, "first event"));

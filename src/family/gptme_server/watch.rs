@@ -134,7 +134,7 @@ impl ServerCore {
             conv: CONV.0,
             stream: Some("the watch events of logdir A"),
         };
-        let msg = k.produce_from(from, self.state() as u8);
+        let msg = k.produce_from(from, self.record_state(k));
         if let Some(reason) = self.storm_guard(k.now(), watch) {
             self.mark(k, vocab::STORM_GUARD);
             let cancelled = reason == vocab::STORM_CANCELLED;
@@ -170,7 +170,7 @@ impl ServerHost {
             conv: CONV.0,
             stream: Some("the subagent completions of logdir A"),
         };
-        let msg = k.produce_from(from, self.core.state() as u8);
+        let msg = k.produce_from(from, self.core.record_state(k));
         let c = SubagentCompletion {
             logdir: CONV,
             agent,

@@ -18,7 +18,7 @@ use crate::sim::swarm::{self, Mix};
 use crate::sim::time::Ms;
 
 /// A producer message the seed planned.
-struct Planned {
+pub(super) struct Planned {
     kind: MsgKind,
     source: u8,
 }
@@ -26,11 +26,11 @@ struct Planned {
 /// The pi host with its wake logic: a `World` for the kernel.
 pub struct PiHost {
     pub(super) core: PiCore,
-    wake: Box<dyn PiWake>,
-    producers: Vec<Planned>,
+    pub(super) wake: Box<dyn PiWake>,
+    pub(super) producers: Vec<Planned>,
     pub(super) timed: TimedFaults<PiFault>,
     /// The producer kinds this seed enabled.
-    kinds_on: Vec<MsgKind>,
+    pub(super) kinds_on: Vec<MsgKind>,
 }
 
 impl PiHost {

@@ -30,6 +30,7 @@ mod listen;
 pub mod note;
 mod prompt;
 pub mod real;
+mod renew;
 mod run;
 pub mod sections;
 pub mod vocab;
@@ -160,6 +161,10 @@ impl Family for PiFamily {
 
     fn world(generation: Gen, config: &PiConfig, wake: Box<dyn PiWake>) -> PiHost {
         PiHost::new(generation, config.clone(), wake)
+    }
+
+    fn renew(world: &mut PiHost, generation: Gen, config: &PiConfig, wake: Box<dyn PiWake>) {
+        world.renew(generation, config, wake);
     }
 
     fn external(slot: SlotRef, constants_ms: Vec<u64>) -> Box<dyn PiWake> {
