@@ -356,10 +356,11 @@ export function createGentleAgents(pi: ExtensionAPI, options: GentleOptions = {}
       wakeOwed = true;
       beginPromptStart(userPromptUntil! - Date.now());
       return { action: "handled" };
-    } else if (fixed && !fromUser && !wakeInFlight && !storedSinceRun) {
-      // Our own wake prompt reached input after a run started since it was sent (pi ran the
-      // user's prompt deferred ahead of it first), and nothing was stored since: that run carried
-      // the content, so a turn now would deliver nothing. Claim it.
+    } else if (fixed && !fromUser && !storedSinceRun) {
+      // Our own wake prompt reached input with nothing stored since the last run started: a run
+      // started since it was sent (pi ran the user's prompt deferred ahead of it first) and
+      // carried the content, so a turn now would deliver nothing. Claim it. (A wake owed or in
+      // flight always has content stored since.)
       return { action: "handled" };
     }
     if (event.streamingBehavior !== undefined || parentRunActive) return { action: "continue" };

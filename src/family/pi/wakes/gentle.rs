@@ -546,11 +546,13 @@ impl PiWake for Gentle {
                 self.begin_prompt_start(pi, (until - pi.now()).0);
             }
             return InputAction::Handled;
-        } else if self.fixed && !input.from_user && !self.wake_in_flight && !self.stored_since_run {
-            // Fix 8: our own wake prompt reaches input after a run has started since it was sent
-            // (it was deferred behind a user's prompt while the agent_settled handlers ran, and pi
-            // ran that prompt's run first), and nothing was stored since that run started: the
-            // run carried the content, so a turn now would deliver nothing. Claim it.
+        } else if self.fixed && !input.from_user && !self.stored_since_run {
+            // Fix 8: our own wake prompt reaches input with nothing stored since the last run
+            // started: a run has started since it was sent (it was deferred behind a user's
+            // prompt while the agent_settled handlers ran, and pi ran that prompt's run first)
+            // and carried the content, so a turn now would deliver nothing. Claim it. (A wake
+            // still owed or in flight always has content stored since: both are set only with or
+            // after a store, and cleared with it at agent_start and session_start.)
             return InputAction::Handled;
         }
         if input.streaming_behavior.is_some() || self.parent_run_active {
