@@ -50,6 +50,11 @@ impl Outcome {
         }
     }
 
+    /// Did the code under test not load (an adapter fault of kind `load`)?
+    pub fn is_load_fault(&self) -> bool {
+        matches!(self, Outcome::AdapterFault(f) if f.kind == crate::adapter::FaultKind::Load)
+    }
+
     pub fn violations(&self) -> &[Violation] {
         match self {
             Outcome::Fail(v) => v,

@@ -429,6 +429,33 @@ fn bad_real_host_files_are_exit_2_errors_naming_the_key() {
 }
 
 #[test]
+fn run_neither_shrinks_nor_saves_an_extension_that_does_not_load() {
+    let dir = common::tempdir("real-pi-missing-import");
+    let ext = dir.join("missing.ts");
+    std::fs::write(
+        &ext,
+        "import { gone } from \"./not-there.ts\";\nexport default function () { gone(); }\n",
+    )
+    .expect("write");
+    let f = dir.join("missing.toml");
+    let text = format!(
+        "name = \"missing import\"\nhost = \"pi@0.99.1\"\nwake = {{ extension = \"{}\" }}\nseeds = 3\n[expect]\nverdict = \"pass\"\n",
+        ext.display()
+    );
+    std::fs::write(&f, text).expect("write");
+    let out = wakesim(&["run", f.to_str().expect("utf-8")]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("adapter fault (load)"), "{stdout}");
+    assert!(stdout.contains("not-there.ts"), "{stdout}");
+    assert!(
+        stdout.contains("not saved: the code under test did not load"),
+        "{stdout}"
+    );
+    assert!(!dir.join("regressions").exists(), "a regression was saved");
+}
+
+#[test]
 fn an_extension_that_fails_to_load_is_an_adapter_fault() {
     let registry = Registry::builtin();
     let dir = common::tempdir("real-pi-throws");
@@ -447,6 +474,8 @@ fn an_extension_that_fails_to_load_is_an_adapter_fault() {
     match r.outcome {
         Outcome::AdapterFault(f) => {
             assert!(f.detail.contains("broken on purpose"), "{f}");
+            // A load failure is its own kind: `run` neither shrinks nor saves it.
+            assert_eq!(f.kind, wakesim::adapter::FaultKind::Load, "{f}");
         }
         other => panic!("expected an adapter fault, got {other:?}"),
     }

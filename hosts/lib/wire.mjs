@@ -137,7 +137,8 @@ export function note(t, actor, state, text) {
   send({ type: "note", t, actor, state, text });
 }
 
-export function fatal(message) {
-  send({ type: "error", message });
+// `kind` "load": the code under test did not load (wakesim reports it once, saves no regression).
+export function fatal(message, kind) {
+  send(kind ? { type: "error", message, kind } : { type: "error", message });
   process.exit(1);
 }

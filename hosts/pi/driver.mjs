@@ -156,7 +156,7 @@ const { createAssistantMessageEventStream } = piAi;
 // sandbox: pi drops a factory's return value, so the wrapper keeps it (the `send` function of the
 // factory convention), or the named export, or the pi API for `pi.events`.
 const extFile = wake.extension;
-if (!extFile || !fs.existsSync(extFile)) wire.fatal(`extension ${extFile} not found`);
+if (!extFile || !fs.existsSync(extFile)) wire.fatal(`extension ${extFile} not found`, "load");
 const deliver = wake.deliver || "factory";
 // `peer:NAME`: content reaches the extension through its own transport, driven by a fake peer.
 const peer = deliver.startsWith("peer:") ? await peers.load(deliver.slice(5), { sandbox, workDir: path.join(sandbox, "work") }) : null;
@@ -723,7 +723,9 @@ async function runOnce() {
   await resourceLoader.reload();
   const loaded = resourceLoader.getExtensions();
   if (loaded.errors && loaded.errors.length) {
-    throw new Error(`the extension failed to load: ${loaded.errors.map((e) => `${e.path}: ${e.error}`).join("; ")}`);
+    const e = new Error(`the extension failed to load: ${loaded.errors.map((e) => `${e.path}: ${e.error}`).join("; ")}`);
+    e.wakesimKind = "load";
+    throw e;
   }
   const model = {
     id: "wakesim-model",
@@ -886,6 +888,7 @@ for (;;) {
   try {
     await runOnce();
   } catch (e) {
+    if (e && e.wakesimKind) wire.fatal(e.message, e.wakesimKind);
     wire.fatal(`the run failed in the driver: ${e && e.stack ? e.stack : e}`);
   }
 }

@@ -68,6 +68,10 @@ pub enum FaultKind {
     UnknownCall,
     /// It did not answer within the wall-clock bound.
     Timeout,
+    /// The code under test did not load (a module or extension that fails to import or throws
+    /// at load; the driver says so with `"kind":"load"` on its `error`). Every seed would show
+    /// the same, so `run` reports it and never shrinks or saves it as a regression.
+    Load,
 }
 
 impl FaultKind {
@@ -79,6 +83,7 @@ impl FaultKind {
             FaultKind::Protocol => "protocol",
             FaultKind::UnknownCall => "unknown-call",
             FaultKind::Timeout => "timeout",
+            FaultKind::Load => "load",
         }
     }
 }

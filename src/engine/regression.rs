@@ -452,6 +452,15 @@ pub fn save_failure(
     if allowed(&scn.expect, &first.outcome).1 {
         return Ok(None);
     }
+    if first.outcome.is_load_fault() {
+        // Code that does not load fails every seed alike: there is no schedule to shrink or keep.
+        return Ok(Some(SavedFailure {
+            choices: (first.choices.len(), first.choices.len()),
+            what: first.outcome.label(),
+            run: first,
+            saved: None,
+        }));
+    }
     let target = first
         .outcome
         .violations()

@@ -275,7 +275,7 @@ impl Slot {
                     "the driver reported an error while {doing}: {}",
                     msg.unwrap_or("(no message)")
                 );
-                Err(self.fail(FaultKind::Protocol, detail))
+                Err(self.fail(wire::error_kind(&v), detail))
             }
             _ => {
                 let detail = format!(
@@ -381,9 +381,9 @@ impl RemoteWorld {
                     slot.dirty = false;
                     return Ok(end);
                 }
-                Err(wire::LineError::Reported(msg)) => {
+                Err(wire::LineError::Reported(msg, kind)) => {
                     let detail = format!("the driver reported an error at {now} ms: {msg}");
-                    return Err(slot.fail(FaultKind::Protocol, detail));
+                    return Err(slot.fail(kind, detail));
                 }
                 Err(wire::LineError::Protocol(msg)) => {
                     let detail = format!("{msg}: {}", quote(v.to_string().as_bytes()));

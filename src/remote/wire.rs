@@ -5,6 +5,7 @@
 use serde_json::Value;
 
 use super::{RemoteKernel, Text, Vocab};
+use crate::adapter::FaultKind;
 use crate::adapter::intern as intern_or;
 use crate::sim::choice::Ratio;
 use crate::sim::msg::{MsgFrom, MsgId, MsgKind, Payload};
@@ -69,8 +70,9 @@ pub enum Step {
 }
 
 pub enum LineError {
-    /// The driver's own `error` line.
-    Reported(String),
+    /// The driver's own `error` line: its message, and its kind (`"kind":"load"`: the code
+    /// under test did not load; otherwise the driver cannot go on).
+    Reported(String, FaultKind),
     /// Not the protocol.
     Protocol(String),
 }
@@ -84,6 +86,15 @@ impl From<String> for LineError {
 impl From<&str> for LineError {
     fn from(s: &str) -> LineError {
         LineError::Protocol(s.to_string())
+    }
+}
+
+/// The fault an `error` line reports: `"kind":"load"` when the code under test did not load,
+/// a protocol fault (the driver cannot go on) otherwise.
+pub fn error_kind(v: &Value) -> FaultKind {
+    match v.get("kind").and_then(Value::as_str) {
+        Some("load") => FaultKind::Load,
+        _ => FaultKind::Protocol,
     }
 }
 
@@ -420,6 +431,7 @@ pub fn line(ty: &str, v: &Value, vocab: &Vocab, k: &mut RemoteKernel) -> Result<
                 .and_then(Value::as_str)
                 .unwrap_or("(no message)")
                 .to_string(),
+            error_kind(v),
         )),
         other => Err(format!("unexpected `{other}` during a run").into()),
     }

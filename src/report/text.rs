@@ -256,6 +256,9 @@ pub fn stopped_note(planned: &std::ops::Range<u64>, rep: &ScenarioReport, why: &
 pub fn saved_line(f: &SavedFailure) -> String {
     let (from, to) = f.choices;
     match &f.saved {
+        None if f.run.outcome.is_load_fault() => {
+            "  not saved: the code under test did not load, so no schedule shows it (fix the load error and run again)".to_string()
+        }
         None => format!(
             "  the {} failure, shrunk from {from} to {to} choices, is not saved",
             f.what
