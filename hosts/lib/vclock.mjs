@@ -342,6 +342,20 @@ export function settle() {
   }
 }
 
+/**
+ * The session stays up for `ms` more virtual ms. A pi session in use is a process that stays up:
+ * its TUI or RPC input is a ref'd handle until the user leaves. A run has no user to leave, so it
+ * ends when nothing ref'd is pending (as Node exits); an extension whose housekeeping timers are
+ * all `unref()`ed (a result watcher's coalescer, a batcher's debounce, a periodic rescan) would
+ * then lose the run before they fire. The hold is that input handle, closed `ms` from now: one
+ * ref'd no-op timer, released as one step of the loop, exactly as a ref'd `setTimeout` of the
+ * same length set at this instant (so it orders among same-instant timers as one would).
+ */
+export function hold(ms) {
+  if (!virtualOn) throw new Error("vclock.hold() outside a run");
+  add(() => {}, ms, [], false, false);
+}
+
 /** Virtual sleep: resolves `ms` virtual ms from now (a microtask when 0). */
 export function sleep(ms) {
   if (ms <= 0) return Promise.resolve();

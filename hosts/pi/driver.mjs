@@ -797,6 +797,13 @@ async function runOnce() {
 
   // Producer messages and timed faults on virtual timers.
   const peerRun = peer?.begin({ pi: slot.pi, session, messages: planned.messages, note: (text) => note(text, "wake"), tag: (tag, id) => R.tags.set(tag, id) });
+  // The session stays up: a pi session in use is a process whose input keeps it up until the user
+  // leaves, while a run ends when nothing ref'd is pending. A peer whose extension keeps only
+  // unref()ed timers on its delivery path names how long after the last planned message its
+  // user stays (`STAY_UP_MS`); the driver holds the session up that long (vclock.hold).
+  if (peerRun && peer.STAY_UP_MS > 0 && planned.messages.length) {
+    vclock.hold(planned.messages.reduce((a, m) => Math.max(a, m.at), 0) + peer.STAY_UP_MS);
+  }
   for (const m of planned.messages) {
     setTimeout(() => {
       const id = wire.produce(t(), m.kind, m.source, { state: state() });

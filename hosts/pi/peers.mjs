@@ -13,6 +13,10 @@
 //                  `tag(tag, id)` (binds `[wakesim <tag>]` in content to a produced id). Returns
 //                  `{ arrive(m, { id, name, marker }) }`, called at the instant a planned message
 //                  is produced; the peer makes the extension receive it.
+//   STAY_UP_MS     (optional) how long the session stays up after the last planned message,
+//                  when the extension's delivery path keeps only unref()ed timers: a run ends
+//                  when nothing ref'd is pending, a session in use does not (driver.mjs holds it
+//                  up, vclock.hold). Absent or 0: no hold.
 //
 // A peer draws every decision through ../lib/wire.mjs, as the driver does: a run stays a pure
 // function of the choices wakesim hands out.

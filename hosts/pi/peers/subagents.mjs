@@ -40,7 +40,11 @@ const live = new Map(); // pid → FakeRunner
 const runners = []; // spawned fake runners, in spawn order
 const watchers = new Map(); // watched path → listener
 let nextPid = 0;
-const KEEP_ALIVE_MS = 60_000;
+// How long the session stays up after the last planned run ends (read by the driver's rule,
+// driver.mjs): one rescan interval of the result watcher (60 s), so every unref()ed timer of
+// the delivery path (the coalescer, the retry delay, the batcher's debounce and max wait) and one
+// rescan can fire.
+export const STAY_UP_MS = 60_000;
 
 /** The extension's temporary root (`PI_SUBAGENTS_TEMP_ROOT` or `<tmpdir>/pi-subagents-<scope>`). */
 function ownedPath(p) {
@@ -174,13 +178,8 @@ export function begin(run) {
     // when they appear (the runner by the tag in its config's task).
   });
   if (run.messages.length) run.note(`${run.messages.length} background subagent run(s) requested over pi-subagents' RPC`);
-  // A pi session in use is a process that stays up (its TUI or RPC input is a ref'd handle), and
-  // every timer of pi-subagents' delivery path is unref()ed (the coalescer, the retry
-  // delay, the batcher's debounce and max wait, the 60 s rescan): under the virtual loop's rule
-  // (unref'd timers do not keep a run alive) the run would end before any result is delivered.
-  // The peer holds the host up for one rescan interval (60 s) after the last planned run ends.
-  const last = run.messages.reduce((a, m) => Math.max(a, m.at), 0);
-  if (run.messages.length) setTimeout(() => {}, last + KEEP_ALIVE_MS);
+  // Every timer of pi-subagents' delivery path is unref()ed: the session stays up STAY_UP_MS
+  // after the last planned run ends (the driver holds it, driver.mjs).
   const runnerFor = (entry) => {
     if (entry.runner) return entry.runner;
     for (const r of runners) {
