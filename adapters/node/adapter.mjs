@@ -29,6 +29,7 @@ const requireHere = createRequire(import.meta.url);
 
 function fatal(message) {
   write(JSON.stringify({ type: "error", message }) + "\n");
+  flush();
   process.exit(1);
 }
 
@@ -51,6 +52,8 @@ function readLine() {
       pending = pending.slice(i + 1);
       return line;
     }
+    // About to block: what is written so far goes out first.
+    flush();
     let n;
     try {
       n = fs.readSync(0, chunk, 0, chunk.length, null);
@@ -67,7 +70,22 @@ function readLine() {
   }
 }
 
+// Lines are gathered and written when the loop is about to block on stdin (or exit): events sent
+// ahead arrive several in one read, and their answers leave in one write.
+let outText = "";
+
 function write(text) {
+  outText += text;
+}
+
+function flush() {
+  if (outText === "") return;
+  const text = outText;
+  outText = "";
+  writeNow(text);
+}
+
+function writeNow(text) {
   const n = fs.writeSync(1, text);
   if (n === Buffer.byteLength(text)) return;
   let buf = Buffer.from(text, "utf8").subarray(n);
@@ -350,7 +368,8 @@ function serve() {
       if (hello.host !== "pi") fatal(`${NAME} has a facade for pi only, not ${hello.host}`);
       context.__wakesim_options = hello.options || {};
       greeted = true;
-      write(JSON.stringify({ type: "hello", protocol: PROTOCOL, adapter: NAME }) + "\n");
+      // `speculate`: events marked `spec` are answered without blocking (lib/realm.js).
+      write(JSON.stringify({ type: "hello", protocol: PROTOCOL, adapter: NAME, speculate: true }) + "\n");
     } else {
       fatal(`unexpected message from the simulator: ${line.slice(0, 200)}`);
     }
