@@ -27,7 +27,7 @@
 //! quiet), and predicts quiet where that key has been seen quiet at least [`SEEN_MIN`] times and
 //! called at most once in [`CALLED_ONE_IN`].
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Serialize;
 
@@ -48,6 +48,23 @@ const CALLED_ONE_IN: u32 = 32;
 
 /// The kinds of event a family numbers (its event index), and one for "no event".
 pub const KINDS: usize = 16;
+
+/// Seeds run again after a mispredict, by this process so far: a counter for tests and
+/// benchmarks, read by nothing in a run.
+static RERUNS: AtomicU64 = AtomicU64::new(0);
+
+/// Seeds run again after a mispredict (or a fault met while events were ahead) so far.
+pub fn reruns() -> u64 {
+    RERUNS.load(Ordering::Relaxed)
+}
+
+/// Events sent ahead so far (confirmed or not).
+static AHEAD: AtomicU64 = AtomicU64::new(0);
+
+/// Events sent ahead of their answers by this process so far.
+pub fn sent_ahead() -> u64 {
+    AHEAD.load(Ordering::Relaxed)
+}
 
 /// The panic payload that abandons a run whose speculation failed: the runner re-runs the seed
 /// ([`Slot::settle`] says so).
@@ -127,6 +144,21 @@ impl Ahead {
     }
 }
 
+/// A handler's whole answer was `done` with nothing in it (`{"type":"done"}` as the reference
+/// adapters write it, or any spelling of it).
+fn quiet(line: &[u8]) -> bool {
+    line == DONE_LINE
+        || matches!(
+            serde_json::from_slice::<FromAdapter>(line),
+            Ok(FromAdapter::Done {
+                error: None,
+                action: None,
+                items: None,
+                stop: None,
+            })
+        )
+}
+
 impl Slot {
     /// A new seed: forget the last one's mispredicts. `allowed`: it runs on its own random
     /// stream, so it can be re-run.
@@ -169,6 +201,7 @@ impl Slot {
         a.pending.push(b'\n');
         a.outstanding.push(index);
         LINES_SENT.fetch_add(1, Ordering::Relaxed);
+        AHEAD.fetch_add(1, Ordering::Relaxed);
         if a.outstanding.len() < AHEAD_MAX {
             return true;
         }
@@ -198,7 +231,7 @@ impl Slot {
                 // `fail` recorded the mispredict at `index` and ended the process.
                 return false;
             };
-            if line == DONE_LINE {
+            if quiet(&line) {
                 self.ahead.outstanding.remove(0);
                 continue;
             }
@@ -256,6 +289,7 @@ impl Slot {
             self.ahead.outstanding.is_empty() || (self.flush_ahead() && self.confirm(false));
         let retry = std::mem::take(&mut self.ahead.retry) || !confirmed;
         if retry {
+            RERUNS.fetch_add(1, Ordering::Relaxed);
             self.ahead.retries += 1;
             self.ahead.outstanding.clear();
             self.ahead.pending.clear();
