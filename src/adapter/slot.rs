@@ -60,6 +60,8 @@ pub struct Slot {
     pub(super) wrote: bool,
     /// Events sent ahead of their answers (`speculate.rs`).
     pub(super) ahead: Ahead,
+    /// A `reset` was written (behind the last run's events sent ahead) and its `ready` not read.
+    pub(super) reset_sent: bool,
 }
 
 /// A shared handle on a slot: the runner's pool keeps it, each run's wake logic borrows it.
@@ -103,12 +105,14 @@ impl Slot {
             out: Vec::new(),
             wrote: false,
             ahead: Ahead::default(),
+            reset_sent: false,
         }
     }
 
     /// Stop the process (if any) and describe the fault.
     pub fn fail(&mut self, kind: FaultKind, detail: String) -> AdapterFault {
         self.in_handler = false;
+        self.reset_sent = false;
         self.ahead.drop_outstanding();
         match self.proc.take() {
             Some(p) => p.into_fault(kind, detail),
@@ -286,6 +290,7 @@ impl Slot {
         let p = Process::spawn(&self.spec.command, &self.spec.cwd)
             .map_err(|e| self.fail(FaultKind::Spawn, e))?;
         self.proc = Some(p);
+        self.reset_sent = false;
         self.starting = true;
         let doing = "shaking hands";
         let options = self.spec.options.clone();
@@ -324,7 +329,24 @@ impl Slot {
     /// after the first event was written too: the adapter answers in order).
     pub fn begin_reset(&mut self) -> Result<(), AdapterFault> {
         self.ensure()?;
+        if std::mem::take(&mut self.reset_sent) && self.proc.is_some() {
+            return Ok(());
+        }
         self.send(&Reset {}, "resetting for a new run")
+    }
+
+    /// Queue the next run's `reset` behind the events ahead (see [`Slot::settle`]). False if
+    /// there is no process to reset.
+    pub(super) fn reset_ahead(&mut self) -> bool {
+        if self.proc.is_none() || self.in_handler {
+            return false;
+        }
+        serde_json::to_writer(&mut self.ahead.pending, &Reset {})
+            .expect("a protocol message serializes");
+        self.ahead.pending.push(b'\n');
+        LINES_SENT.fetch_add(1, Ordering::Relaxed);
+        self.reset_sent = true;
+        true
     }
 
     /// `ready`: the events the logic listens to and its hooks.

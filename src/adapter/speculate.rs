@@ -78,8 +78,9 @@ pub struct Ahead {
     allowed: bool,
     /// Event lines queued, not yet written.
     pub pending: Vec<u8>,
-    /// Indices (in the run) of events sent ahead and not yet confirmed, oldest first.
-    outstanding: Vec<u32>,
+    /// Events sent ahead and not yet confirmed, oldest first: their index in the run, and
+    /// whether `done` with `"action":"continue"` is quiet too (pi's `input`: the same as none).
+    outstanding: Vec<(u32, bool)>,
     /// Events of this seed found not quiet: waited for in its re-runs.
     wait_at: Vec<u32>,
     /// Re-runs of this seed so far.
@@ -130,7 +131,7 @@ impl Ahead {
     /// before it was confirmed), so the seed re-runs waiting for it; the fault is not the
     /// run's.
     pub fn drop_outstanding(&mut self) {
-        if let Some(&first) = self.outstanding.first() {
+        if let Some(&(first, _)) = self.outstanding.first() {
             self.mispredicted(first);
         }
         self.pending.clear();
@@ -145,18 +146,20 @@ impl Ahead {
 }
 
 /// A handler's whole answer was `done` with nothing in it (`{"type":"done"}` as the reference
-/// adapters write it, or any spelling of it).
-fn quiet(line: &[u8]) -> bool {
-    line == DONE_LINE
-        || matches!(
-            serde_json::from_slice::<FromAdapter>(line),
-            Ok(FromAdapter::Done {
-                error: None,
-                action: None,
-                items: None,
-                stop: None,
-            })
-        )
+/// adapters write it, or any spelling of it), or (`continue_ok`) with `"action":"continue"`.
+fn quiet(line: &[u8], continue_ok: bool) -> bool {
+    if line == DONE_LINE {
+        return true;
+    }
+    match serde_json::from_slice::<FromAdapter>(line) {
+        Ok(FromAdapter::Done {
+            error: None,
+            action,
+            items: None,
+            stop: None,
+        }) => action.is_none() || (continue_ok && action.as_deref() == Some("continue")),
+        _ => false,
+    }
 }
 
 impl Slot {
@@ -193,13 +196,14 @@ impl Slot {
         }
     }
 
-    /// Queue event `index` (marked `spec`) unanswered. Returns false if the seed must re-run
-    /// (too many were ahead, and confirming them found a mispredict).
-    pub fn send_ahead(&mut self, event: &impl Serialize, index: u32) -> bool {
+    /// Queue event `index` (marked `spec`) unanswered; `continue_ok`: an `"action":"continue"`
+    /// answers it as nothing does. Returns false if the seed must re-run (too many were ahead,
+    /// and confirming them found a mispredict).
+    pub fn send_ahead(&mut self, event: &impl Serialize, index: u32, continue_ok: bool) -> bool {
         let a = &mut self.ahead;
         serde_json::to_writer(&mut a.pending, event).expect("a protocol message serializes");
         a.pending.push(b'\n');
-        a.outstanding.push(index);
+        a.outstanding.push((index, continue_ok));
         LINES_SENT.fetch_add(1, Ordering::Relaxed);
         AHEAD.fetch_add(1, Ordering::Relaxed);
         if a.outstanding.len() < AHEAD_MAX {
@@ -226,12 +230,12 @@ impl Slot {
     /// `then_waited`), and false is returned: the seed must re-run.
     pub fn confirm(&mut self, then_waited: bool) -> bool {
         let doing = "reading the answers of events sent ahead";
-        while let Some(&index) = self.ahead.outstanding.first() {
+        while let Some(&(index, continue_ok)) = self.ahead.outstanding.first() {
             let Ok(line) = self.line(doing) else {
                 // `fail` recorded the mispredict at `index` and ended the process.
                 return false;
             };
-            if quiet(&line) {
+            if quiet(&line, continue_ok) {
                 self.ahead.outstanding.remove(0);
                 continue;
             }
@@ -245,6 +249,7 @@ impl Slot {
                 // A process that cannot be brought back between events is ended; the re-run
                 // starts a new one.
                 self.proc = None;
+                self.reset_sent = false;
             }
             self.in_handler = false;
             return false;
@@ -285,8 +290,16 @@ impl Slot {
     /// After a run: confirm what is still ahead. True if the run must be thrown away and the
     /// seed run again (a mispredict during the run, or now).
     pub fn settle(&mut self) -> bool {
-        let confirmed =
-            self.ahead.outstanding.is_empty() || (self.flush_ahead() && self.confirm(false));
+        // The next run's `reset` rides with the events still ahead: its `ready` is read when that
+        // run begins (`Slot::begin_reset`), so confirming them costs no round trip of its own.
+        if self.in_handler && !self.ahead.outstanding.is_empty() {
+            // Not between events (a run that ended inside a handler): start afresh.
+            self.proc = None;
+            self.reset_sent = false;
+            self.ahead.mispredicted(self.ahead.outstanding[0].0);
+        }
+        let confirmed = self.ahead.outstanding.is_empty()
+            || (self.reset_ahead() && self.flush_ahead() && self.confirm(false));
         let retry = std::mem::take(&mut self.ahead.retry) || !confirmed;
         if retry {
             RERUNS.fetch_add(1, Ordering::Relaxed);

@@ -242,7 +242,7 @@ impl ExternalPi {
             // runs again waiting for it).
             slot.learn(kind, history, true);
             self.history.push(kind, true);
-            if !slot.send_ahead(&line, index) {
+            if !slot.send_ahead(&line, index, event == "input") {
                 respeculate();
             }
             return Ok(None);
@@ -258,7 +258,11 @@ impl ExternalPi {
         }
         self.called = false;
         let done = slot.run(&doing, CALLS, |slot, msg| self.call(pi, slot, msg, &doing))?;
-        let quiet = !self.called && done.error.is_none() && done.action.is_none();
+        // `input` answered "continue" is what a quiet handler answers (the same action).
+        let quiet = !self.called
+            && done.error.is_none()
+            && (done.action.is_none()
+                || (event == "input" && done.action.as_deref() == Some("continue")));
         slot.learn(kind, history, quiet);
         self.history.push(kind, quiet);
         Ok(Some(done))
