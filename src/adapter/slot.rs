@@ -355,6 +355,7 @@ impl Slot {
         match self.read(doing, None)? {
             FromAdapter::Ready { events, hooks } => {
                 self.starting = false;
+                self.ahead.ready_read(&events, hooks.is_some());
                 Ok(Ready { events, hooks })
             }
             FromAdapter::Error { message } => Err(self.reported(message.as_deref(), doing)),

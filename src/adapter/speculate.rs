@@ -89,6 +89,12 @@ pub struct Ahead {
     retry: bool,
     /// Per key: (quiet, called).
     seen: Vec<(u32, u32)>,
+    /// The events of the last `ready` read (without hooks), and what the family made of them:
+    /// a run may start with its first event ahead if the module listens to the same.
+    ready: Vec<String>,
+    listening: Option<u64>,
+    /// A `ready` is due before the answers of the events ahead, to be checked against `ready`.
+    ready_due: bool,
 }
 
 impl Default for Ahead {
@@ -102,6 +108,9 @@ impl Default for Ahead {
             retries: 0,
             retry: false,
             seen: vec![(0, 0); KINDS * 2 * KINDS * 2 * KINDS],
+            ready: Vec::new(),
+            listening: None,
+            ready_due: false,
         }
     }
 }
@@ -137,7 +146,19 @@ impl Ahead {
         self.pending.clear();
     }
 
+    /// A `ready` was read: if it differs from the last, what the family made of it is unknown.
+    pub fn ready_read(&mut self, events: &[String], hooks: bool) {
+        if hooks || self.ready != events {
+            self.listening = None;
+            self.ready.clear();
+            if !hooks {
+                self.ready.extend_from_slice(events);
+            }
+        }
+    }
+
     fn mispredicted(&mut self, at: u32) {
+        self.ready_due = false;
         self.wait_at.push(at);
         self.retry = true;
         self.outstanding.clear();
@@ -173,6 +194,38 @@ impl Slot {
         a.retry = false;
         a.outstanding.clear();
         a.pending.clear();
+        a.ready_due = false;
+    }
+
+    /// What the family made of the last `ready` read (its events as bits).
+    pub fn listening(&mut self, bits: u64) {
+        self.ahead.listening = Some(bits);
+    }
+
+    /// A run's first event (`index`, of `kind` after `history`) goes ahead with the run's `reset`
+    /// if it is predicted quiet and the last `ready` is known: then its events, as the family
+    /// made them, and the `reset` is queued (or was written already: [`Slot::settle`]); its
+    /// `ready` is read and checked before the first answer. `None`: begin as usual.
+    pub fn ready_ahead(
+        &mut self,
+        index: u32,
+        kind: u8,
+        history: History,
+    ) -> Result<Option<u64>, super::AdapterFault> {
+        let Some(bits) = self.ahead.listening else {
+            return Ok(None);
+        };
+        if self.proc.is_none() || self.in_handler || !self.goes_ahead(index, kind, history) {
+            return Ok(None);
+        }
+        if !std::mem::take(&mut self.reset_sent) {
+            serde_json::to_writer(&mut self.ahead.pending, &super::protocol::Reset {})
+                .expect("a protocol message serializes");
+            self.ahead.pending.push(b'\n');
+            LINES_SENT.fetch_add(1, Ordering::Relaxed);
+        }
+        self.ahead.ready_due = true;
+        Ok(Some(bits))
     }
 
     /// Whether the event `index` of the run (of kind `kind`, after `history`) goes ahead.
@@ -230,6 +283,29 @@ impl Slot {
     /// `then_waited`), and false is returned: the seed must re-run.
     pub fn confirm(&mut self, then_waited: bool) -> bool {
         let doing = "reading the answers of events sent ahead";
+        if std::mem::take(&mut self.ahead.ready_due) {
+            let first = self.ahead.outstanding.first().map_or(0, |o| o.0);
+            let same = match self.line(doing) {
+                Ok(line) => match serde_json::from_slice::<FromAdapter>(&line) {
+                    Ok(FromAdapter::Ready {
+                        events,
+                        hooks: None,
+                    }) => events == self.ahead.ready,
+                    _ => false,
+                },
+                // `fail` recorded the mispredict and ended the process.
+                Err(_) => return false,
+            };
+            if !same {
+                // Another `ready` (or none): the run begins again, waiting for it; a process
+                // whose answers are not where they were expected is ended.
+                self.ahead.mispredicted(first);
+                self.proc = None;
+                self.reset_sent = false;
+                self.in_handler = false;
+                return false;
+            }
+        }
         while let Some(&(index, continue_ok)) = self.ahead.outstanding.first() {
             let Ok(line) = self.line(doing) else {
                 // `fail` recorded the mispredict at `index` and ended the process.

@@ -204,14 +204,23 @@ impl ExternalPi {
         let slot = Rc::clone(&self.slot);
         let mut slot = slot.borrow_mut();
         let mut ready_first = false;
+        let mut ahead_first = false;
+        let kind = event_kind(event);
+        let history = self.history;
         if !self.started {
             self.started = true;
-            slot.begin_reset()?;
-            if event == "session_start" {
-                ready_first = true;
-            } else {
+            if event != "session_start" {
+                slot.begin_reset()?;
                 let ready = slot.read_ready()?;
                 self.listen_to(&mut slot, &ready.events)?;
+            } else if let Some(bits) = slot.ready_ahead(self.delivered, kind, history)? {
+                // The module listens to what it did last run: its `ready` is checked with the
+                // answers of the events ahead.
+                self.events = bits as u16;
+                ahead_first = true;
+            } else {
+                slot.begin_reset()?;
+                ready_first = true;
             }
         }
         if !ready_first && !self.listens(event) {
@@ -224,9 +233,7 @@ impl ExternalPi {
             .ok();
         let index = self.delivered;
         self.delivered += 1;
-        let kind = event_kind(event);
-        let history = self.history;
-        let ahead = !ready_first && slot.goes_ahead(index, kind, history);
+        let ahead = ahead_first || (!ready_first && slot.goes_ahead(index, kind, history));
         let line = Event {
             event: PiEvent {
                 event,
@@ -255,6 +262,7 @@ impl ExternalPi {
         if ready_first {
             let ready = slot.read_ready()?;
             self.listen_to(&mut slot, &ready.events)?;
+            slot.listening(u64::from(self.events));
         }
         self.called = false;
         let done = slot.run(&doing, CALLS, |slot, msg| self.call(pi, slot, msg, &doing))?;
