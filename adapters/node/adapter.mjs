@@ -1,7 +1,10 @@
 #!/usr/bin/env node
 // wakesim's Node reference adapter (protocol 1, docs/protocol.md).
 //
-//   node adapters/node/adapter.mjs MODULE [--export NAME]
+//   node adapters/node/adapter.mjs MODULE [--export NAME] [--wait]
+//
+// `--wait`: do not take events sent ahead (`hello` without `speculate`), so the simulator waits
+// for every handler, as it did before events could go ahead (tests compare the two).
 //
 // Loads MODULE (TypeScript or JavaScript, ES module or CommonJS; types are stripped by sucrase,
 // pinned in package-lock.json, which the adapter installs itself with `npm ci` the first time it
@@ -106,12 +109,14 @@ function writeNow(text) {
 const argv = process.argv.slice(2);
 let entryArg = null;
 let exportName = null;
+let waitAll = false;
 for (let i = 0; i < argv.length; i++) {
   if (argv[i] === "--export") exportName = argv[++i];
+  else if (argv[i] === "--wait") waitAll = true;
   else if (entryArg === null) entryArg = argv[i];
-  else fatal(`unexpected argument ${JSON.stringify(argv[i])}; usage: adapter.mjs MODULE [--export NAME]`);
+  else fatal(`unexpected argument ${JSON.stringify(argv[i])}; usage: adapter.mjs MODULE [--export NAME] [--wait]`);
 }
-if (!entryArg) fatal("usage: adapter.mjs MODULE [--export NAME]");
+if (!entryArg) fatal("usage: adapter.mjs MODULE [--export NAME] [--wait]");
 const cwd = process.cwd();
 const entry = path.resolve(cwd, entryArg);
 if (!fs.existsSync(entry)) fatal(`module ${entryArg} not found (from ${cwd})`);
@@ -369,7 +374,9 @@ function serve() {
       context.__wakesim_options = hello.options || {};
       greeted = true;
       // `speculate`: events marked `spec` are answered without blocking (lib/realm.js).
-      write(JSON.stringify({ type: "hello", protocol: PROTOCOL, adapter: NAME, speculate: true }) + "\n");
+      const ours = { type: "hello", protocol: PROTOCOL, adapter: NAME };
+      if (!waitAll) ours.speculate = true;
+      write(JSON.stringify(ours) + "\n");
     } else {
       fatal(`unexpected message from the simulator: ${line.slice(0, 200)}`);
     }
