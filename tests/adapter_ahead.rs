@@ -2,9 +2,11 @@
 //! adapter that takes them and one that does not, every seed gives the same outcome (an adapter
 //! fault with the same kind and detail, at the same event), the same events and the same trace
 //! hash, while fewer round trips are made and the mispredicts re-run their seeds. Its own test
-//! binary: the counters it reads are the process's.
+//! binary, its tests one at a time (`SERIAL`): the counters it reads are the process's.
 
 mod common;
+
+use std::sync::Mutex;
 
 use common::inline;
 use wakesim::adapter::slot::round_trips;
@@ -31,6 +33,9 @@ verdict = "pass"
     )
 }
 
+/// The tests read process-wide counters: one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
 /// What must be equal between the two runs of a seed.
 fn outcome(o: &Outcome) -> String {
     match o {
@@ -44,6 +49,9 @@ fn outcome(o: &Outcome) -> String {
 /// Run `seeds` seeds of the two scenarios side by side and compare them; `ends`: the odd
 /// handler ends a run (a fault or a throw), so some waited run must have ended so.
 fn compare(mode: &str, waited: &str, ahead: &str, seeds: u64, ends: bool) {
+    let _one_at_a_time = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let registry = Registry::builtin();
     let waited = inline(waited, &registry);
     let ahead = inline(ahead, &registry);
