@@ -1,6 +1,7 @@
 //! The adapters' figures: seeds per second through the Node and the Python adapter on the pi
 //! scenarios (`scenarios/external/{node,python}-g*`), round trips per second (lines the
-//! simulator writes and waits on), and the per-seed startup alone (`reset` and its `ready`,
+//! simulator writes and waits on; events sent ahead of their answers, `adapter::speculate`, are
+//! counted apart with the seeds re-run after a mispredict), and the per-seed startup alone (`reset` and its `ready`,
 //! which reloads the user's module).
 //!
 //! ```sh
@@ -14,7 +15,7 @@ use std::path::Path;
 
 use divan::Bencher;
 use divan::counter::ItemsCount;
-use wakesim::adapter::{Peer, Pool, slot};
+use wakesim::adapter::{Peer, Pool, slot, speculate};
 use wakesim::engine::Runner;
 use wakesim::family::Registry;
 use wakesim::scenario::{Scenario, discover};
@@ -85,13 +86,20 @@ fn round_trips(bencher: Bencher, lang: &str) {
     let scns = pi_scenarios(&registry, lang);
     let mut runner = prepared(&registry, &scns);
     let (trips, lines) = (slot::round_trips(), slot::lines_sent());
+    let (ahead, reruns) = (speculate::sent_ahead(), speculate::reruns());
     run_all(&mut runner, &scns);
     let (trips, lines) = (slot::round_trips() - trips, slot::lines_sent() - lines);
+    let (ahead, reruns) = (
+        speculate::sent_ahead() - ahead,
+        speculate::reruns() - reruns,
+    );
     let seeds = SEEDS * scns.len() as u64;
     eprintln!(
-        "adapters/{lang}: {:.2} round trips and {:.2} lines written a seed ({} scenarios, {seeds} seeds)",
+        "adapters/{lang}: {:.2} round trips, {:.2} lines written and {:.2} events sent ahead a seed, \
+         {reruns} seeds re-run after a mispredict ({} scenarios, {seeds} seeds)",
         trips as f64 / seeds as f64,
         lines as f64 / seeds as f64,
+        ahead as f64 / seeds as f64,
         scns.len()
     );
     bencher

@@ -1,7 +1,10 @@
 #!/usr/bin/env node
 // wakesim's Node reference adapter (protocol 1, docs/protocol.md).
 //
-//   node adapters/node/adapter.mjs MODULE [--export NAME]
+//   node adapters/node/adapter.mjs MODULE [--export NAME] [--wait]
+//
+// `--wait`: do not take events sent ahead (`hello` without `speculate`), so the simulator waits
+// for every handler, as it did before events could go ahead (tests compare the two).
 //
 // Loads MODULE (TypeScript or JavaScript, ES module or CommonJS; types are stripped by sucrase,
 // pinned in package-lock.json, which the adapter installs itself with `npm ci` the first time it
@@ -29,6 +32,7 @@ const requireHere = createRequire(import.meta.url);
 
 function fatal(message) {
   write(JSON.stringify({ type: "error", message }) + "\n");
+  flush();
   process.exit(1);
 }
 
@@ -51,6 +55,8 @@ function readLine() {
       pending = pending.slice(i + 1);
       return line;
     }
+    // About to block: what is written so far goes out first.
+    flush();
     let n;
     try {
       n = fs.readSync(0, chunk, 0, chunk.length, null);
@@ -67,7 +73,22 @@ function readLine() {
   }
 }
 
+// Lines are gathered and written when the loop is about to block on stdin (or exit): events sent
+// ahead arrive several in one read, and their answers leave in one write.
+let outText = "";
+
 function write(text) {
+  outText += text;
+}
+
+function flush() {
+  if (outText === "") return;
+  const text = outText;
+  outText = "";
+  writeNow(text);
+}
+
+function writeNow(text) {
   const n = fs.writeSync(1, text);
   if (n === Buffer.byteLength(text)) return;
   let buf = Buffer.from(text, "utf8").subarray(n);
@@ -88,12 +109,14 @@ function write(text) {
 const argv = process.argv.slice(2);
 let entryArg = null;
 let exportName = null;
+let waitAll = false;
 for (let i = 0; i < argv.length; i++) {
   if (argv[i] === "--export") exportName = argv[++i];
+  else if (argv[i] === "--wait") waitAll = true;
   else if (entryArg === null) entryArg = argv[i];
-  else fatal(`unexpected argument ${JSON.stringify(argv[i])}; usage: adapter.mjs MODULE [--export NAME]`);
+  else fatal(`unexpected argument ${JSON.stringify(argv[i])}; usage: adapter.mjs MODULE [--export NAME] [--wait]`);
 }
-if (!entryArg) fatal("usage: adapter.mjs MODULE [--export NAME]");
+if (!entryArg) fatal("usage: adapter.mjs MODULE [--export NAME] [--wait]");
 const cwd = process.cwd();
 const entry = path.resolve(cwd, entryArg);
 if (!fs.existsSync(entry)) fatal(`module ${entryArg} not found (from ${cwd})`);
@@ -350,7 +373,10 @@ function serve() {
       if (hello.host !== "pi") fatal(`${NAME} has a facade for pi only, not ${hello.host}`);
       context.__wakesim_options = hello.options || {};
       greeted = true;
-      write(JSON.stringify({ type: "hello", protocol: PROTOCOL, adapter: NAME }) + "\n");
+      // `speculate`: events marked `spec` are answered without blocking (lib/realm.js).
+      const ours = { type: "hello", protocol: PROTOCOL, adapter: NAME };
+      if (!waitAll) ours.speculate = true;
+      write(JSON.stringify(ours) + "\n");
     } else {
       fatal(`unexpected message from the simulator: ${line.slice(0, 200)}`);
     }

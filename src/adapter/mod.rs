@@ -18,6 +18,7 @@
 pub mod process;
 pub mod protocol;
 pub mod slot;
+pub mod speculate;
 
 pub use slot::{Calls, Pool, Ready, Slot, SlotRef, Step};
 

@@ -64,6 +64,10 @@ pub enum FromAdapter {
     Hello {
         protocol: Option<Value>,
         adapter: Option<String>,
+        /// pi: the adapter takes events marked `spec` (answered without blocking on a query, see
+        /// `docs/protocol.md`), so the simulator may go on without waiting for their `done`.
+        #[serde(default)]
+        speculate: Option<bool>,
     },
     Ready {
         events: Vec<String>,

@@ -13,15 +13,16 @@ use super::process::{Process, ReadError};
 use super::protocol::{
     FromAdapter, Hello as HelloLine, HookSpec, MESSAGE_TYPES, PROTOCOL_VERSION, Reset, Tag,
 };
+use super::speculate::Ahead;
 use super::{AdapterFault, AdapterSpec, FaultKind, Peer, quote};
 use crate::limits::{ADAPTER_LINE_BYTES_MAX, ADAPTERS_LIVE_MAX};
 
 /// `{"type":"done"}` exactly: a handler that ended with nothing to report.
-const DONE_LINE: &[u8] = br#"{"type":"done"}"#;
+pub(super) const DONE_LINE: &[u8] = br#"{"type":"done"}"#;
 
 /// Lines written to adapters by this process so far: a counter for the adapter benchmarks
 /// (`benches/adapters.rs` divides by it), read by nothing in a run.
-static LINES_SENT: AtomicU64 = AtomicU64::new(0);
+pub(super) static LINES_SENT: AtomicU64 = AtomicU64::new(0);
 
 /// Round trips with adapters by this process so far: a counter for the adapter benchmarks, read
 /// by nothing in a run.
@@ -43,20 +44,24 @@ pub fn round_trips() -> u64 {
 pub struct Slot {
     spec: AdapterSpec,
     host: Peer,
-    proc: Option<Process>,
+    pub(super) proc: Option<Process>,
     /// A handler was in progress when its run ended (a budget ran out): the process is mid-way
     /// and must be restarted before the next run.
-    in_handler: bool,
+    pub(super) in_handler: bool,
     /// Spawned, and its first `ready` not read yet: answers get the start bound.
     starting: bool,
     /// The adapter's last line, for faults that quote it.
-    last: Vec<u8>,
+    pub(super) last: Vec<u8>,
     /// What the adapter said in its `hello`.
     pub adapter_name: String,
     /// The line being written (its allocation kept across lines).
     out: Vec<u8>,
     /// Written since the last line read: the next read is a round trip.
-    wrote: bool,
+    pub(super) wrote: bool,
+    /// Events sent ahead of their answers (`speculate.rs`).
+    pub(super) ahead: Ahead,
+    /// A `reset` was written (behind the last run's events sent ahead) and its `ready` not read.
+    pub(super) reset_sent: bool,
 }
 
 /// A shared handle on a slot: the runner's pool keeps it, each run's wake logic borrows it.
@@ -99,12 +104,16 @@ impl Slot {
             adapter_name: String::new(),
             out: Vec::new(),
             wrote: false,
+            ahead: Ahead::default(),
+            reset_sent: false,
         }
     }
 
     /// Stop the process (if any) and describe the fault.
     pub fn fail(&mut self, kind: FaultKind, detail: String) -> AdapterFault {
         self.in_handler = false;
+        self.reset_sent = false;
+        self.ahead.drop_outstanding();
         match self.proc.take() {
             Some(p) => p.into_fault(kind, detail),
             None => AdapterFault {
@@ -121,15 +130,22 @@ impl Slot {
         // Serialized straight into a buffer kept across lines, newline and all.
         let mut out = std::mem::take(&mut self.out);
         out.clear();
+        // Events sent ahead and not written yet go first, in the same write.
+        out.append(&mut self.ahead.pending);
         serde_json::to_writer(&mut out, msg).expect("a protocol message serializes");
         out.push(b'\n');
         LINES_SENT.fetch_add(1, Ordering::Relaxed);
+        let written = self.write_out(&out, doing);
+        self.out = out;
+        written
+    }
+
+    /// Write bytes (whole lines) within the answer bound.
+    pub(super) fn write_out(&mut self, out: &[u8], doing: &str) -> Result<(), AdapterFault> {
         self.wrote = true;
         let ms = self.bound_ms();
         let p = self.proc.as_mut().expect("a live process");
-        let written = p.write_lines(&out, Duration::from_millis(ms));
-        self.out = out;
-        match written {
+        match p.write_lines(out, Duration::from_millis(ms)) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::TimedOut => Err(self.fail(
                 FaultKind::Timeout,
@@ -152,7 +168,7 @@ impl Slot {
     }
 
     /// The next line, within the bound (the start bound until the first `ready`).
-    fn line(&mut self, doing: &str) -> Result<Vec<u8>, AdapterFault> {
+    pub(super) fn line(&mut self, doing: &str) -> Result<Vec<u8>, AdapterFault> {
         if std::mem::take(&mut self.wrote) {
             ROUND_TRIPS.fetch_add(1, Ordering::Relaxed);
         }
@@ -274,6 +290,7 @@ impl Slot {
         let p = Process::spawn(&self.spec.command, &self.spec.cwd)
             .map_err(|e| self.fail(FaultKind::Spawn, e))?;
         self.proc = Some(p);
+        self.reset_sent = false;
         self.starting = true;
         let doing = "shaking hands";
         let options = self.spec.options.clone();
@@ -285,7 +302,11 @@ impl Slot {
         };
         self.send(&hello, doing)?;
         match self.read(doing, None)? {
-            FromAdapter::Hello { protocol, adapter } => {
+            FromAdapter::Hello {
+                protocol,
+                adapter,
+                speculate,
+            } => {
                 if protocol.as_ref().and_then(serde_json::Value::as_u64) != Some(PROTOCOL_VERSION) {
                     let theirs = protocol.map_or("(none)".to_string(), |v| v.to_string());
                     return Err(self.fail(
@@ -296,6 +317,7 @@ impl Slot {
                     ));
                 }
                 self.adapter_name = adapter.unwrap_or_else(|| "unnamed adapter".to_string());
+                self.ahead.takes_spec = speculate == Some(true);
                 Ok(())
             }
             FromAdapter::Error { message } => Err(self.reported(message.as_deref(), doing)),
@@ -307,7 +329,24 @@ impl Slot {
     /// after the first event was written too: the adapter answers in order).
     pub fn begin_reset(&mut self) -> Result<(), AdapterFault> {
         self.ensure()?;
+        if std::mem::take(&mut self.reset_sent) && self.proc.is_some() {
+            return Ok(());
+        }
         self.send(&Reset {}, "resetting for a new run")
+    }
+
+    /// Queue the next run's `reset` behind the events ahead (see [`Slot::settle`]). False if
+    /// there is no process to reset.
+    pub(super) fn reset_ahead(&mut self) -> bool {
+        if self.proc.is_none() || self.in_handler {
+            return false;
+        }
+        serde_json::to_writer(&mut self.ahead.pending, &Reset {})
+            .expect("a protocol message serializes");
+        self.ahead.pending.push(b'\n');
+        LINES_SENT.fetch_add(1, Ordering::Relaxed);
+        self.reset_sent = true;
+        true
     }
 
     /// `ready`: the events the logic listens to and its hooks.
@@ -316,6 +355,7 @@ impl Slot {
         match self.read(doing, None)? {
             FromAdapter::Ready { events, hooks } => {
                 self.starting = false;
+                self.ahead.ready_read(&events, hooks.is_some());
                 Ok(Ready { events, hooks })
             }
             FromAdapter::Error { message } => Err(self.reported(message.as_deref(), doing)),

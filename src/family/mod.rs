@@ -27,6 +27,7 @@ use std::any::Any;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::marker::PhantomData;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use serde::Deserialize;
@@ -547,7 +548,30 @@ impl<F: Family> Runs for FamilyRuns<F> {
     fn run(&mut self, job: Job<'_>) -> RunResult {
         let config = typed::<F>(job.config);
         let variant = F::HOSTS[job.host.index()].1;
-        let adapter = matches!(job.wake, WakeSource::Adapter(..));
+        if let WakeSource::Adapter(slot, constants_ms) = job.wake {
+            // An adapter's wake logic is dropped with its run's world, as it always was. A run
+            // on the seed's own stream may send events ahead of their answers
+            // (`adapter::speculate`): when one was not quiet, the run is thrown away and the
+            // seed runs again, waiting for it.
+            self.world = None;
+            slot.borrow_mut().begin_seed(job.choices.is_none());
+            let mut choices = job.choices;
+            loop {
+                let drive = Drive {
+                    seed: job.seed,
+                    choices: choices.take(),
+                    limits: job.limits,
+                    enabled: F::INVARIANTS,
+                    check: job.check,
+                    recording: job.recording,
+                };
+                let wake = F::external(Rc::clone(&slot), constants_ms.clone());
+                let result = drive.run(&mut self.kernel, || F::world(variant, config, wake));
+                if !slot.borrow_mut().settle() {
+                    return result;
+                }
+            }
+        }
         let wake: Box<F::Wake> = match job.wake {
             WakeSource::Registered(entry) => entry.make::<F>().unwrap_or_else(|| {
                 panic!(
@@ -557,7 +581,7 @@ impl<F: Family> Runs for FamilyRuns<F> {
                     F::NAME
                 )
             }),
-            WakeSource::Adapter(slot, constants_ms) => F::external(slot, constants_ms),
+            WakeSource::Adapter(..) => unreachable!("taken above"),
         };
         let drive = Drive {
             seed: job.seed,
@@ -567,11 +591,6 @@ impl<F: Family> Runs for FamilyRuns<F> {
             check: job.check,
             recording: job.recording,
         };
-        if adapter {
-            // An adapter's wake logic is dropped with its run's world, as it always was.
-            self.world = None;
-            return drive.run(&mut self.kernel, || F::world(variant, config, wake));
-        }
         drive.run_in(&mut self.kernel, &mut self.world, |w| match w {
             Some(w) => F::renew(w, variant, config, wake),
             None => *w = Some(F::world(variant, config, wake)),

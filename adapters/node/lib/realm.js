@@ -58,7 +58,17 @@
     return text;
   }
 
+  // An event sent ahead (`spec`): the simulator goes on without waiting for this handler, and
+  // re-runs the seed if it turns out to call anything. A query cannot be answered then: it is
+  // written (the simulator sees a call: a mispredict) and the handler abandoned.
+  let speculative = false;
+  const ABANDONED = "wakesim: handler abandoned (a query in an event sent ahead)";
+
   function query(obj) {
+    if (speculative) {
+      call(obj);
+      throw new Error(ABANDONED);
+    }
     const line = host.query(flushWith(JSON.stringify(obj) + "\n"));
     const answer = JSON.parse(line);
     if (answer.type !== "result") {
@@ -516,6 +526,7 @@
     hintCtx = ev.ctx;
     hint = ev.idle === undefined ? null : ev.idle;
     hintValid = ev.idle !== undefined;
+    speculative = ev.spec === true;
     pendingError = null;
     inputAction = null;
     const ctx = ctxFor(session);

@@ -40,20 +40,41 @@ def _parse(line):
 _DONE = '{"type":"done"}'
 
 
+class Abandoned(Exception):
+    """A query in an event sent ahead (`spec`): the simulator is not waiting for this handler and
+    will run the seed again, waiting for it, once it sees the query (docs/protocol.md)."""
+
+
 class Connection:
-    """Lines on the real stdin and stdout, with calls buffered until the next query or `done`."""
+    """Lines on the real stdin and stdout, with calls buffered until the next query or `done`,
+    and answers written when the loop is about to block on stdin: events sent ahead arrive
+    several in one read, and their answers leave in one write."""
 
     def __init__(self):
-        self._in = sys.stdin.buffer
+        self._fd = sys.stdin.fileno()
+        self._buf = b""
         self._out = os.fdopen(os.dup(1), "wb", buffering=0)
         sys.stdout = sys.stderr
         self._pending = []
+        self._ready = []
+        # The event being handled was sent ahead: a query cannot be answered.
+        self.speculative = False
 
     def read(self):
-        line = self._in.readline()
-        if not line:
-            sys.exit(0)
-        return line
+        while True:
+            i = self._buf.find(b"\n")
+            if i >= 0:
+                line = self._buf[: i + 1]
+                self._buf = self._buf[i + 1 :]
+                return line
+            self.write_out()
+            chunk = os.read(self._fd, 1 << 16)
+            if not chunk:
+                if self._buf:
+                    line, self._buf = self._buf, b""
+                    return line
+                sys.exit(0)
+            self._buf += chunk
 
     def call(self, obj):
         self._pending.append(_encode(obj))
@@ -62,11 +83,23 @@ class Connection:
         if last is not None:
             self._pending.append(last if last.__class__ is str else _encode(last))
         if self._pending:
-            self._out.write(("\n".join(self._pending) + "\n").encode())
+            self._ready.append("\n".join(self._pending) + "\n")
             self._pending = []
+
+    def write_out(self):
+        if self._ready:
+            data = "".join(self._ready).encode()
+            self._ready = []
+            view = memoryview(data)
+            while view:
+                n = self._out.write(view)
+                view = view[n:]
 
     def query(self, obj):
         """A call whose answer the module waits for: the simulator answers at once."""
+        if self.speculative:
+            self.call(obj)
+            raise Abandoned("wakesim: handler abandoned (a query in an event sent ahead)")
         self.flush(obj)
         answer = _parse(self.read())
         if answer.get("type") != "result":
@@ -367,7 +400,9 @@ def serve(facades, loader_args):
                     raise Fatal(f"{NAME} has facades for {', '.join(facades)}, not {host}")
                 loader = ModuleLoader(*loader_args)
                 facade = facades[host](conn, clock, msg.get("options") or {})
-                conn.flush({"type": "hello", "protocol": PROTOCOL, "adapter": NAME})
+                # `speculate`: events marked `spec` are answered without blocking (`query`).
+                conn.flush({"type": "hello", "protocol": PROTOCOL, "adapter": NAME,
+                            "speculate": True})
             elif facade is None:
                 raise Fatal("the simulator did not say hello first")
             elif kind == "reset":
@@ -382,6 +417,7 @@ def serve(facades, loader_args):
                 conn.flush({"type": "ready", **ready})
             elif kind == "event":
                 clock.now_ms = msg["now"]
+                conn.speculative = msg.get("spec") is True
                 end = _DONE
                 try:
                     result = facade.dispatch(msg)
@@ -398,4 +434,5 @@ def serve(facades, loader_args):
                 raise Fatal(f"unexpected message from the simulator: {line[:200]!r}")
     except Fatal as f:
         conn.flush({"type": "error", "message": str(f)})
+        conn.write_out()
         sys.exit(1)

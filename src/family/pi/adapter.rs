@@ -16,10 +16,17 @@ use super::api::{
     SendOptions, TimerId,
 };
 use crate::adapter::protocol::{Answer, Event, FromAdapter, Known, Refused};
+use crate::adapter::speculate::{History, Respeculate};
 use crate::adapter::{
     AdapterFault, Calls, FaultKind, Slot, SlotRef, Step, carries_produced, fault, handler_threw,
     intern,
 };
+
+/// Abandon the run: an event sent ahead was not quiet; the runner runs the seed again
+/// (`Slot::settle`).
+fn respeculate() -> ! {
+    std::panic::panic_any(Respeculate)
+}
 use crate::sim::msg::{MsgInfo, Payload};
 
 /// The events an adapter may ask for in `ready`.
@@ -46,6 +53,14 @@ fn event_bit(name: &str) -> Option<u16> {
     EVENTS.iter().position(|e| *e == name).map(|i| 1 << i)
 }
 
+/// The event's kind for the predictor: its index in [`EVENTS`] plus one.
+fn event_kind(name: &str) -> u8 {
+    EVENTS
+        .iter()
+        .position(|e| *e == name)
+        .map_or(0, |i| i as u8 + 1)
+}
+
 /// A pi event: the fields every event has, and its payload.
 #[derive(Serialize)]
 struct PiEvent<'a> {
@@ -56,6 +71,10 @@ struct PiEvent<'a> {
     /// What `isIdle()` on that ctx answers now (`null` when it is stale): until the handler's
     /// first send, the adapter may answer the query itself (`known`), saving a round trip.
     idle: Option<bool>,
+    /// Sent ahead: the simulator goes on without waiting for `done`, so the handler must not
+    /// block on a query (`adapter::speculate`). Only to an adapter that takes it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    spec: bool,
     #[serde(flatten)]
     payload: Extra<'a>,
 }
@@ -105,6 +124,12 @@ pub struct ExternalPi {
     timer_ids: Vec<Option<u64>>,
     /// The adapter's id → host timer id.
     timers: BTreeMap<u64, TimerId>,
+    /// Events delivered in this run (their index: where a re-run waits).
+    delivered: u32,
+    /// The events before this one, for the prediction of the next.
+    history: History,
+    /// The handler being waited for made a call or ended with more than `done`.
+    called: bool,
 }
 
 impl ExternalPi {
@@ -117,6 +142,9 @@ impl ExternalPi {
             session: 1,
             timer_ids: Vec::new(),
             timers: BTreeMap::new(),
+            delivered: 0,
+            history: History::default(),
+            called: false,
         }
     }
 
@@ -176,14 +204,23 @@ impl ExternalPi {
         let slot = Rc::clone(&self.slot);
         let mut slot = slot.borrow_mut();
         let mut ready_first = false;
+        let mut ahead_first = false;
+        let kind = event_kind(event);
+        let history = self.history;
         if !self.started {
             self.started = true;
-            slot.begin_reset()?;
-            if event == "session_start" {
-                ready_first = true;
-            } else {
+            if event != "session_start" {
+                slot.begin_reset()?;
                 let ready = slot.read_ready()?;
                 self.listen_to(&mut slot, &ready.events)?;
+            } else if let Some(bits) = slot.ready_ahead(self.delivered, kind, history)? {
+                // The module listens to what it did last run: its `ready` is checked with the
+                // answers of the events ahead.
+                self.events = bits as u16;
+                ahead_first = true;
+            } else {
+                slot.begin_reset()?;
+                ready_first = true;
             }
         }
         if !ready_first && !self.listens(event) {
@@ -194,23 +231,49 @@ impl ExternalPi {
                 session: self.session,
             })
             .ok();
+        let index = self.delivered;
+        self.delivered += 1;
+        let ahead = ahead_first || (!ready_first && slot.goes_ahead(index, kind, history));
         let line = Event {
             event: PiEvent {
                 event,
                 now: pi.now().0,
                 ctx: self.session,
                 idle,
+                spec: ahead,
                 payload,
             },
         };
+        if ahead {
+            // Predicted quiet: go on as if it answered `done` (confirmed later, or the seed
+            // runs again waiting for it).
+            slot.learn(kind, history, true);
+            self.history.push(kind, true);
+            if !slot.send_ahead(&line, index, event == "input") {
+                respeculate();
+            }
+            return Ok(None);
+        }
         let doing = format!("handling `{event}` at {} ms", pi.now().0);
         slot.begin(&line, &doing)?;
+        if !slot.confirm(true) {
+            respeculate();
+        }
         if ready_first {
             let ready = slot.read_ready()?;
             self.listen_to(&mut slot, &ready.events)?;
+            slot.listening(u64::from(self.events));
         }
-        slot.run(&doing, CALLS, |slot, msg| self.call(pi, slot, msg, &doing))
-            .map(Some)
+        self.called = false;
+        let done = slot.run(&doing, CALLS, |slot, msg| self.call(pi, slot, msg, &doing))?;
+        // `input` answered "continue" is what a quiet handler answers (the same action).
+        let quiet = !self.called
+            && done.error.is_none()
+            && (done.action.is_none()
+                || (event == "input" && done.action.as_deref() == Some("continue")));
+        slot.learn(kind, history, quiet);
+        self.history.push(kind, quiet);
+        Ok(Some(done))
     }
 
     /// The handler's end: its error is the wake logic's panic; its action answers `input`.
@@ -240,6 +303,9 @@ impl ExternalPi {
         msg: FromAdapter,
         doing: &str,
     ) -> Result<Step<Done>, AdapterFault> {
+        if !matches!(msg, FromAdapter::Done { .. }) {
+            self.called = true;
+        }
         match msg {
             FromAdapter::Done { error, action, .. } => {
                 return Ok(Step::End(Done { error, action }));
