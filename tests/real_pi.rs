@@ -428,8 +428,10 @@ fn bad_real_host_files_are_exit_2_errors_naming_the_key() {
     }
 }
 
+/// Code under test that does not load is bad input, as on the Node adapter's lane (whose first
+/// reset runs before any scenario): exit 2 naming the file and `wake`, no verdict, nothing saved.
 #[test]
-fn run_neither_shrinks_nor_saves_an_extension_that_does_not_load() {
+fn an_extension_that_does_not_load_is_an_error_of_its_scenario_with_exit_2() {
     let dir = common::tempdir("real-pi-missing-import");
     let ext = dir.join("missing.ts");
     std::fs::write(
@@ -444,14 +446,17 @@ fn run_neither_shrinks_nor_saves_an_extension_that_does_not_load() {
     );
     std::fs::write(&f, text).expect("write");
     let out = wakesim(&["run", f.to_str().expect("utf-8")]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(1), "{stdout}");
-    assert!(stdout.contains("adapter fault (load)"), "{stdout}");
-    assert!(stdout.contains("not-there.ts"), "{stdout}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
-        stdout.contains("not saved: the code under test did not load"),
-        "{stdout}"
+        err.starts_with(&format!(
+            "error: {}:3:8: wake: the code under test did not load (seed 0): ",
+            f.display()
+        )),
+        "{err}"
     );
+    assert!(err.contains("adapter fault (load)"), "{err}");
+    assert!(err.contains("not-there.ts"), "{err}");
     assert!(!dir.join("regressions").exists(), "a regression was saved");
 }
 

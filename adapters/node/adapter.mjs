@@ -30,8 +30,9 @@ const NAME = "wakesim-node/0.1.0";
 const here = path.dirname(new URL(import.meta.url).pathname);
 const requireHere = createRequire(import.meta.url);
 
-function fatal(message) {
-  write(JSON.stringify({ type: "error", message }) + "\n");
+// `kind` "load": the module under test did not load (bad input: wakesim exits 2, saves nothing).
+function fatal(message, kind) {
+  write(JSON.stringify(kind ? { type: "error", message, kind } : { type: "error", message }) + "\n");
   flush();
   process.exit(1);
 }
@@ -119,7 +120,7 @@ for (let i = 0; i < argv.length; i++) {
 if (!entryArg) fatal("usage: adapter.mjs MODULE [--export NAME] [--wait]");
 const cwd = process.cwd();
 const entry = path.resolve(cwd, entryArg);
-if (!fs.existsSync(entry)) fatal(`module ${entryArg} not found (from ${cwd})`);
+if (!fs.existsSync(entry)) fatal(`module ${entryArg} not found (from ${cwd})`, "load");
 
 // ---------------------------------------------------------------------------------------------
 // Module loading: resolve, transpile, compile into the context.
@@ -364,7 +365,7 @@ function serve() {
         ready = resetModule();
       } catch (e) {
         const msg = e && e.stack ? String(e.stack).split("\n").filter((l) => !/node:|wakesim-|adapter\.mjs|Immediate\./.test(l)).slice(0, 6).join("\n") : String(e);
-        fatal(`the module failed to load: ${msg}`);
+        fatal(`the module failed to load: ${msg}`, "load");
       }
       write(ready);
     } else if (type === "hello") {

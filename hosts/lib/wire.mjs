@@ -137,7 +137,7 @@ export function note(t, actor, state, text) {
   send({ type: "note", t, actor, state, text });
 }
 
-// `kind` "load": the code under test did not load (wakesim reports it once, saves no regression).
+// `kind` "load": the code under test did not load (bad input: wakesim exits 2, saves nothing).
 export function fatal(message, kind) {
   send(kind ? { type: "error", message, kind } : { type: "error", message });
   process.exit(1);

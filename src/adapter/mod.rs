@@ -70,8 +70,8 @@ pub enum FaultKind {
     /// It did not answer within the wall-clock bound.
     Timeout,
     /// The code under test did not load (a module or extension that fails to import or throws
-    /// at load; the driver says so with `"kind":"load"` on its `error`). Every seed would show
-    /// the same, so `run` reports it and never shrinks or saves it as a regression.
+    /// at load; the adapter or driver says so with `"kind":"load"` on its `error`). Bad input:
+    /// `run` stops with exit 2 naming the scenario's `wake`, and never shrinks or saves it.
     Load,
 }
 

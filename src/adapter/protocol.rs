@@ -91,6 +91,9 @@ pub enum FromAdapter {
     },
     Error {
         message: Option<String>,
+        /// `"load"`: the module under test did not load (a fault of kind `load`).
+        #[serde(default)]
+        kind: Option<String>,
     },
     // ---- pi calls
     SendMessage {

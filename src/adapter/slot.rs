@@ -269,11 +269,16 @@ impl Slot {
         self.fail(FaultKind::Protocol, format!("{what} while {doing}: {line}"))
     }
 
-    /// The adapter reported an error of its own (`{"type":"error","message":...}`).
-    fn reported(&mut self, message: Option<&str>, doing: &str) -> AdapterFault {
+    /// The adapter reported an error of its own (`{"type":"error","message":...}`; with
+    /// `"kind":"load"` the module under test did not load).
+    fn reported(&mut self, message: Option<&str>, kind: Option<&str>, doing: &str) -> AdapterFault {
         let msg = message.unwrap_or("(no message)").to_string();
+        let kind = match kind {
+            Some("load") => FaultKind::Load,
+            _ => FaultKind::Protocol,
+        };
         self.fail(
-            FaultKind::Protocol,
+            kind,
             format!("the adapter reported an error while {doing}: {msg}"),
         )
     }
@@ -320,7 +325,9 @@ impl Slot {
                 self.ahead.takes_spec = speculate == Some(true);
                 Ok(())
             }
-            FromAdapter::Error { message } => Err(self.reported(message.as_deref(), doing)),
+            FromAdapter::Error { message, kind } => {
+                Err(self.reported(message.as_deref(), kind.as_deref(), doing))
+            }
             other => Err(self.unexpected(other.name(), doing)),
         }
     }
@@ -358,7 +365,9 @@ impl Slot {
                 self.ahead.ready_read(&events, hooks.is_some());
                 Ok(Ready { events, hooks })
             }
-            FromAdapter::Error { message } => Err(self.reported(message.as_deref(), doing)),
+            FromAdapter::Error { message, kind } => {
+                Err(self.reported(message.as_deref(), kind.as_deref(), doing))
+            }
             other => Err(self.unexpected(other.name(), doing)),
         }
     }
@@ -389,7 +398,7 @@ impl Slot {
             let msg = self.read(doing, Some(calls))?;
             let name = msg.name();
             let error = match &msg {
-                FromAdapter::Error { message } => Some(message.clone()),
+                FromAdapter::Error { message, kind } => Some((message.clone(), kind.clone())),
                 _ => None,
             };
             match step(self, msg)? {
@@ -400,7 +409,9 @@ impl Slot {
                 }
                 Step::NotMine => {
                     return Err(match error {
-                        Some(message) => self.reported(message.as_deref(), doing),
+                        Some((message, kind)) => {
+                            self.reported(message.as_deref(), kind.as_deref(), doing)
+                        }
                         None => self.not_mine(name, doing, calls),
                     });
                 }

@@ -146,6 +146,13 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
             fail_fast: args.fail_fast,
         };
         let rep = run_scenario_swept(registry, scn, range.clone(), threads, &sweep);
+        if let Some(note) = (rep.not_loaded.as_ref()).filter(|_| scn.expect != Expect::AdapterFault)
+        {
+            // Code that does not load is bad input (exit 2), as an adapter that cannot start is;
+            // no verdict, nothing saved.
+            progress.finish();
+            return Err(Runner::not_loaded(scn, note));
+        }
         let ran = rep.seeds.clone();
         progress.skip(range.end - ran.end);
         // Told first, so that a sweep fail-fast cut short says why.

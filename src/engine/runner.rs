@@ -9,7 +9,7 @@
 
 use std::ops::Range;
 
-use super::verdict::{ScenarioReport, Tally, indent};
+use super::verdict::{ScenarioReport, SeedNote, Tally, indent};
 use crate::adapter::{Peer, Pool};
 use crate::check::Recording;
 use crate::error::{Error, Result};
@@ -73,6 +73,27 @@ impl<'r> Runner<'r> {
                 message,
             }
         })
+    }
+
+    /// The error (exit 2) of a scenario whose code under test did not load at seed `note.seed`:
+    /// bad input, named at the scenario's `wake` key, as an adapter that cannot start is.
+    pub fn not_loaded(scn: &Scenario, note: &SeedNote) -> Error {
+        let origin = match (&scn.adapter, &scn.remote) {
+            (Some(spec), _) => spec.origin.clone(),
+            (None, Some(spec)) => spec.origin.clone(),
+            (None, None) => (scn.path.clone(), 1, 1),
+        };
+        let (file, line, column) = origin;
+        Error::Scenario {
+            file,
+            line,
+            column,
+            key: Some("wake".to_string()),
+            message: format!(
+                "the code under test did not load (seed {}): {}",
+                note.seed, note.detail
+            ),
+        }
     }
 
     pub fn registry(&self) -> &Registry {

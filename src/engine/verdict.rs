@@ -43,6 +43,9 @@ pub struct ScenarioReport {
     pub first_expected: Option<u64>,
     /// The first seed whose outcome the expectation does not allow; `detail` says why.
     pub unexpected: Option<SeedNote>,
+    /// The first seed whose code under test did not load (an adapter fault of kind `load`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_loaded: Option<SeedNote>,
     pub met: bool,
     /// Why the expectation is not met, in a sentence.
     pub why: Option<String>,
@@ -92,6 +95,7 @@ impl ScenarioReport {
             first_failure: None,
             first_expected: None,
             unexpected: None,
+            not_loaded: None,
             met: false,
             why: None,
         }
@@ -139,6 +143,13 @@ impl ScenarioReport {
             return;
         }
         self.failures += 1;
+        if outcome.is_load_fault() && self.not_loaded.is_none() {
+            self.not_loaded = Some(SeedNote {
+                seed: r.seed,
+                outcome: outcome.label(),
+                detail: describe(outcome),
+            });
+        }
         match outcome {
             Outcome::Fail(vs) => {
                 for v in vs {
@@ -210,6 +221,7 @@ impl ScenarioReport {
         self.first_failure = self.first_failure.take().or(later.first_failure);
         self.first_expected = self.first_expected.or(later.first_expected);
         self.unexpected = self.unexpected.take().or(later.unexpected);
+        self.not_loaded = self.not_loaded.take().or(later.not_loaded);
     }
 
     /// The windows of `must_reach` that a passing scenario's seeds reached, but in fewer than

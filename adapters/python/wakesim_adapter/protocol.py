@@ -26,7 +26,12 @@ EPOCH_S = 1767225600  # 2026-01-01T00:00:00Z
 
 
 class Fatal(Exception):
-    """The adapter itself cannot go on; reported as {"type":"error"}."""
+    """The adapter itself cannot go on; reported as {"type":"error"}. `kind` "load": the module
+    under test did not load (bad input: wakesim exits 2, saves nothing)."""
+
+    def __init__(self, message, kind=None):
+        super().__init__(message)
+        self.kind = kind
 
 
 # One encoder for every line (`json.dumps` with `separators` builds a new one per call).
@@ -324,7 +329,7 @@ class ModuleLoader:
         self.path = os.path.abspath(path)
         self.export = export
         if not os.path.isfile(self.path):
-            raise Fatal(f"module {path} not found (from {os.getcwd()})")
+            raise Fatal(f"module {path} not found (from {os.getcwd()})", kind="load")
         self._baseline = None
         self._spec = None
         self._directory = os.path.dirname(self.path)
@@ -413,7 +418,7 @@ def serve(facades, loader_args):
                 except Fatal:
                     raise
                 except Exception as e:  # the module failed to load
-                    raise Fatal(f"the module failed to load: {describe(e)}")
+                    raise Fatal(f"the module failed to load: {describe(e)}", kind="load")
                 conn.flush({"type": "ready", **ready})
             elif kind == "event":
                 clock.now_ms = msg["now"]
@@ -433,6 +438,6 @@ def serve(facades, loader_args):
             else:
                 raise Fatal(f"unexpected message from the simulator: {line[:200]!r}")
     except Fatal as f:
-        conn.flush({"type": "error", "message": str(f)})
+        conn.flush({"type": "error", "message": str(f), **({"kind": f.kind} if f.kind else {})})
         conn.write_out()
         sys.exit(1)
