@@ -36,6 +36,8 @@ pub(super) struct PromptTask {
     pub auth_fails: bool,
     /// The deferred-action chain this prompt is the current action of (`chains`).
     pub parent: Option<u32>,
+    /// 0.58: the `nextTurn` messages it took before `before_agent_start`.
+    pub taken: Vec<Payload>,
 }
 
 /// `_runAgentPrompt` (0.99) or a bare agent run (0.58): its next phase.
@@ -367,6 +369,7 @@ impl PiCore {
             step: PStep::Done,
             auth_fails: false,
             parent: None,
+            taken: Vec::new(),
         });
         self.prompts.len() as u32
     }

@@ -234,8 +234,10 @@ impl Encode for Note {
                 prompt,
                 payload,
                 items,
+                early,
             } => {
-                h.tag(7);
+                // 0.58's early take has a tag of its own (the 0.99 encoding is unchanged).
+                h.tag(if *early { 15 } else { 7 });
                 h.u32(*prompt);
                 payload.encode(h);
                 h.u32(*items);

@@ -185,11 +185,13 @@ pub enum Note {
         prompt: u32,
         step: Step,
     },
-    /// Step 12: the prompt takes `nextTurn` and starts its run in one synchronous segment.
+    /// Step 12: the prompt takes `nextTurn` and starts its run in one synchronous segment; on
+    /// 0.58 (`early`) it takes them before `before_agent_start` instead.
     TookNextTurn {
         prompt: u32,
         payload: Payload,
         items: u32,
+        early: bool,
     },
     /// Messages a rejected starter had taken: gone with its local array.
     Lost {
@@ -322,10 +324,17 @@ impl record::Note for Note {
                 prompt,
                 payload: p,
                 items,
+                early,
             } => format!(
-                "P{prompt} step 12 takes nextTurn {} ({items} item{}) and starts its run",
+                "P{prompt} {} nextTurn {} ({items} item{}){}",
+                if *early { "takes" } else { "step 12 takes" },
                 payload(p),
-                if *items == 1 { "" } else { "s" }
+                if *items == 1 { "" } else { "s" },
+                if *early {
+                    " before before_agent_start"
+                } else {
+                    " and starts its run"
+                }
             ),
             Note::Lost { payload: p } => format!("{} lost with the rejected starter", payload(p)),
             Note::Error { prompt, error } => match prompt {

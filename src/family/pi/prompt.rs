@@ -163,9 +163,16 @@ impl PiHost {
         k.resume(d, PiEv::Prompt(id));
     }
 
-    /// Step 10: `before_agent_start` handlers add the harness.
+    /// Step 10: `before_agent_start` handlers add the harness. pi 0.58 takes `nextTurn` just
+    /// before them (0.58.3's `prompt()`: the pending messages join the prompt's array, then
+    /// `await emitBeforeAgentStart`; found by `wakesim conform` on g2-wake-in-the-retry-gap
+    /// seed 26, where the prompt that reached its handlers first carried them).
     fn before_agent_start(&mut self, k: &mut PiKernel, id: u32) {
         let i = id as usize - 1;
+        if self.core.generation == Gen::V058 {
+            let taken = self.take_next_turn(k, id, true);
+            self.core.prompts[i].taken = taken;
+        }
         self.prompt_note(k, id, Step::BeforeAgentStart);
         self.hook(k, Hook::BeforeAgentStart);
         // pi 0.58 has no image normalization (step 11): Agent.prompt follows the handlers.
@@ -189,15 +196,10 @@ impl PiHost {
     fn start(&mut self, k: &mut PiKernel, id: u32) {
         let i = id as usize - 1;
         // Step 12, one synchronous segment: take nextTurn, set the options, start the run.
-        let taken = std::mem::take(&mut self.core.next_turn);
-        self.core.note_with(k, Actor::Host, || {
-            let ids: Vec<_> = taken.iter().flat_map(|p| p.ids().iter().copied()).collect();
-            Note::TookNextTurn {
-                prompt: id,
-                payload: Payload::from_slice(&ids),
-                items: taken.len() as u32,
-            }
-        });
+        let taken = match self.core.generation {
+            Gen::V099 => self.take_next_turn(k, id, false),
+            Gen::V058 => std::mem::take(&mut self.core.prompts[i].taken),
+        };
         let mut items = Vec::with_capacity(taken.len() + 1);
         items.push(self.core.prompts[i].payload.clone());
         items.extend(taken);
@@ -206,5 +208,20 @@ impl PiHost {
         let parent = self.core.prompts[i].parent.take();
         self.core
             .start_run(k, Starter::Prompt(id), items, true, parent);
+    }
+
+    /// The prompt takes the pending `nextTurn` messages (narrated at the step it does).
+    fn take_next_turn(&mut self, k: &mut PiKernel, id: u32, early: bool) -> Vec<Payload> {
+        let taken = std::mem::take(&mut self.core.next_turn);
+        self.core.note_with(k, Actor::Host, || {
+            let ids: Vec<_> = taken.iter().flat_map(|p| p.ids().iter().copied()).collect();
+            Note::TookNextTurn {
+                prompt: id,
+                payload: Payload::from_slice(&ids),
+                items: taken.len() as u32,
+                early,
+            }
+        });
+        taken
     }
 }

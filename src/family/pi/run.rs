@@ -11,6 +11,11 @@ use crate::family::common::Core;
 use crate::sim::msg::Payload;
 use crate::sim::record::{Actor, Ev, Starter};
 
+/// pi 0.58's one listener order the model draws, after a retryable error: whether the wake
+/// logic's `turn_end` handler runs before the agent's `agent_end` (0) or after it (1). A
+/// microtask order (the two are microtasks of one instant), so `wakesim conform` enumerates it.
+const LISTENER_ORDER: &str = "microtask order";
+
 impl PiHost {
     fn run_note(&self, k: &mut PiKernel, run: u32, note: RunNote) {
         self.core.note(k, Actor::Host, Note::Run { run, note });
@@ -142,14 +147,35 @@ impl PiHost {
             }
             // 0.58's agent polls at once and goes on (its next request, or agent_end and
             // isStreaming cleared) in a few microtasks. After a reply the event queue still
-            // has the reply's message events to get through, and the agent is first; after a
-            // retryable error (no deltas, no tools) the queue reaches the turn_end handlers
-            // first (both seen on the real 0.58.3: g0-idle seed 0, g4-fixed-retry-gap seed 2).
+            // has the reply's message events to get through, and the agent is first (seen on
+            // the real 0.58.3: g0-idle seed 0). After a retryable error (`start`, `error`: no
+            // deltas, no tools) the queue is one microtask behind the agent: it begins the
+            // turn_end handlers in the very microtask in which the agent emits agent_end and
+            // clears isStreaming, just before it. The extension runner awaits each handler
+            // (`await handler(event, ctx)`), so the first turn_end handler of the first
+            // extension that has one runs while the agent still streams, and every later
+            // handler runs after agent_end: which the wake logic's sending handler is depends
+            // on the extensions loaded before it and on its own handlers before that one
+            // (G2's `remember` comes before its flush: it sees idle; g4-gentle's flush is its
+            // only one: busy). The model does not know that list, so it takes both orders
+            // (`LISTENER_ORDER`).
             Gen::V058 => {
+                let queue_idle = self.core.listening.is_none() && self.core.listeners.is_empty();
                 self.core.listen(k, id, Hook::TurnEnd);
                 self.turn_poll(k, id);
-                if self.core.runs[id as usize - 1].failed {
+                let run = &self.core.runs[id as usize - 1];
+                let (failed, next_turn) = (run.failed, run.phase == RPhase::Request);
+                if failed && (!queue_idle || k.choose(2, LISTENER_ORDER) == 0) {
                     k.schedule(0, PiEv::Run(id));
+                } else if next_turn && queue_idle {
+                    // Another turn (tool results, a steer): its request follows `turn_start`
+                    // and the awaits of `streamAssistantResponse` (the context transform,
+                    // `convertToLlm`, the API key), several microtasks after turn_end, so an
+                    // idle queue runs the wake logic's turn_end handler first; a run that
+                    // handler starts makes its first request a few microtasks later still
+                    // (seen on the real 0.58.3, g0-idle seeds 24 and 100: the wake's direct
+                    // run R3 starts in the handler, then R2's tool turn requests, then R3).
+                    k.schedule_micro(PiEv::Run(id));
                 } else {
                     self.run_step(k, id);
                 }
