@@ -58,6 +58,10 @@ impl Encode for Route {
                 h.tag(3);
                 h.u32(*run);
             }
+            Route::PreparedRun(run) => {
+                h.tag(7);
+                h.u32(*run);
+            }
             Route::Deferred => h.tag(4),
             Route::PendingCustom => h.tag(5),
             Route::Appended => h.tag(6),
@@ -135,6 +139,8 @@ impl Encode for RunNote {
                 h.tag(13);
                 h.u32(count);
             }
+            RunNote::Preparing => h.tag(14),
+            RunNote::Prepared => h.tag(15),
         }
     }
 }

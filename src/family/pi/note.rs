@@ -41,6 +41,8 @@ pub enum Route {
     FollowUp,
     /// Idle with triggerTurn: `_runAgentPrompt` directly, skipping before_agent_start.
     DirectRun(u32),
+    /// pi 1.x, idle with triggerTurn: `_startRun`, which runs before_agent_start first.
+    PreparedRun(u32),
     /// triggerTurn while agent_settled handlers run: deferred until after them.
     Deferred,
     /// triggerTurn false while streaming: appended at turn_end.
@@ -131,6 +133,11 @@ pub enum RunNote {
         count: u32,
     },
     Done,
+    /// pi 1.x's `_startRun`: the run flag is set and the run prepares (the compaction check,
+    /// `before_agent_start`) before `Agent.prompt`.
+    Preparing,
+    /// pi 1.x's `_prepareRun` returned: nextTurn taken, held custom messages flushed.
+    Prepared,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -421,6 +428,9 @@ impl Route {
             Route::Steer => "steering queue".to_string(),
             Route::FollowUp => "follow-up queue".to_string(),
             Route::DirectRun(r) => format!("direct run R{r}, no before_agent_start"),
+            Route::PreparedRun(r) => {
+                format!("direct run R{r} (_startRun: before_agent_start first)")
+            }
             Route::Deferred => "deferred until agent_settled handlers return".to_string(),
             Route::PendingCustom => "pending until turn_end".to_string(),
             Route::Appended => "appended to the session, no turn".to_string(),
@@ -495,6 +505,10 @@ impl RunNote {
                 format!("{r}'s deferred action threw: {count} after it never run")
             }
             RunNote::Done => format!("{r} done"),
+            RunNote::Preparing => {
+                format!("{r} _startRun: run flag set; compaction check, before_agent_start next")
+            }
+            RunNote::Prepared => format!("{r} prepared: takes nextTurn, calls Agent.prompt"),
         }
     }
 }

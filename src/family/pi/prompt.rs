@@ -18,7 +18,10 @@ impl PiHost {
         let p = &mut self.core.prompts[id as usize - 1];
         p.step = PStep::Done;
         let parent = p.parent.take();
-        self.core.live_prompts -= 1;
+        // pi 1.x's prompt stopped counting as in flight when its `_startRun` began.
+        if p.run.is_none() {
+            self.core.live_prompts -= 1;
+        }
         match returns {
             Some(threw) => self.core.action_done(k, parent, threw),
             None => self.core.prompts[id as usize - 1].parent = parent,
@@ -116,7 +119,10 @@ impl PiHost {
             self.end_prompt(k, id, Some(false));
             return;
         }
-        self.core.flush_pending_custom(k);
+        // pi 1.x flushes held custom messages once the run is prepared (`_startRun`).
+        if !self.core.v16 {
+            self.core.flush_pending_custom(k);
+        }
         self.core.prompts[i].auth_fails = self.core.fires(k, PiFault::AuthError);
         self.prompt_note(k, id, Step::AwaitAuth);
         self.core.prompts[i].step = PStep::Auth;
@@ -129,7 +135,17 @@ impl PiHost {
         let i = id as usize - 1;
         if self.core.prompts[i].auth_fails {
             self.reject_prompt(k, id, HostError::AuthFailed);
-        } else if self.core.compacting == Compacting::None
+            return;
+        }
+        if self.core.v16 {
+            // pi 1.x: `_preparePrompt` returned; `_startRun` sets the run flag before the
+            // compaction check and before_agent_start.
+            // From here the prompt is its run's preparation, no longer a prompt in flight.
+            let run = self.core.begin_start_run(k, None);
+            self.core.prompts[i].run = Some(run);
+            self.core.live_prompts -= 1;
+        }
+        if self.core.compacting == Compacting::None
             && self.core.fires(k, PiFault::PrePromptCompaction)
         {
             self.core.compacting = Compacting::Prompt;
@@ -204,8 +220,13 @@ impl PiHost {
         items.push(self.core.prompts[i].payload.clone());
         items.extend(taken);
         self.end_prompt(k, id, None);
-        self.core.run_options = true;
         let parent = self.core.prompts[i].parent.take();
+        if let Some(run) = self.core.prompts[i].run {
+            self.core.runs[run as usize - 1].parent = parent;
+            self.core.start_prepared(k, run, Starter::Prompt(id), items);
+            return;
+        }
+        self.core.run_options = true;
         self.core
             .start_run(k, Starter::Prompt(id), items, true, parent);
     }

@@ -45,6 +45,9 @@ impl PiHost {
     /// A run's next phase.
     pub(super) fn run_step(&mut self, k: &mut PiKernel, id: u32) {
         match self.core.runs[id as usize - 1].phase {
+            RPhase::Prepare => self.prepare_before_start(k, id),
+            RPhase::PrepareDone => self.prepared_direct(k, id),
+            RPhase::PromptPrepares => {}
             RPhase::AgentStart => self.agent_start(k, id),
             RPhase::Request => self.model_request(k, id),
             RPhase::Tools => self.tool_calls(k, id),
@@ -61,6 +64,27 @@ impl PiHost {
             RPhase::SettledDone => self.settled_done(k, id),
             RPhase::Done => {}
         }
+    }
+
+    /// pi 1.x: a direct run's compaction check returned; its `before_agent_start` handlers run
+    /// (the probe's take the handler delay), so a custom message's run gets the harness too.
+    fn prepare_before_start(&mut self, k: &mut PiKernel, id: u32) {
+        self.hook(k, Hook::BeforeAgentStart);
+        self.core.runs[id as usize - 1].phase = RPhase::PrepareDone;
+        let d = self.core.handler_delay(k);
+        k.resume(d, PiEv::Run(id));
+    }
+
+    /// pi 1.x: a direct run's `_prepareRun` returns its message and the pending nextTurn ones.
+    fn prepared_direct(&mut self, k: &mut PiKernel, id: u32) {
+        let at = (self.core.direct_pending.iter())
+            .position(|(r, _)| *r == id)
+            .expect("a preparing direct run has its message");
+        let (_, msg) = self.core.direct_pending.swap_remove(at);
+        let mut items = vec![msg];
+        items.append(&mut self.core.next_turn);
+        self.run_note(k, id, RunNote::Prepared);
+        self.core.start_prepared(k, id, Starter::Direct(id), items);
     }
 
     /// An inner run begins: `agent_start`, then one steering (or follow-up) message.
