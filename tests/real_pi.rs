@@ -235,6 +235,18 @@ fn conformance_1_6_0() {
     ] {
         conforms(&format!("scenarios/real-pi-1.6.0/{file}.toml"), 20);
     }
+    // G1's seed 4923: a retry's continue() finds another run's reply last in the context (that
+    // run started in the backoff, after P-4's spurious settle cleared the flag) and throws
+    // "Cannot continue from message role: assistant"; the model ran another inner run.
+    let strong = conforms_seeds(
+        "scenarios/real-pi-1.6.0/g1-counter-strands-between-inner-runs.toml",
+        4923..4924,
+        false,
+    );
+    assert_eq!(
+        strong, 1,
+        "seed 4923 matches with the real run's own choices"
+    );
 }
 
 #[test]

@@ -131,6 +131,8 @@ pub struct PiCore {
     pub(super) v16: bool,
     /// pi 1.x: the message of each direct run still preparing, by run.
     pub(super) direct_pending: Vec<(u32, Payload)>,
+    /// The context's last message is an inner run's successful reply (nothing appended since).
+    pub(super) replied: bool,
     pub(super) cfg: PiConfig,
     pub(super) faults: Faults<PiFault>,
     pub(super) session: u32,
@@ -186,6 +188,7 @@ impl PiCore {
             generation: version.generation,
             v16: version.v16,
             direct_pending: Vec::new(),
+            replied: false,
             cfg,
             faults,
             session: 1,
@@ -262,7 +265,8 @@ impl PiCore {
         self.faults.fires(k, f)
     }
 
-    pub(super) fn append_all(&self, k: &mut PiKernel, items: &[Payload]) {
+    pub(super) fn append_all(&mut self, k: &mut PiKernel, items: &[Payload]) {
+        self.replied = false;
         for p in items {
             self.append(k, p);
         }
@@ -271,6 +275,7 @@ impl PiCore {
     /// Flush `_pendingCustomMessages` into the session (turn_end, run end, before a prompt).
     pub(super) fn flush_pending_custom(&mut self, k: &mut PiKernel) {
         for p in std::mem::take(&mut self.pending_custom) {
+            self.replied = false;
             self.append(k, &p);
         }
     }
@@ -323,6 +328,7 @@ impl PiCore {
             self.pending_custom.push(msg.payload);
             Route::PendingCustom
         } else {
+            self.replied = false;
             self.append(k, &msg.payload);
             Route::Appended
         };

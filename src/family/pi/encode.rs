@@ -99,6 +99,7 @@ impl Encode for HostError {
             HostError::CompactionInProgress => 3,
             HostError::AuthFailed => 4,
             HostError::InvalidDeliverAs => 5,
+            HostError::ContinueFromReply => 6,
         });
     }
 }

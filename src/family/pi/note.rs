@@ -81,6 +81,8 @@ pub enum HostError {
     AuthFailed,
     /// sendUserMessage with deliverAs nextTurn is not a streamingBehavior.
     InvalidDeliverAs,
+    /// `Agent.continue`: "Cannot continue from message role: assistant" (nothing queued).
+    ContinueFromReply,
 }
 
 impl HostError {
@@ -98,6 +100,7 @@ impl HostError {
             }
             HostError::AuthFailed => "No API key / auth check failed.",
             HostError::InvalidDeliverAs => "deliverAs nextTurn is not a streamingBehavior.",
+            HostError::ContinueFromReply => "Cannot continue from message role: assistant",
         }
     }
 }

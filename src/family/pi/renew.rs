@@ -42,6 +42,7 @@ impl PiCore {
             generation,
             v16,
             direct_pending,
+            replied,
             cfg: own_cfg,
             faults,
             session,
@@ -74,6 +75,7 @@ impl PiCore {
         *generation = version.generation;
         *v16 = version.v16;
         direct_pending.clear();
+        *replied = false;
         faults.renew_for(own_cfg, cfg, |c| &c.faults);
         *session = 1;
         *replacing = false;

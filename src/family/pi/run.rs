@@ -238,6 +238,10 @@ impl PiHost {
             // The reply that ended this turn was not the inner run's last: it succeeded.
             self.core.retry_attempt = 0;
         }
+        // The inner run ends on a successful reply: it is the context's last message.
+        if !more && !failed {
+            self.core.replied = true;
+        }
         self.core.runs[i].phase = if more {
             RPhase::Request
         } else {
@@ -324,6 +328,41 @@ impl PiHost {
             );
             self.finish_or_settle(k, id);
             return;
+        }
+        // A retry's continue() finds another run's reply last in the context (that run started
+        // while this one slept its backoff: the flag was cleared under it, P-4's spurious
+        // settle): pi's `Agent.continue()` then runs a queued message, or throws "Cannot
+        // continue from message role: assistant" and this run settles (pi 1.6.0, seen on the
+        // real host: `wakesim conform scenarios/real-pi-1.6.0/g1-counter-strands-between-
+        // inner-runs.toml --seeds 4923..4924`; 0.99.1's `Agent.continue` is the same).
+        let from_other_reply =
+            generation == Gen::V099 && !self.core.runs[i].follow_up_first && self.core.replied;
+        if from_other_reply && self.core.steering.is_empty() && self.core.follow_up.is_empty() {
+            let who = Starter::Continue(id);
+            // The driver reports the call as accepted (no run held the agent); it throws after.
+            self.core.emit(
+                k,
+                Actor::Host,
+                Ev::Starter {
+                    who,
+                    accepted: true,
+                },
+            );
+            let error = HostError::ContinueFromReply;
+            self.core.note(
+                k,
+                Actor::Host,
+                Note::Error {
+                    prompt: None,
+                    error,
+                },
+            );
+            self.core.runs[i].rejected = true;
+            self.finish_or_settle(k, id);
+            return;
+        }
+        if from_other_reply {
+            self.core.runs[i].follow_up_first = true;
         }
         self.core.agent_active = Some(id);
         let who = Starter::Continue(id);
@@ -453,6 +492,7 @@ impl PiHost {
         } else if self.core.compacting == Compacting::None
             && self.core.fires(k, PiFault::CompactionContinue)
         {
+            self.core.replied = false;
             self.core.compacting = Compacting::Run;
             self.run_note(k, id, RunNote::CompactionStart);
             self.core.runs[i].phase = RPhase::CompactionDone;
@@ -474,6 +514,8 @@ impl PiHost {
             };
             continue_after(k, d, PiEv::Run(id));
         } else if generation == Gen::V099 && self.core.fires(k, PiFault::ExtraContinues) {
+            // The boundary chains a custom entry: the context no longer ends on the reply.
+            self.core.replied = false;
             self.core.runs[i].follow_up_first = false;
             self.core.runs[i].phase = RPhase::Continue;
             let d = self.core.handler_delay(k);
