@@ -335,8 +335,12 @@ function makeStream() {
     // decides a retryable error (after the run, in `post_run`): here it is that turn's reply.
     let toolCall = false;
     let retry = false;
-    if (R.toolsLeft > 0) {
-      R.toolsLeft--;
+    // Each run's own count (pi 0.58 can run two agent loops at once: `toolsByRun`).
+    const run = als.getStore()?.run;
+    const own = R.toolsByRun.has(run);
+    if ((own ? R.toolsByRun.get(run) : R.toolsLeft) > 0) {
+      if (own) R.toolsByRun.set(run, R.toolsByRun.get(run) - 1);
+      else R.toolsLeft--;
       toolCall = true;
     } else {
       retry = fires("retries");
@@ -443,10 +447,16 @@ function probe(pi) {
   });
 }
 
-/** Tool-calling turns of an inner run, drawn when the agent takes it (the model's `start_run`). */
-function drawToolTurns() {
+/**
+ * Tool-calling turns of an inner run, drawn when the agent takes it (the model's `start_run`).
+ * `run`, when given (pi 0.58), keeps the count for that run's requests: 0.58 can run a second
+ * agent loop beside the first (a direct run started while `isStreaming` reads false under a
+ * running loop), and each loop's replies follow its own draw, as each model run's do.
+ */
+function drawToolTurns(run) {
   const tt = scenario.timing.tool_turns;
   R.toolsLeft = tt.min + wire.choose(tt.max - tt.min + 1, "tool turns");
+  if (run !== undefined) R.toolsByRun.set(run, R.toolsLeft);
 }
 
 
@@ -678,6 +688,7 @@ async function runOnce() {
     livePrompts: 0,
     deferredPrompts: [],
     toolsLeft: 0,
+    toolsByRun: new Map(),
     idle: null,
     lastWakeAt: null,
     produced: 0,

@@ -81,7 +81,7 @@ export function instrument(session, cx) {
       obs("starter", { who: "direct", n: run, accepted });
     }
     if (!accepted) note(`Agent.prompt rejects: "Agent is already processing a prompt."`);
-    else cx.drawToolTurns();
+    else cx.drawToolTurns(run);
     return als.run({ prompt: fromPrompt ? store.prompt : undefined, run }, () => origPrompt(input, images));
   };
 
@@ -91,7 +91,7 @@ export function instrument(session, cx) {
     const accepted = !agent.state.isStreaming;
     note(`R${run} continue() from its retry timer`);
     obs("starter", { who: "continue", n: run, accepted });
-    if (accepted) cx.drawToolTurns();
+    if (accepted) cx.drawToolTurns(run);
     else note(`Agent.continue rejects: "Agent is already processing."`);
     return als.run({ run }, () => origContinue());
   };

@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use super::api::{Ctx, CustomMessage, DeliverAs, SendOptions};
 use super::config::{PiConfig, PiFault};
 use super::note::{HostError, Note, Route, State, Step};
-use super::{Gen, PiEv, PiKernel, vocab};
+use super::{Gen, PiEv, PiKernel, Version, vocab};
 use crate::family::common::faults::Faults;
 use crate::family::common::{Calls, Core};
 use crate::sim::msg::Payload;
@@ -36,11 +36,21 @@ pub(super) struct PromptTask {
     pub auth_fails: bool,
     /// The deferred-action chain this prompt is the current action of (`chains`).
     pub parent: Option<u32>,
+    /// 0.58: the `nextTurn` messages it took before `before_agent_start`.
+    pub taken: Vec<Payload>,
+    /// pi 1.x: the run its `_startRun` began after the auth check.
+    pub run: Option<u32>,
 }
 
 /// `_runAgentPrompt` (0.99) or a bare agent run (0.58): its next phase.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum RPhase {
+    /// pi 1.x: `_prepareRun`'s compaction check; then `before_agent_start` (a direct run's).
+    Prepare,
+    /// pi 1.x: `before_agent_start` returned; the run takes nextTurn and calls `Agent.prompt`.
+    PrepareDone,
+    /// pi 1.x: a prompt's run, prepared by the prompt's own steps.
+    PromptPrepares,
     AgentStart,
     Request,
     Tools,
@@ -96,7 +106,9 @@ pub(super) enum Compacting {
 
 pub(super) enum Deferred {
     Prompt(u32),
-    Direct(Payload),
+    /// A `sendMessage(triggerTurn)`: 0.99 runs `_runAgentPrompt(message)`; pi 1.x calls
+    /// `sendCustomMessage(message, options)` again, which routes it anew (`deliver_as`).
+    Direct(Payload, Option<DeliverAs>),
 }
 
 /// pi 0.99's `_emitAgentSettled` after its handlers: `for (const action of deferred) await
@@ -115,6 +127,12 @@ pub(super) struct Chain {
 /// The pi host's state. The wake logic reaches it only through [`super::api::Pi`].
 pub struct PiCore {
     pub(super) generation: Gen,
+    /// pi 1.x's `_startRun`/`_prepareRun` on top of 0.99 (`pi-1.6`).
+    pub(super) v16: bool,
+    /// pi 1.x: the message of each direct run still preparing, by run.
+    pub(super) direct_pending: Vec<(u32, Payload)>,
+    /// The context's last message is an inner run's successful reply (nothing appended since).
+    pub(super) replied: bool,
     pub(super) cfg: PiConfig,
     pub(super) faults: Faults<PiFault>,
     pub(super) session: u32,
@@ -164,10 +182,13 @@ pub use crate::family::common::BudgetExceeded;
 pub use crate::limits::CALLS_MAX;
 
 impl PiCore {
-    pub(super) fn new(generation: Gen, cfg: PiConfig) -> PiCore {
+    pub(super) fn new(version: Version, cfg: PiConfig) -> PiCore {
         let faults = Faults::new(&cfg.faults);
         PiCore {
-            generation,
+            generation: version.generation,
+            v16: version.v16,
+            direct_pending: Vec::new(),
+            replied: false,
             cfg,
             faults,
             session: 1,
@@ -244,7 +265,8 @@ impl PiCore {
         self.faults.fires(k, f)
     }
 
-    pub(super) fn append_all(&self, k: &mut PiKernel, items: &[Payload]) {
+    pub(super) fn append_all(&mut self, k: &mut PiKernel, items: &[Payload]) {
+        self.replied = false;
         for p in items {
             self.append(k, p);
         }
@@ -253,6 +275,7 @@ impl PiCore {
     /// Flush `_pendingCustomMessages` into the session (turn_end, run end, before a prompt).
     pub(super) fn flush_pending_custom(&mut self, k: &mut PiKernel) {
         for p in std::mem::take(&mut self.pending_custom) {
+            self.replied = false;
             self.append(k, &p);
         }
     }
@@ -278,7 +301,8 @@ impl PiCore {
             }
         } else if opts.trigger_turn {
             if self.generation == Gen::V099 && self.settling > 0 {
-                self.deferred.push(Deferred::Direct(msg.payload));
+                self.deferred
+                    .push(Deferred::Direct(msg.payload, opts.deliver_as));
                 Route::Deferred
             } else {
                 let run = self.runs.len() as u32 + 1;
@@ -286,16 +310,25 @@ impl PiCore {
                     custom_type: msg.custom_type,
                     payload,
                     opts,
-                    route: Route::DirectRun(run),
+                    route: if self.v16 {
+                        Route::PreparedRun(run)
+                    } else {
+                        Route::DirectRun(run)
+                    },
                 };
                 self.note(k, Actor::Wake, note);
-                self.start_run(k, Starter::Direct(run), vec![msg.payload], false, None);
+                if self.v16 {
+                    self.prepare_direct(k, msg.payload, None);
+                } else {
+                    self.start_run(k, Starter::Direct(run), vec![msg.payload], false, None);
+                }
                 return;
             }
         } else if self.is_streaming() {
             self.pending_custom.push(msg.payload);
             Route::PendingCustom
         } else {
+            self.replied = false;
             self.append(k, &msg.payload);
             Route::Appended
         };
@@ -367,6 +400,8 @@ impl PiCore {
             step: PStep::Done,
             auth_fails: false,
             parent: None,
+            taken: Vec::new(),
+            run: None,
         });
         self.prompts.len() as u32
     }
@@ -382,7 +417,7 @@ impl PiCore {
         parent: Option<u32>,
     ) {
         let id = self.runs.len() as u32 + 1;
-        if self.generation == Gen::V099 {
+        if self.generation == Gen::V099 && !self.v16 {
             self.run_active = true;
             self.emit(k, Actor::Host, Ev::RunFlag { on: true });
         }
@@ -492,10 +527,22 @@ impl PiCore {
                 self.prompts[p as usize - 1].parent = Some(chain);
                 self.prompt_begin(k, p);
             }
-            Some(Deferred::Direct(payload)) => {
+            Some(Deferred::Direct(payload, deliver_as)) => {
                 self.note(k, Actor::Host, Note::DeferredRuns { prompt: None });
                 let run = self.runs.len() as u32 + 1;
-                self.start_run(k, Starter::Direct(run), vec![payload], false, Some(chain));
+                if !self.v16 {
+                    self.start_run(k, Starter::Direct(run), vec![payload], false, Some(chain));
+                } else if self.is_streaming() {
+                    // pi 1.x re-routes: another run holds the session, so it queues, and the
+                    // action returns at once.
+                    match deliver_as {
+                        Some(DeliverAs::FollowUp) => self.follow_up.push_back(payload),
+                        _ => self.steering.push_back(payload),
+                    }
+                    self.chain_next(k, chain);
+                } else {
+                    self.prepare_direct(k, payload, Some(chain));
+                }
             }
             None => {
                 let owner = self.chains[c].owner;
@@ -600,5 +647,107 @@ impl Core for PiCore {
 
     fn idle_mut(&mut self) -> &mut bool {
         &mut self.idle
+    }
+}
+
+/// pi 1.x (`pi-1.6`): runs begin in `_startRun`, which sets the run flag at once and then
+/// prepares the run (`_prepareRun`: the compaction check, `before_agent_start`, images for a
+/// user message, nextTurn taken) before `Agent.prompt`; held custom messages are flushed after
+/// the preparation (read from pi 1.6.0's `agent-session.js`).
+impl PiCore {
+    /// `_startRun` up to its first await: the run flag is set and run `id` (numbered now, as the
+    /// real driver numbers it) prepares.
+    pub(super) fn begin_start_run(&mut self, k: &mut PiKernel, parent: Option<u32>) -> u32 {
+        let id = self.runs.len() as u32 + 1;
+        self.run_active = true;
+        self.emit(k, Actor::Host, Ev::RunFlag { on: true });
+        self.runs.push(RunTask {
+            phase: RPhase::PromptPrepares,
+            inner: 1,
+            tools_left: 0,
+            had_tools: false,
+            failed: false,
+            follow_up_first: true,
+            poll_at_request: true,
+            harness: false,
+            rejected: false,
+            parent,
+        });
+        self.note(
+            k,
+            Actor::Host,
+            Note::Run {
+                run: id,
+                note: super::note::RunNote::Preparing,
+            },
+        );
+        id
+    }
+
+    /// A custom message's `_startRun`: it prepares (the compaction check's await first).
+    pub(super) fn prepare_direct(&mut self, k: &mut PiKernel, msg: Payload, parent: Option<u32>) {
+        let id = self.begin_start_run(k, parent);
+        self.direct_pending.push((id, msg));
+        self.runs[id as usize - 1].phase = RPhase::Prepare;
+        let d = self.step_delay(k);
+        k.resume(d, PiEv::Run(id));
+    }
+
+    /// `_prepareRun` returned for run `id`: `Agent.prompt(items)` takes the agent, or rejects
+    /// it (the run then settles, as on 0.99).
+    pub(super) fn start_prepared(
+        &mut self,
+        k: &mut PiKernel,
+        id: u32,
+        who: Starter,
+        items: Vec<Payload>,
+    ) {
+        let i = id as usize - 1;
+        self.flush_pending_custom(k);
+        self.run_options = true;
+        if self.agent_active.is_some() {
+            self.emit(
+                k,
+                Actor::Host,
+                Ev::Starter {
+                    who,
+                    accepted: false,
+                },
+            );
+            let prompt = match who {
+                Starter::Prompt(p) => Some(p),
+                Starter::Direct(_) | Starter::Continue(_) => None,
+            };
+            let error = HostError::AgentBusy;
+            self.note(k, Actor::Host, Note::Error { prompt, error });
+            let lost: Vec<_> = items.iter().flat_map(|p| p.ids().iter().copied()).collect();
+            if !lost.is_empty() {
+                let payload = Payload::from_slice(&lost);
+                self.note(k, Actor::Host, Note::Lost { payload });
+            }
+            let run = &mut self.runs[i];
+            run.rejected = true;
+            run.phase = RPhase::Settle;
+            k.resume(0, PiEv::Run(id));
+            return;
+        }
+        let tools = self.cfg.timing.tool_turns;
+        let tools_left = tools.min + k.choose(tools.max - tools.min + 1, "tool turns");
+        let run = &mut self.runs[i];
+        run.tools_left = tools_left;
+        run.phase = RPhase::AgentStart;
+        self.agent_active = Some(id);
+        self.emit(
+            k,
+            Actor::Host,
+            Ev::Starter {
+                who,
+                accepted: true,
+            },
+        );
+        self.emit(k, Actor::Host, Ev::AgentRun { on: true });
+        self.append_all(k, &items);
+        let d = self.handler_delay(k);
+        k.resume(d, PiEv::Run(id));
     }
 }

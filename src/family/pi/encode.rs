@@ -58,6 +58,10 @@ impl Encode for Route {
                 h.tag(3);
                 h.u32(*run);
             }
+            Route::PreparedRun(run) => {
+                h.tag(7);
+                h.u32(*run);
+            }
             Route::Deferred => h.tag(4),
             Route::PendingCustom => h.tag(5),
             Route::Appended => h.tag(6),
@@ -95,6 +99,7 @@ impl Encode for HostError {
             HostError::CompactionInProgress => 3,
             HostError::AuthFailed => 4,
             HostError::InvalidDeliverAs => 5,
+            HostError::ContinueFromReply => 6,
         });
     }
 }
@@ -135,6 +140,8 @@ impl Encode for RunNote {
                 h.tag(13);
                 h.u32(count);
             }
+            RunNote::Preparing => h.tag(14),
+            RunNote::Prepared => h.tag(15),
         }
     }
 }
@@ -234,8 +241,10 @@ impl Encode for Note {
                 prompt,
                 payload,
                 items,
+                early,
             } => {
-                h.tag(7);
+                // 0.58's early take has a tag of its own (the 0.99 encoding is unchanged).
+                h.tag(if *early { 15 } else { 7 });
                 h.u32(*prompt);
                 payload.encode(h);
                 h.u32(*items);

@@ -7,7 +7,7 @@ use super::config::PiConfig;
 use super::core::PiCore;
 use super::faults::PiFault;
 use super::note::{Hook, Note};
-use super::{Gen, PiEv, PiKernel};
+use super::{PiEv, PiKernel, Version};
 use crate::check::Monitor;
 use crate::family::common::Core;
 use crate::family::common::faults::TimedFaults;
@@ -34,9 +34,9 @@ pub struct PiHost {
 }
 
 impl PiHost {
-    pub fn new(generation: Gen, cfg: PiConfig, wake: Box<dyn PiWake>) -> PiHost {
+    pub fn new(version: impl Into<Version>, cfg: PiConfig, wake: Box<dyn PiWake>) -> PiHost {
         PiHost {
-            core: PiCore::new(generation, cfg),
+            core: PiCore::new(version.into(), cfg),
             wake,
             producers: Vec::new(),
             timed: TimedFaults::default(),

@@ -61,6 +61,26 @@ pub enum Gen {
     V058,
 }
 
+/// Which pi release the model plays: its generation, and whether it has pi 1.x's changes to
+/// 0.99's `AgentSession` (`_startRun`/`_prepareRun`: the run flag set before the compaction
+/// check and `before_agent_start`, which a custom message's run gets too; read from pi 1.6.0's
+/// `agent-session.js` against 0.99.1's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Version {
+    pub generation: Gen,
+    /// pi 1.x (`pi-1.6`, the model twin of `pi@1.6.0`); only with [`Gen::V099`].
+    pub v16: bool,
+}
+
+impl From<Gen> for Version {
+    fn from(generation: Gen) -> Version {
+        Version {
+            generation,
+            v16: false,
+        }
+    }
+}
+
 /// The kernel a pi host runs on: its events, its narration into the checkers' monitor.
 pub type PiKernel = Kernel<PiEv, Monitor<Note>>;
 
@@ -97,7 +117,7 @@ pub struct PiFamily;
 
 impl Family for PiFamily {
     const NAME: &'static str = "pi";
-    const HOSTS: &'static [(Host, Gen)] = &[
+    const HOSTS: &'static [(Host, Version)] = &[
         (
             // pi 0.99 `AgentSession` (earendil-works/pi @014b48bf).
             Host {
@@ -105,7 +125,10 @@ impl Family for PiFamily {
                 version_label: "pi-0.99",
                 describe: "pi 0.99 AgentSession: prompt() steps 0-12, run flag spanning inner runs, agent_settled, deferral while settling",
             },
-            Gen::V099,
+            Version {
+                generation: Gen::V099,
+                v16: false,
+            },
         ),
         (
             // pi 0.58 (badlogic/pi-mono v0.58.3), the older host of H-5.
@@ -114,7 +137,22 @@ impl Family for PiFamily {
                 version_label: "pi-0.58",
                 describe: "pi 0.58: isIdle per inner run, continue() on a timer, agent_end listeners not awaited, no agent_settled",
             },
-            Gen::V058,
+            Version {
+                generation: Gen::V058,
+                v16: false,
+            },
+        ),
+        (
+            // pi 1.6 (`@earendil-works/pi-coding-agent` 1.6.0): 0.99 with `_startRun`.
+            Host {
+                name: "pi-1.6",
+                version_label: "pi-1.6",
+                describe: "pi 1.6: 0.99 with _startRun/_prepareRun: the run flag set before the compaction check and before_agent_start, which a custom message's run gets too",
+            },
+            Version {
+                generation: Gen::V099,
+                v16: true,
+            },
         ),
     ];
     const INVARIANTS: InvariantSet = InvariantSet::delivery_and(&[
@@ -129,7 +167,7 @@ impl Family for PiFamily {
     const STATES: &'static [&'static str] = note::STATES;
     const COMPACT_RUNS: bool = false;
 
-    type Variant = Gen;
+    type Variant = Version;
     type Fault = PiFault;
     type Note = Note;
     type Config = PiConfig;
@@ -159,12 +197,12 @@ impl Family for PiFamily {
         config.producers.messages.cap(messages_max);
     }
 
-    fn world(generation: Gen, config: &PiConfig, wake: Box<dyn PiWake>) -> PiHost {
-        PiHost::new(generation, config.clone(), wake)
+    fn world(version: Version, config: &PiConfig, wake: Box<dyn PiWake>) -> PiHost {
+        PiHost::new(version, config.clone(), wake)
     }
 
-    fn renew(world: &mut PiHost, generation: Gen, config: &PiConfig, wake: Box<dyn PiWake>) {
-        world.renew(generation, config, wake);
+    fn renew(world: &mut PiHost, version: Version, config: &PiConfig, wake: Box<dyn PiWake>) {
+        world.renew(version, config, wake);
     }
 
     fn external(slot: SlotRef, constants_ms: Vec<u64>) -> Box<dyn PiWake> {

@@ -41,6 +41,8 @@ pub enum Route {
     FollowUp,
     /// Idle with triggerTurn: `_runAgentPrompt` directly, skipping before_agent_start.
     DirectRun(u32),
+    /// pi 1.x, idle with triggerTurn: `_startRun`, which runs before_agent_start first.
+    PreparedRun(u32),
     /// triggerTurn while agent_settled handlers run: deferred until after them.
     Deferred,
     /// triggerTurn false while streaming: appended at turn_end.
@@ -79,6 +81,8 @@ pub enum HostError {
     AuthFailed,
     /// sendUserMessage with deliverAs nextTurn is not a streamingBehavior.
     InvalidDeliverAs,
+    /// `Agent.continue`: "Cannot continue from message role: assistant" (nothing queued).
+    ContinueFromReply,
 }
 
 impl HostError {
@@ -96,6 +100,7 @@ impl HostError {
             }
             HostError::AuthFailed => "No API key / auth check failed.",
             HostError::InvalidDeliverAs => "deliverAs nextTurn is not a streamingBehavior.",
+            HostError::ContinueFromReply => "Cannot continue from message role: assistant",
         }
     }
 }
@@ -131,6 +136,11 @@ pub enum RunNote {
         count: u32,
     },
     Done,
+    /// pi 1.x's `_startRun`: the run flag is set and the run prepares (the compaction check,
+    /// `before_agent_start`) before `Agent.prompt`.
+    Preparing,
+    /// pi 1.x's `_prepareRun` returned: nextTurn taken, held custom messages flushed.
+    Prepared,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -185,11 +195,13 @@ pub enum Note {
         prompt: u32,
         step: Step,
     },
-    /// Step 12: the prompt takes `nextTurn` and starts its run in one synchronous segment.
+    /// Step 12: the prompt takes `nextTurn` and starts its run in one synchronous segment; on
+    /// 0.58 (`early`) it takes them before `before_agent_start` instead.
     TookNextTurn {
         prompt: u32,
         payload: Payload,
         items: u32,
+        early: bool,
     },
     /// Messages a rejected starter had taken: gone with its local array.
     Lost {
@@ -322,10 +334,17 @@ impl record::Note for Note {
                 prompt,
                 payload: p,
                 items,
+                early,
             } => format!(
-                "P{prompt} step 12 takes nextTurn {} ({items} item{}) and starts its run",
+                "P{prompt} {} nextTurn {} ({items} item{}){}",
+                if *early { "takes" } else { "step 12 takes" },
                 payload(p),
-                if *items == 1 { "" } else { "s" }
+                if *items == 1 { "" } else { "s" },
+                if *early {
+                    " before before_agent_start"
+                } else {
+                    " and starts its run"
+                }
             ),
             Note::Lost { payload: p } => format!("{} lost with the rejected starter", payload(p)),
             Note::Error { prompt, error } => match prompt {
@@ -412,6 +431,9 @@ impl Route {
             Route::Steer => "steering queue".to_string(),
             Route::FollowUp => "follow-up queue".to_string(),
             Route::DirectRun(r) => format!("direct run R{r}, no before_agent_start"),
+            Route::PreparedRun(r) => {
+                format!("direct run R{r} (_startRun: before_agent_start first)")
+            }
             Route::Deferred => "deferred until agent_settled handlers return".to_string(),
             Route::PendingCustom => "pending until turn_end".to_string(),
             Route::Appended => "appended to the session, no turn".to_string(),
@@ -486,6 +508,10 @@ impl RunNote {
                 format!("{r}'s deferred action threw: {count} after it never run")
             }
             RunNote::Done => format!("{r} done"),
+            RunNote::Preparing => {
+                format!("{r} _startRun: run flag set; compaction check, before_agent_start next")
+            }
+            RunNote::Prepared => format!("{r} prepared: takes nextTurn, calls Agent.prompt"),
         }
     }
 }

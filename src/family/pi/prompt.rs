@@ -18,7 +18,10 @@ impl PiHost {
         let p = &mut self.core.prompts[id as usize - 1];
         p.step = PStep::Done;
         let parent = p.parent.take();
-        self.core.live_prompts -= 1;
+        // pi 1.x's prompt stopped counting as in flight when its `_startRun` began.
+        if p.run.is_none() {
+            self.core.live_prompts -= 1;
+        }
         match returns {
             Some(threw) => self.core.action_done(k, parent, threw),
             None => self.core.prompts[id as usize - 1].parent = parent,
@@ -116,7 +119,10 @@ impl PiHost {
             self.end_prompt(k, id, Some(false));
             return;
         }
-        self.core.flush_pending_custom(k);
+        // pi 1.x flushes held custom messages once the run is prepared (`_startRun`).
+        if !self.core.v16 {
+            self.core.flush_pending_custom(k);
+        }
         self.core.prompts[i].auth_fails = self.core.fires(k, PiFault::AuthError);
         self.prompt_note(k, id, Step::AwaitAuth);
         self.core.prompts[i].step = PStep::Auth;
@@ -129,7 +135,17 @@ impl PiHost {
         let i = id as usize - 1;
         if self.core.prompts[i].auth_fails {
             self.reject_prompt(k, id, HostError::AuthFailed);
-        } else if self.core.compacting == Compacting::None
+            return;
+        }
+        if self.core.v16 {
+            // pi 1.x: `_preparePrompt` returned; `_startRun` sets the run flag before the
+            // compaction check and before_agent_start.
+            // From here the prompt is its run's preparation, no longer a prompt in flight.
+            let run = self.core.begin_start_run(k, None);
+            self.core.prompts[i].run = Some(run);
+            self.core.live_prompts -= 1;
+        }
+        if self.core.compacting == Compacting::None
             && self.core.fires(k, PiFault::PrePromptCompaction)
         {
             self.core.compacting = Compacting::Prompt;
@@ -163,9 +179,16 @@ impl PiHost {
         k.resume(d, PiEv::Prompt(id));
     }
 
-    /// Step 10: `before_agent_start` handlers add the harness.
+    /// Step 10: `before_agent_start` handlers add the harness. pi 0.58 takes `nextTurn` just
+    /// before them (0.58.3's `prompt()`: the pending messages join the prompt's array, then
+    /// `await emitBeforeAgentStart`; found by `wakesim conform` on g2-wake-in-the-retry-gap
+    /// seed 26, where the prompt that reached its handlers first carried them).
     fn before_agent_start(&mut self, k: &mut PiKernel, id: u32) {
         let i = id as usize - 1;
+        if self.core.generation == Gen::V058 {
+            let taken = self.take_next_turn(k, id, true);
+            self.core.prompts[i].taken = taken;
+        }
         self.prompt_note(k, id, Step::BeforeAgentStart);
         self.hook(k, Hook::BeforeAgentStart);
         // pi 0.58 has no image normalization (step 11): Agent.prompt follows the handlers.
@@ -189,6 +212,27 @@ impl PiHost {
     fn start(&mut self, k: &mut PiKernel, id: u32) {
         let i = id as usize - 1;
         // Step 12, one synchronous segment: take nextTurn, set the options, start the run.
+        let taken = match self.core.generation {
+            Gen::V099 => self.take_next_turn(k, id, false),
+            Gen::V058 => std::mem::take(&mut self.core.prompts[i].taken),
+        };
+        let mut items = Vec::with_capacity(taken.len() + 1);
+        items.push(self.core.prompts[i].payload.clone());
+        items.extend(taken);
+        self.end_prompt(k, id, None);
+        let parent = self.core.prompts[i].parent.take();
+        if let Some(run) = self.core.prompts[i].run {
+            self.core.runs[run as usize - 1].parent = parent;
+            self.core.start_prepared(k, run, Starter::Prompt(id), items);
+            return;
+        }
+        self.core.run_options = true;
+        self.core
+            .start_run(k, Starter::Prompt(id), items, true, parent);
+    }
+
+    /// The prompt takes the pending `nextTurn` messages (narrated at the step it does).
+    fn take_next_turn(&mut self, k: &mut PiKernel, id: u32, early: bool) -> Vec<Payload> {
         let taken = std::mem::take(&mut self.core.next_turn);
         self.core.note_with(k, Actor::Host, || {
             let ids: Vec<_> = taken.iter().flat_map(|p| p.ids().iter().copied()).collect();
@@ -196,15 +240,9 @@ impl PiHost {
                 prompt: id,
                 payload: Payload::from_slice(&ids),
                 items: taken.len() as u32,
+                early,
             }
         });
-        let mut items = Vec::with_capacity(taken.len() + 1);
-        items.push(self.core.prompts[i].payload.clone());
-        items.extend(taken);
-        self.end_prompt(k, id, None);
-        self.core.run_options = true;
-        let parent = self.core.prompts[i].parent.take();
-        self.core
-            .start_run(k, Starter::Prompt(id), items, true, parent);
+        taken
     }
 }

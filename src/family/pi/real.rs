@@ -13,9 +13,9 @@ use crate::family::common::Span;
 use crate::family::common::faults::FaultKind;
 use crate::family::{Host, WireNames};
 
-/// pi 0.99.1 and 1.6.0 from npm, each pinned by `hosts/pi/<version>/package-lock.json`; both
-/// are judged against the 0.99 model (`pi`), which is their conformance twin. pi 0.58.3, the
-/// older host, against the 0.58 model (`pi-0.58`).
+/// pi 0.99.1 and 1.6.0 from npm, each pinned by `hosts/pi/<version>/package-lock.json`, judged
+/// against the 0.99 model (`pi`) and its 1.x variant (`pi-1.6`), their conformance twins. pi
+/// 0.58.3, the older host, against the 0.58 model (`pi-0.58`).
 pub const REAL_HOSTS: &[RealHost] = &[
     RealHost {
         host: Host {
@@ -33,7 +33,7 @@ pub const REAL_HOSTS: &[RealHost] = &[
             describe: "the real pi 1.6.0 (npm, pinned): runs start through _startRun/_prepareRun, the same wake-logic API",
         },
         version: "1.6.0",
-        model: "pi",
+        model: "pi-1.6",
     },
     RealHost {
         host: Host {

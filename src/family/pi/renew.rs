@@ -3,7 +3,7 @@
 //! the configuration only when the scenario's differs. Each struct is destructured by name, so
 //! a field added to either does not compile until it is renewed here.
 
-use super::Gen;
+use super::Version;
 use super::api::PiWake;
 use super::config::PiConfig;
 use super::core::{Compacting, PiCore};
@@ -13,7 +13,12 @@ use crate::family::common::Calls;
 impl PiHost {
     /// This host as `PiHost::new(generation, cfg.clone(), wake)` would make it, keeping its
     /// allocations.
-    pub fn renew(&mut self, generation: Gen, cfg: &PiConfig, new_wake: Box<dyn PiWake>) {
+    pub fn renew(
+        &mut self,
+        version: impl Into<Version>,
+        cfg: &PiConfig,
+        new_wake: Box<dyn PiWake>,
+    ) {
         let PiHost {
             core,
             wake,
@@ -21,7 +26,7 @@ impl PiHost {
             timed,
             kinds_on,
         } = self;
-        core.renew(generation, cfg);
+        core.renew(version.into(), cfg);
         *wake = new_wake;
         producers.clear();
         timed.renew();
@@ -32,9 +37,12 @@ impl PiHost {
 impl PiCore {
     /// This core as `PiCore::new(generation, cfg.clone())` would make it, keeping its
     /// allocations.
-    fn renew(&mut self, new_generation: Gen, cfg: &PiConfig) {
+    fn renew(&mut self, version: Version, cfg: &PiConfig) {
         let PiCore {
             generation,
+            v16,
+            direct_pending,
+            replied,
             cfg: own_cfg,
             faults,
             session,
@@ -64,7 +72,10 @@ impl PiCore {
             last_wake_at,
             chains,
         } = self;
-        *generation = new_generation;
+        *generation = version.generation;
+        *v16 = version.v16;
+        direct_pending.clear();
+        *replied = false;
         faults.renew_for(own_cfg, cfg, |c| &c.faults);
         *session = 1;
         *replacing = false;

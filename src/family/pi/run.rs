@@ -11,6 +11,11 @@ use crate::family::common::Core;
 use crate::sim::msg::Payload;
 use crate::sim::record::{Actor, Ev, Starter};
 
+/// pi 0.58's one listener order the model draws, after a retryable error: whether the wake
+/// logic's `turn_end` handler runs before the agent's `agent_end` (0) or after it (1). A
+/// microtask order (the two are microtasks of one instant), so `wakesim conform` enumerates it.
+const LISTENER_ORDER: &str = "microtask order";
+
 impl PiHost {
     fn run_note(&self, k: &mut PiKernel, run: u32, note: RunNote) {
         self.core.note(k, Actor::Host, Note::Run { run, note });
@@ -40,6 +45,9 @@ impl PiHost {
     /// A run's next phase.
     pub(super) fn run_step(&mut self, k: &mut PiKernel, id: u32) {
         match self.core.runs[id as usize - 1].phase {
+            RPhase::Prepare => self.prepare_before_start(k, id),
+            RPhase::PrepareDone => self.prepared_direct(k, id),
+            RPhase::PromptPrepares => {}
             RPhase::AgentStart => self.agent_start(k, id),
             RPhase::Request => self.model_request(k, id),
             RPhase::Tools => self.tool_calls(k, id),
@@ -56,6 +64,27 @@ impl PiHost {
             RPhase::SettledDone => self.settled_done(k, id),
             RPhase::Done => {}
         }
+    }
+
+    /// pi 1.x: a direct run's compaction check returned; its `before_agent_start` handlers run
+    /// (the probe's take the handler delay), so a custom message's run gets the harness too.
+    fn prepare_before_start(&mut self, k: &mut PiKernel, id: u32) {
+        self.hook(k, Hook::BeforeAgentStart);
+        self.core.runs[id as usize - 1].phase = RPhase::PrepareDone;
+        let d = self.core.handler_delay(k);
+        k.resume(d, PiEv::Run(id));
+    }
+
+    /// pi 1.x: a direct run's `_prepareRun` returns its message and the pending nextTurn ones.
+    fn prepared_direct(&mut self, k: &mut PiKernel, id: u32) {
+        let at = (self.core.direct_pending.iter())
+            .position(|(r, _)| *r == id)
+            .expect("a preparing direct run has its message");
+        let (_, msg) = self.core.direct_pending.swap_remove(at);
+        let mut items = vec![msg];
+        items.append(&mut self.core.next_turn);
+        self.run_note(k, id, RunNote::Prepared);
+        self.core.start_prepared(k, id, Starter::Direct(id), items);
     }
 
     /// An inner run begins: `agent_start`, then one steering (or follow-up) message.
@@ -142,14 +171,35 @@ impl PiHost {
             }
             // 0.58's agent polls at once and goes on (its next request, or agent_end and
             // isStreaming cleared) in a few microtasks. After a reply the event queue still
-            // has the reply's message events to get through, and the agent is first; after a
-            // retryable error (no deltas, no tools) the queue reaches the turn_end handlers
-            // first (both seen on the real 0.58.3: g0-idle seed 0, g4-fixed-retry-gap seed 2).
+            // has the reply's message events to get through, and the agent is first (seen on
+            // the real 0.58.3: g0-idle seed 0). After a retryable error (`start`, `error`: no
+            // deltas, no tools) the queue is one microtask behind the agent: it begins the
+            // turn_end handlers in the very microtask in which the agent emits agent_end and
+            // clears isStreaming, just before it. The extension runner awaits each handler
+            // (`await handler(event, ctx)`), so the first turn_end handler of the first
+            // extension that has one runs while the agent still streams, and every later
+            // handler runs after agent_end: which the wake logic's sending handler is depends
+            // on the extensions loaded before it and on its own handlers before that one
+            // (G2's `remember` comes before its flush: it sees idle; g4-gentle's flush is its
+            // only one: busy). The model does not know that list, so it takes both orders
+            // (`LISTENER_ORDER`).
             Gen::V058 => {
+                let queue_idle = self.core.listening.is_none() && self.core.listeners.is_empty();
                 self.core.listen(k, id, Hook::TurnEnd);
                 self.turn_poll(k, id);
-                if self.core.runs[id as usize - 1].failed {
+                let run = &self.core.runs[id as usize - 1];
+                let (failed, next_turn) = (run.failed, run.phase == RPhase::Request);
+                if failed && (!queue_idle || k.choose(2, LISTENER_ORDER) == 0) {
                     k.schedule(0, PiEv::Run(id));
+                } else if next_turn && queue_idle {
+                    // Another turn (tool results, a steer): its request follows `turn_start`
+                    // and the awaits of `streamAssistantResponse` (the context transform,
+                    // `convertToLlm`, the API key), several microtasks after turn_end, so an
+                    // idle queue runs the wake logic's turn_end handler first; a run that
+                    // handler starts makes its first request a few microtasks later still
+                    // (seen on the real 0.58.3, g0-idle seeds 24 and 100: the wake's direct
+                    // run R3 starts in the handler, then R2's tool turn requests, then R3).
+                    k.schedule_micro(PiEv::Run(id));
                 } else {
                     self.run_step(k, id);
                 }
@@ -187,6 +237,10 @@ impl PiHost {
         if more {
             // The reply that ended this turn was not the inner run's last: it succeeded.
             self.core.retry_attempt = 0;
+        }
+        // The inner run ends on a successful reply: it is the context's last message.
+        if !more && !failed {
+            self.core.replied = true;
         }
         self.core.runs[i].phase = if more {
             RPhase::Request
@@ -274,6 +328,41 @@ impl PiHost {
             );
             self.finish_or_settle(k, id);
             return;
+        }
+        // A retry's continue() finds another run's reply last in the context (that run started
+        // while this one slept its backoff: the flag was cleared under it, P-4's spurious
+        // settle): pi's `Agent.continue()` then runs a queued message, or throws "Cannot
+        // continue from message role: assistant" and this run settles (pi 1.6.0, seen on the
+        // real host: `wakesim conform scenarios/real-pi-1.6.0/g1-counter-strands-between-
+        // inner-runs.toml --seeds 4923..4924`; 0.99.1's `Agent.continue` is the same).
+        let from_other_reply =
+            generation == Gen::V099 && !self.core.runs[i].follow_up_first && self.core.replied;
+        if from_other_reply && self.core.steering.is_empty() && self.core.follow_up.is_empty() {
+            let who = Starter::Continue(id);
+            // The driver reports the call as accepted (no run held the agent); it throws after.
+            self.core.emit(
+                k,
+                Actor::Host,
+                Ev::Starter {
+                    who,
+                    accepted: true,
+                },
+            );
+            let error = HostError::ContinueFromReply;
+            self.core.note(
+                k,
+                Actor::Host,
+                Note::Error {
+                    prompt: None,
+                    error,
+                },
+            );
+            self.core.runs[i].rejected = true;
+            self.finish_or_settle(k, id);
+            return;
+        }
+        if from_other_reply {
+            self.core.runs[i].follow_up_first = true;
         }
         self.core.agent_active = Some(id);
         let who = Starter::Continue(id);
@@ -403,6 +492,7 @@ impl PiHost {
         } else if self.core.compacting == Compacting::None
             && self.core.fires(k, PiFault::CompactionContinue)
         {
+            self.core.replied = false;
             self.core.compacting = Compacting::Run;
             self.run_note(k, id, RunNote::CompactionStart);
             self.core.runs[i].phase = RPhase::CompactionDone;
@@ -424,6 +514,8 @@ impl PiHost {
             };
             continue_after(k, d, PiEv::Run(id));
         } else if generation == Gen::V099 && self.core.fires(k, PiFault::ExtraContinues) {
+            // The boundary chains a custom entry: the context no longer ends on the reply.
+            self.core.replied = false;
             self.core.runs[i].follow_up_first = false;
             self.core.runs[i].phase = RPhase::Continue;
             let d = self.core.handler_delay(k);
