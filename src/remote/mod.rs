@@ -37,6 +37,7 @@ use crate::check::Monitor;
 use crate::limits::{
     BudgetExceeded, Limits, REMOTE_LINES_PER_STEP_MAX, REMOTE_PROTOCOL_VERSION, REMOTES_LIVE_MAX,
 };
+use crate::sim::choice::Ahead;
 use crate::sim::hash::{Encode, TraceHasher};
 use crate::sim::record::{EndCause, InStory, Note, Reason, Role, Window};
 use crate::sim::swarm::Mix;
@@ -140,6 +141,30 @@ pub struct Slot {
     runs: u64,
     /// What the driver said in its `hello`.
     pub driver_name: String,
+    /// How many draws ahead the driver takes (its `hello`'s `ahead`, at most [`AHEAD_MAX`]; 0:
+    /// every draw is a `choose` answered by `value`).
+    ahead: usize,
+}
+
+/// The most draws ahead wakesim sends a driver at once.
+pub const AHEAD_MAX: u64 = 1_024;
+
+/// The fields that carry the next draws' material to a driver that takes draws ahead (`run` and
+/// the `value` answering a `choose`): `,"words":[..]` or `,"recorded":[..],"ends":B`.
+fn ahead_fields(k: &RemoteKernel, n: usize) -> String {
+    use std::fmt::Write;
+    let (mut out, list, ends) = match k.choices.ahead(n) {
+        Ahead::Words(w) => (String::from(r#","words":["#), w, None),
+        Ahead::Recorded { values, ends } => (String::from(r#","recorded":["#), values, Some(ends)),
+    };
+    for (i, x) in list.iter().enumerate() {
+        let _ = write!(out, "{}{x}", if i == 0 { "" } else { "," });
+    }
+    out.push(']');
+    if let Some(ends) = ends {
+        let _ = write!(out, r#","ends":{ends}"#);
+    }
+    out
 }
 
 /// A shared handle on a slot: the runner's pool keeps it, each run borrows it.
@@ -155,6 +180,7 @@ impl Slot {
             starting: false,
             runs: 0,
             driver_name: String::new(),
+            ahead: 0,
         }
     }
 
@@ -260,6 +286,10 @@ impl Slot {
                     text("driver", "a driver"),
                     text("host", "a host")
                 );
+                self.ahead = v
+                    .get("ahead")
+                    .and_then(Value::as_u64)
+                    .map_or(0, |n| n.min(AHEAD_MAX) as usize);
                 Ok(())
             }
             "hello" => {
@@ -349,8 +379,14 @@ impl RemoteWorld {
         slot.runs += 1;
         let run = slot.runs;
         slot.dirty = true;
+        let ahead = slot.ahead;
+        let first = if ahead > 0 {
+            ahead_fields(k, ahead)
+        } else {
+            String::new()
+        };
         slot.write(
-            &format!(r#"{{"type":"run","run":{run}}}"#),
+            &format!(r#"{{"type":"run","run":{run}{first}}}"#),
             "starting a run",
         )?;
         let lines_max = k
@@ -373,6 +409,17 @@ impl RemoteWorld {
             match wire::line(&ty, &v, &self.vocab, k) {
                 Ok(wire::Step::Answer(value)) => {
                     let line = format!(r#"{{"type":"value","value":{value}}}"#);
+                    slot.write(&line, "answering")?;
+                }
+                Ok(wire::Step::Drawn(value)) => {
+                    // A draw moved the stream: a driver that draws ahead gets the material of
+                    // the draws after this one.
+                    let more = if ahead > 0 {
+                        ahead_fields(k, ahead)
+                    } else {
+                        String::new()
+                    };
+                    let line = format!(r#"{{"type":"value","value":{value}{more}}}"#);
                     slot.write(&line, "answering")?;
                 }
                 Ok(wire::Step::Record) => {}
