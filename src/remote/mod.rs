@@ -324,6 +324,35 @@ pub struct Pool {
     slots: Vec<((RemoteSpec, Limits), SlotRef)>,
 }
 
+/// Driver processes a dropped pool started and never ran: `wakesim run`'s preparer starts every
+/// scenario's driver (so one that cannot start is an error before any run) and drops its pool;
+/// the next pool that needs the same spec and limits, on any thread, takes one instead of
+/// starting another (a gptme driver's start, importing gptme, is about 0.4 s of CPU). A process
+/// that has done nothing but `hello` is a fresh one. At most [`PARKED_MAX`], the first parked
+/// kept; one no pool takes ends with wakesim (its stdin closes).
+static PARKED: std::sync::Mutex<Vec<((RemoteSpec, Limits), Slot)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Unused driver processes kept for the next pool.
+const PARKED_MAX: usize = 2;
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        let Ok(mut parked) = PARKED.lock() else {
+            return;
+        };
+        for (key, slot) in self.slots.drain(..) {
+            let Ok(cell) = Rc::try_unwrap(slot) else {
+                continue;
+            };
+            let slot = cell.into_inner();
+            if parked.len() < PARKED_MAX && slot.proc.is_some() && slot.runs == 0 && !slot.dirty {
+                parked.push((key, slot));
+            }
+        }
+    }
+}
+
 impl Pool {
     /// The slot for `spec` under `limits`, started lazily by its first run; the least recently
     /// used beyond [`REMOTES_LIVE_MAX`] is stopped.
@@ -338,7 +367,12 @@ impl Pool {
         if self.slots.len() >= REMOTES_LIVE_MAX {
             self.slots.remove(0);
         }
-        let slot = Rc::new(RefCell::new(Slot::new(spec.clone(), spec.hello(limits))));
+        let adopted = PARKED.lock().ok().and_then(|mut parked| {
+            let i = parked.iter().position(|(k, _)| *k == key)?;
+            Some(parked.remove(i).1)
+        });
+        let slot = adopted.unwrap_or_else(|| Slot::new(spec.clone(), spec.hello(limits)));
+        let slot = Rc::new(RefCell::new(slot));
         self.slots.push((key, Rc::clone(&slot)));
         slot
     }
