@@ -447,9 +447,11 @@ impl RemoteWorld {
                 }
                 Ok(wire::Step::Drawn(value)) => {
                     // A draw moved the stream: a driver that draws ahead gets the material of
-                    // the draws after this one.
+                    // the draws after this one, as many as the line asks (`ahead`), or as its
+                    // `hello` did.
                     let more = if ahead > 0 {
-                        ahead_fields(k, ahead)
+                        let n = v.get("ahead").and_then(Value::as_u64);
+                        ahead_fields(k, n.map_or(ahead, |n| n.min(AHEAD_MAX) as usize))
                     } else {
                         String::new()
                     };

@@ -155,9 +155,9 @@ def run_on(w, stream, ahead):
                 v = stream.delay(m["lo"], m["hi"], m["label"])
             else:
                 v = stream.chance(m["num"], m["den"], m["label"])
+            # As many draws' material as the line asks for (`ahead`), or as the run began with.
             w.send({"type": "value", "value": v,
-                    **(stream.ahead(ahead) if ahead and k in ("choose", "order", "delay",
-                                                               "instant", "chance") else {})})
+                    **(stream.ahead(m.get("ahead", ahead)) if ahead else {})})
             continue
         if m["type"] == "produce":
             if "id" in m:

@@ -242,8 +242,15 @@ class RemoteChooser:
         """`,"drawn":[...]` for the next line wakesim draws at, then none."""
         return ',"drawn":' + _dumps(self.take_drawn()) if self._drawn else ""
 
-    def _ask(self, text):
-        """A `choose` line (its JSON without the closing brace) and wakesim's `value`."""
+    def _ask(self, text, out=False):
+        """A `choose` line (its JSON without the closing brace) and wakesim's `value`. The line
+        asks for as many draws' material as the last stretch used, twice over (at least 8, at
+        most `AHEAD`; all of it when the material ran `out`): a CLI run makes few uniform draws
+        between its delays, and unused words cost both sides their encoding."""
+        if self.numbers:
+            used = self._at if (self._words is not None or self._recorded is not None) else 0
+            want = AHEAD if out else min(AHEAD, max(8, 2 * used))
+            text = f'{text},"ahead":{want}'
         self.wire.line(f"{text}{self.tail()}}}", True)
         v, msg = self.wire.answer()
         if msg is None:
@@ -274,7 +281,7 @@ class RemoteChooser:
             kind = "order" if label.startswith("py.thread.") else "choose"
             head = _CHOOSE[label] = \
                 f'{{"type":"choose","label":{_dumps(label)},"kind":"{kind}","bound":'
-        v = self._ask(f"{head}{int(bound)}")
+        v = self._ask(f"{head}{int(bound)}", self._words is not None or self._recorded is not None)
         if not 0 <= v < bound:
             raise Fatal(f"value {v} out of range for {label} (bound {bound})")
         return v
@@ -316,7 +323,7 @@ class RemoteChooser:
             self._drawn.append([label, num, den, v])
             return v == 1
         return self._ask(_dumps({"type": "choose", "label": label, "kind": "chance", "num": num,
-                                 "den": den})[:-1]) == 1
+                                 "den": den})[:-1], True) == 1
 
 
 def SCHED_NOW():
