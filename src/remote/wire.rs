@@ -486,3 +486,74 @@ pub fn line(ty: &str, v: &Value, vocab: &Vocab, k: &mut RemoteKernel) -> Result<
         other => Err(format!("unexpected `{other}` during a run").into()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::{CheckParams, InvariantSet, Monitor};
+    use crate::limits::Limits;
+    use crate::sim::Kernel;
+    use crate::sim::choice::{Choices, Profile};
+    use serde_json::json;
+
+    fn kernel(seed: u64) -> RemoteKernel {
+        Kernel::new(
+            Choices::random(seed, Profile::default()),
+            Monitor::new(InvariantSet::default(), CheckParams::default(), false),
+            Limits::default(),
+        )
+    }
+
+    fn vocab() -> Vocab {
+        Vocab {
+            states: &["IDLE"],
+            windows: &[],
+            drops: &[],
+            refusals: &[],
+            ends: &[],
+        }
+    }
+
+    /// A driver's `drawn` draws are drawn again, in order, before its line: the log is the one
+    /// `choose` lines would give; a wrong value or a malformed entry is a protocol error naming
+    /// it, and an `id` on `produce` is checked, not answered.
+    #[test]
+    fn drawn_draws_are_drawn_again_and_checked() {
+        let mut asked = kernel(5);
+        let a = asked.choices.choose(3, "py.thread.acquire");
+        let b = u64::from(asked.choices.chance(Ratio::new(1, 2), "fault on"));
+        let c = asked.choices.delay(10, 5_000, "model");
+        let mut k = kernel(5);
+        let v = json!({"type": "choose", "label": "model", "kind": "delay", "lo": 10, "hi": 5000,
+            "drawn": [["py.thread.acquire", 3, a], ["fault on", 1, 2, b]]});
+        assert!(matches!(line("choose", &v, &vocab(), &mut k), Ok(Step::Drawn(x)) if x == c));
+        assert_eq!(k.choices.log(), asked.choices.log());
+
+        let bad = |drawn: Value, says: &str| {
+            let mut k = kernel(5);
+            let v = json!({"type": "end", "t": 0, "cause": "quiet", "drawn": drawn});
+            match line("end", &v, &vocab(), &mut k) {
+                Err(LineError::Protocol(msg)) => assert!(msg.contains(says), "{msg}"),
+                _ => panic!("{says}: not a protocol error"),
+            }
+        };
+        bad(
+            json!([["py.thread.acquire", 3, (a + 1) % 3]]),
+            "wakesim's draw there is",
+        );
+        bad(json!([["x", 0, 0]]), "`bound` must be at least 1");
+        bad(json!([["x", 2]]), "`drawn` 0 is not");
+        bad(json!({"x": 1}), "`drawn` is not a list");
+
+        let mut k = kernel(1);
+        let p = json!({"type": "produce", "t": 0, "kind": "watch", "source": 0, "id": 0});
+        assert!(matches!(
+            line("produce", &p, &vocab(), &mut k),
+            Ok(Step::Record)
+        ));
+        let p = json!({"type": "produce", "t": 0, "kind": "watch", "source": 0, "id": 5});
+        assert!(
+            matches!(line("produce", &p, &vocab(), &mut k), Err(LineError::Protocol(m)) if m.contains("not the next message's id 1"))
+        );
+    }
+}
