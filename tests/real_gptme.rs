@@ -195,3 +195,61 @@ fn conformance_cli_b0() {
 fn conformance_cli_b1_stale_control() {
     conforms_within("scenarios/real-gptme/b1-stale-control-once.toml", 0);
 }
+
+/// The driver makes the uniform draws and chances itself from the material wakesim sends ahead
+/// (`Choices::ahead`: the generator's next words, or a recording's next values) and reports
+/// them in its next `choose` or `end` line, where wakesim draws them again: the runs are the
+/// ones every draw asked for gives. Checked through the binary, the driver's `ahead` switched
+/// off (`WAKESIM_DRIVER_AHEAD=0`) and on: a seed's timeline and trace hash (random mode, both
+/// families), a shrink's regression file (its candidates are replays of edited choice
+/// sequences, cut short and extended), and that file's replay (replay mode).
+#[test]
+fn draws_made_ahead_leave_runs_shrinks_and_replays_unchanged() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let wakesim = |ahead: &str, args: &[&str]| -> String {
+        let out = Command::new(env!("CARGO_BIN_EXE_wakesim"))
+            .args(args)
+            .current_dir(root)
+            .env("WAKESIM_DRIVER_AHEAD", ahead)
+            .output()
+            .expect("the wakesim binary runs");
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(
+            out.status.success() || out.status.code() == Some(1),
+            "wakesim {args:?} (ahead {ahead}): {}\n{stdout}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+    };
+    let w1 = "scenarios/real-gptme/w1-burst-refuses-itself.toml";
+    let b1 = "scenarios/real-gptme/b1-stale-control-once.toml";
+    for (file, seed) in [(w1, "0"), (w1, "3"), (b1, "1")] {
+        let asked = wakesim("0", &["replay", file, "--seed", seed]);
+        assert!(asked.contains(" trace "), "{file} seed {seed}: {asked}");
+        assert_eq!(
+            asked,
+            wakesim("32", &["replay", file, "--seed", seed]),
+            "{file} seed {seed}"
+        );
+    }
+    let dir = std::env::temp_dir().join(format!("wakesim-real-gptme-ahead-{}", std::process::id()));
+    let mut files = Vec::new();
+    for ahead in ["0", "32"] {
+        let out = dir.join(ahead);
+        let _ = std::fs::remove_dir_all(&out);
+        wakesim(
+            ahead,
+            &["shrink", w1, "--seed", "3", "--out", out.to_str().unwrap()],
+        );
+        let file = out.join("w1-burst-refuses-itself-seed-3.toml");
+        files.push(std::fs::read_to_string(&file).expect("shrink wrote its regression file"));
+        let replayed = wakesim(ahead, &["replay", file.to_str().unwrap()]);
+        assert!(replayed.contains("no-self-refusal"), "{replayed}");
+        // The `reproduce:` line names the file's own directory.
+        files.push(replayed.replace(out.to_str().unwrap(), "DIR"));
+    }
+    assert_eq!(files[0], files[2], "the shrunk choice sequences");
+    assert_eq!(files[1], files[3], "their replays");
+    let _ = std::fs::remove_dir_all(&dir);
+}

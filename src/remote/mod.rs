@@ -37,6 +37,7 @@ use crate::check::Monitor;
 use crate::limits::{
     BudgetExceeded, Limits, REMOTE_LINES_PER_STEP_MAX, REMOTE_PROTOCOL_VERSION, REMOTES_LIVE_MAX,
 };
+use crate::sim::choice::Ahead;
 use crate::sim::hash::{Encode, TraceHasher};
 use crate::sim::record::{EndCause, InStory, Note, Reason, Role, Window};
 use crate::sim::swarm::Mix;
@@ -140,6 +141,30 @@ pub struct Slot {
     runs: u64,
     /// What the driver said in its `hello`.
     pub driver_name: String,
+    /// How many draws ahead the driver takes (its `hello`'s `ahead`, at most [`AHEAD_MAX`]; 0:
+    /// every draw is a `choose` answered by `value`).
+    ahead: usize,
+}
+
+/// The most draws ahead wakesim sends a driver at once.
+pub const AHEAD_MAX: u64 = 1_024;
+
+/// The fields that carry the next draws' material to a driver that takes draws ahead (`run` and
+/// the `value` answering a `choose`): `,"words":[..]` or `,"recorded":[..],"ends":B`.
+fn ahead_fields(k: &RemoteKernel, n: usize) -> String {
+    use std::fmt::Write;
+    let (mut out, list, ends) = match k.choices.ahead(n) {
+        Ahead::Words(w) => (String::from(r#","words":["#), w, None),
+        Ahead::Recorded { values, ends } => (String::from(r#","recorded":["#), values, Some(ends)),
+    };
+    for (i, x) in list.iter().enumerate() {
+        let _ = write!(out, "{}{x}", if i == 0 { "" } else { "," });
+    }
+    out.push(']');
+    if let Some(ends) = ends {
+        let _ = write!(out, r#","ends":{ends}"#);
+    }
+    out
 }
 
 /// A shared handle on a slot: the runner's pool keeps it, each run borrows it.
@@ -155,6 +180,7 @@ impl Slot {
             starting: false,
             runs: 0,
             driver_name: String::new(),
+            ahead: 0,
         }
     }
 
@@ -260,6 +286,10 @@ impl Slot {
                     text("driver", "a driver"),
                     text("host", "a host")
                 );
+                self.ahead = v
+                    .get("ahead")
+                    .and_then(Value::as_u64)
+                    .map_or(0, |n| n.min(AHEAD_MAX) as usize);
                 Ok(())
             }
             "hello" => {
@@ -294,6 +324,35 @@ pub struct Pool {
     slots: Vec<((RemoteSpec, Limits), SlotRef)>,
 }
 
+/// Driver processes a dropped pool started and never ran: `wakesim run`'s preparer starts every
+/// scenario's driver (so one that cannot start is an error before any run) and drops its pool;
+/// the next pool that needs the same spec and limits, on any thread, takes one instead of
+/// starting another (a gptme driver's start, importing gptme, is about 0.4 s of CPU). A process
+/// that has done nothing but `hello` is a fresh one. At most [`PARKED_MAX`], the first parked
+/// kept; one no pool takes ends with wakesim (its stdin closes).
+static PARKED: std::sync::Mutex<Vec<((RemoteSpec, Limits), Slot)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Unused driver processes kept for the next pool.
+const PARKED_MAX: usize = 2;
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        let Ok(mut parked) = PARKED.lock() else {
+            return;
+        };
+        for (key, slot) in self.slots.drain(..) {
+            let Ok(cell) = Rc::try_unwrap(slot) else {
+                continue;
+            };
+            let slot = cell.into_inner();
+            if parked.len() < PARKED_MAX && slot.proc.is_some() && slot.runs == 0 && !slot.dirty {
+                parked.push((key, slot));
+            }
+        }
+    }
+}
+
 impl Pool {
     /// The slot for `spec` under `limits`, started lazily by its first run; the least recently
     /// used beyond [`REMOTES_LIVE_MAX`] is stopped.
@@ -308,7 +367,12 @@ impl Pool {
         if self.slots.len() >= REMOTES_LIVE_MAX {
             self.slots.remove(0);
         }
-        let slot = Rc::new(RefCell::new(Slot::new(spec.clone(), spec.hello(limits))));
+        let adopted = PARKED.lock().ok().and_then(|mut parked| {
+            let i = parked.iter().position(|(k, _)| *k == key)?;
+            Some(parked.remove(i).1)
+        });
+        let slot = adopted.unwrap_or_else(|| Slot::new(spec.clone(), spec.hello(limits)));
+        let slot = Rc::new(RefCell::new(slot));
         self.slots.push((key, Rc::clone(&slot)));
         slot
     }
@@ -349,8 +413,14 @@ impl RemoteWorld {
         slot.runs += 1;
         let run = slot.runs;
         slot.dirty = true;
+        let ahead = slot.ahead;
+        let first = if ahead > 0 {
+            ahead_fields(k, ahead)
+        } else {
+            String::new()
+        };
         slot.write(
-            &format!(r#"{{"type":"run","run":{run}}}"#),
+            &format!(r#"{{"type":"run","run":{run}{first}}}"#),
             "starting a run",
         )?;
         let lines_max = k
@@ -373,6 +443,19 @@ impl RemoteWorld {
             match wire::line(&ty, &v, &self.vocab, k) {
                 Ok(wire::Step::Answer(value)) => {
                     let line = format!(r#"{{"type":"value","value":{value}}}"#);
+                    slot.write(&line, "answering")?;
+                }
+                Ok(wire::Step::Drawn(value)) => {
+                    // A draw moved the stream: a driver that draws ahead gets the material of
+                    // the draws after this one, as many as the line asks (`ahead`), or as its
+                    // `hello` did.
+                    let more = if ahead > 0 {
+                        let n = v.get("ahead").and_then(Value::as_u64);
+                        ahead_fields(k, n.map_or(ahead, |n| n.min(AHEAD_MAX) as usize))
+                    } else {
+                        String::new()
+                    };
+                    let line = format!(r#"{{"type":"value","value":{value}{more}}}"#);
                     slot.write(&line, "answering")?;
                 }
                 Ok(wire::Step::Record) => {}

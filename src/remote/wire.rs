@@ -63,6 +63,9 @@ pub struct End {
 pub enum Step {
     /// Write `{"type":"value","value":N}`.
     Answer(u64),
+    /// A `choose` was drawn: write its `value` (with the next draws' material to a driver that
+    /// draws ahead).
+    Drawn(u64),
     /// An observation or a note was recorded.
     Record,
     Mix(Mix),
@@ -222,6 +225,52 @@ fn draw(v: &Value, k: &mut RemoteKernel) -> Result<u64, String> {
     )
 }
 
+/// The draws a driver made ahead from the material wakesim sent it (`Choices::ahead`), in
+/// order: `[label, bound, value]` for a uniform `choose`/`order`, `[label, num, den, value]` for
+/// a `chance`. Each is drawn here again, so the run's choices are logged (and the generator
+/// moves) as if each had been a `choose` line; a value that differs from wakesim's own draw is a
+/// protocol fault (the driver's reduction or its bookkeeping is wrong).
+fn drawn(list: &Value, k: &mut RemoteKernel) -> Result<(), String> {
+    let list = list.as_array().ok_or("`drawn` is not a list")?;
+    for (i, d) in list.iter().enumerate() {
+        let bad =
+            || format!("`drawn` {i} is not [label, bound, value] or [label, num, den, value]");
+        let d = d.as_array().ok_or_else(bad)?;
+        let n = |j: usize| d.get(j).and_then(Value::as_u64).ok_or_else(bad);
+        let l = d.first().and_then(Value::as_str).ok_or_else(bad)?;
+        if l.len() > 64 || l.is_empty() {
+            return Err(format!("`drawn` {i}: a label must be 1 to 64 bytes"));
+        }
+        let label = intern(l);
+        let (ours, theirs) = match d.len() {
+            3 => {
+                let bound = n(1)?;
+                if bound == 0 {
+                    return Err(format!("`drawn` {i}: `bound` must be at least 1"));
+                }
+                (k.choices.choose(bound, label), n(2)?)
+            }
+            4 => {
+                let (num, den) = (n(1)?, n(2)?);
+                if den == 0 {
+                    return Err(format!("`drawn` {i}: `den` must be at least 1"));
+                }
+                (
+                    u64::from(k.choices.chance(Ratio::new(num, den), label)),
+                    n(3)?,
+                )
+            }
+            _ => return Err(bad()),
+        };
+        if ours != theirs {
+            return Err(format!(
+                "`drawn` {i} ({l}) is {theirs}, but wakesim's draw there is {ours}"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// An observation line's `Ev`.
 fn observation(v: &Value, produced: usize, vocab: &Vocab) -> Result<Ev<Text>, String> {
     let ev = string(v, "ev")?;
@@ -332,9 +381,12 @@ fn observation(v: &Value, produced: usize, vocab: &Vocab) -> Result<Ev<Text>, St
 
 /// Handle one line of a run.
 pub fn line(ty: &str, v: &Value, vocab: &Vocab, k: &mut RemoteKernel) -> Result<Step, LineError> {
+    if let Some(d) = v.get("drawn") {
+        drawn(d, k)?;
+    }
     let produced = k.sink.messages().len();
     match ty {
-        "choose" => Ok(Step::Answer(draw(v, k)?)),
+        "choose" => Ok(Step::Drawn(draw(v, k)?)),
         "produce" => {
             let t = uint(v, "t")?;
             let source = small(v, "source")?;
@@ -354,9 +406,19 @@ pub fn line(ty: &str, v: &Value, vocab: &Vocab, k: &mut RemoteKernel) -> Result<
                 None => 0,
                 Some(_) => state(v, vocab)?,
             };
+            // A driver that numbers its messages itself says which id it expects (the count of
+            // this run's messages so far) and waits for no answer.
+            let expected = match v.get("id") {
+                None | Some(Value::Null) => None,
+                Some(_) => Some(uint(v, "id")?),
+            };
             at(k, t)?;
             let id = k.produce_from(from, st);
-            Ok(Step::Answer(u64::from(id.0)))
+            match expected {
+                None => Ok(Step::Answer(u64::from(id.0))),
+                Some(e) if e == u64::from(id.0) => Ok(Step::Record),
+                Some(e) => Err(format!("`id` {e} is not the next message's id {}", id.0).into()),
+            }
         }
         "obs" => {
             let ev = observation(v, produced, vocab)?;
@@ -434,5 +496,76 @@ pub fn line(ty: &str, v: &Value, vocab: &Vocab, k: &mut RemoteKernel) -> Result<
             error_kind(v),
         )),
         other => Err(format!("unexpected `{other}` during a run").into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::{CheckParams, InvariantSet, Monitor};
+    use crate::limits::Limits;
+    use crate::sim::Kernel;
+    use crate::sim::choice::{Choices, Profile};
+    use serde_json::json;
+
+    fn kernel(seed: u64) -> RemoteKernel {
+        Kernel::new(
+            Choices::random(seed, Profile::default()),
+            Monitor::new(InvariantSet::default(), CheckParams::default(), false),
+            Limits::default(),
+        )
+    }
+
+    fn vocab() -> Vocab {
+        Vocab {
+            states: &["IDLE"],
+            windows: &[],
+            drops: &[],
+            refusals: &[],
+            ends: &[],
+        }
+    }
+
+    /// A driver's `drawn` draws are drawn again, in order, before its line: the log is the one
+    /// `choose` lines would give; a wrong value or a malformed entry is a protocol error naming
+    /// it, and an `id` on `produce` is checked, not answered.
+    #[test]
+    fn drawn_draws_are_drawn_again_and_checked() {
+        let mut asked = kernel(5);
+        let a = asked.choices.choose(3, "py.thread.acquire");
+        let b = u64::from(asked.choices.chance(Ratio::new(1, 2), "fault on"));
+        let c = asked.choices.delay(10, 5_000, "model");
+        let mut k = kernel(5);
+        let v = json!({"type": "choose", "label": "model", "kind": "delay", "lo": 10, "hi": 5000,
+            "drawn": [["py.thread.acquire", 3, a], ["fault on", 1, 2, b]]});
+        assert!(matches!(line("choose", &v, &vocab(), &mut k), Ok(Step::Drawn(x)) if x == c));
+        assert_eq!(k.choices.log(), asked.choices.log());
+
+        let bad = |drawn: Value, says: &str| {
+            let mut k = kernel(5);
+            let v = json!({"type": "end", "t": 0, "cause": "quiet", "drawn": drawn});
+            match line("end", &v, &vocab(), &mut k) {
+                Err(LineError::Protocol(msg)) => assert!(msg.contains(says), "{msg}"),
+                _ => panic!("{says}: not a protocol error"),
+            }
+        };
+        bad(
+            json!([["py.thread.acquire", 3, (a + 1) % 3]]),
+            "wakesim's draw there is",
+        );
+        bad(json!([["x", 0, 0]]), "`bound` must be at least 1");
+        bad(json!([["x", 2]]), "`drawn` 0 is not");
+        bad(json!({"x": 1}), "`drawn` is not a list");
+
+        let mut k = kernel(1);
+        let p = json!({"type": "produce", "t": 0, "kind": "watch", "source": 0, "id": 0});
+        assert!(matches!(
+            line("produce", &p, &vocab(), &mut k),
+            Ok(Step::Record)
+        ));
+        let p = json!({"type": "produce", "t": 0, "kind": "watch", "source": 0, "id": 5});
+        assert!(
+            matches!(line("produce", &p, &vocab(), &mut k), Err(LineError::Protocol(m)) if m.contains("not the next message's id 1"))
+        );
     }
 }

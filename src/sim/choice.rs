@@ -210,6 +210,30 @@ impl Choices {
         }
     }
 
+    /// What the next draws will read, without drawing: the next `n` raw words of the generator
+    /// (random mode) or the next `n` recorded values (replay mode). A remote driver that applies
+    /// the same reduction as [`Choices::choose`] and [`Choices::chance`] to them (`below`'s
+    /// widening multiply with rejection; a recorded value capped at `bound - 1`, 0 past the
+    /// recording's end) draws locally what this stream would draw; it reports those draws and
+    /// they are drawn here again, in order, so the log and the generator are as if each had been
+    /// asked for.
+    pub fn ahead(&self, n: usize) -> Ahead {
+        match &self.source {
+            Source::Random(rng) => {
+                let mut rng = rng.as_ref().clone();
+                Ahead::Words((0..n).map(|_| rng.next_u64()).collect())
+            }
+            Source::Replay { values, pos } => {
+                let end = values.len().min(pos.saturating_add(n));
+                let from = (*pos).min(end);
+                Ahead::Recorded {
+                    values: values[from..end].iter().map(|c| c.value).collect(),
+                    ends: end == values.len(),
+                }
+            }
+        }
+    }
+
     /// A uniform choice in `0..bound`. `bound <= 1` draws nothing.
     pub fn choose(&mut self, bound: u64, label: &'static str) -> u64 {
         if bound <= 1 {
@@ -423,6 +447,15 @@ impl Choices {
     }
 }
 
+/// The material of the next draws (`Choices::ahead`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Ahead {
+    /// The generator's next raw 64-bit words.
+    Words(Vec<u64>),
+    /// The recording's next values; `ends`: the recording ends after them (every later draw is 0).
+    Recorded { values: Vec<u64>, ends: bool },
+}
+
 /// Interior points `instant` adds to the boundary set when exploring.
 pub const INSTANT_GRID: u64 = 7;
 
@@ -580,6 +613,94 @@ mod tests {
         let d = b.divergence().expect("divergence");
         assert_eq!((d.index, d.bound, d.recorded_bound), (1, 9, 4));
         assert_eq!(b.replay_mismatch(), Some((0, 1)));
+    }
+
+    /// A draw made from `ahead`'s material with `below`'s reduction, as a remote driver makes it.
+    fn below_from(words: &[u64], at: &mut usize, n: u64) -> u64 {
+        let mut m = u128::from(words[*at]) * u128::from(n);
+        *at += 1;
+        let mut low = m as u64;
+        if low < n {
+            let threshold = n.wrapping_neg() % n;
+            while low < threshold {
+                m = u128::from(words[*at]) * u128::from(n);
+                *at += 1;
+                low = m as u64;
+            }
+        }
+        (m >> 64) as u64
+    }
+
+    #[test]
+    fn draws_made_from_ahead_are_the_draws_the_stream_makes() {
+        for seed in 0..20 {
+            let mut c = Choices::random(seed, Profile::default());
+            c.choose(7, "before");
+            let Ahead::Words(words) = c.ahead(64) else {
+                panic!("random mode gives words")
+            };
+            let mut at = 0;
+            for i in 0..40u64 {
+                let bound = 2 + i % 5;
+                let local = below_from(&words, &mut at, bound);
+                assert_eq!(c.choose(bound, "o"), local, "seed {seed} draw {i}");
+            }
+            // A chance reads one `below(den)`.
+            let local = u64::from(below_from(&words, &mut at, 3) >= 3 - 1);
+            assert_eq!(u64::from(c.chance(Ratio::new(1, 3), "p")), local);
+            // Peeking draws nothing: the stream goes on from where it was.
+            let mut d = Choices::random(seed, Profile::default());
+            d.choose(7, "before");
+            let _ = d.ahead(8);
+            let mut e = Choices::random(seed, Profile::default());
+            e.choose(7, "before");
+            assert_eq!(d.choose(1_000, "x"), e.choose(1_000, "x"));
+        }
+        let mut r = Choices::replay(
+            vec![
+                Choice {
+                    bound: 3,
+                    value: 2,
+                    label: "a",
+                },
+                Choice {
+                    bound: 9,
+                    value: 8,
+                    label: "b",
+                },
+            ],
+            Profile::default(),
+        );
+        assert_eq!(
+            r.ahead(8),
+            Ahead::Recorded {
+                values: vec![2, 8],
+                ends: true
+            }
+        );
+        assert_eq!(r.choose(3, "a"), 2);
+        assert_eq!(
+            r.ahead(0),
+            Ahead::Recorded {
+                values: vec![],
+                ends: false
+            }
+        );
+        assert_eq!(
+            r.ahead(1),
+            Ahead::Recorded {
+                values: vec![8],
+                ends: true
+            }
+        );
+        r.choose(4, "b");
+        assert_eq!(
+            r.ahead(4),
+            Ahead::Recorded {
+                values: vec![],
+                ends: true
+            }
+        );
     }
 
     #[test]

@@ -112,7 +112,7 @@ class HookType(enum.Enum):
 
 def register_hook(name, hook_type, func, priority=0):
     """gptme's hook registration. The simulator runs one STEP_PRE and one LOOP_CONTINUE hook of
-    the module, at `priority` among its own hooks (auto-reply 999, the subagent hook 1100)."""
+    the module, at `priority` among its own hooks (auto-reply 999, the subagent hook 50)."""
     f = _current()
     if not isinstance(f, CliFacade):
         raise TypeError("register_hook is for gptme-cli modules")

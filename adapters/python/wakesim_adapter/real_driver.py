@@ -4,8 +4,11 @@ wakesim sends `hello` (the family, `gptme-server` or `gptme-cli`; the version; t
 the scenario's resolved sections; the limits), then one `run` per seed. For each run the driver
 draws the plan with `choose` (faults switched on, producer instants, reply kinds, durations), runs
 gptme's own code under the deterministic scheduler (every choice of which thread goes next is a
-`choose` of kind `order`), asks `produce` for each producer message's id, reports what happens as
+draw of kind `order`), asks `produce` for each producer message's id, reports what happens as
 `obs` and `note` lines, and ends with `end`. It never reads a clock or a random source of its own.
+Its `hello` asks for draws ahead (docs/remote-host.md, "Draws made ahead"): the uniform draws and
+chances are then made here from wakesim's material and reported in the next `choose` or `end`
+(`drawn`), and `produce` lines carry their own `id`; delays and instants stay `choose` lines.
 
 The `wake` table of a gptme scenario names the wake logic: `{"variant": NAME}` with NAME one of
 `real_variants.NAMES` (`w2` and `b1`, gptme's own code, by default), or `{"patch": PATH}`, a
@@ -129,6 +132,25 @@ class Wire:
         except ValueError:
             raise Fatal(f"wakesim sent a line that is not JSON: {line[:200]!r}")
 
+    def answer(self):
+        """A `value` line: (value, None), or (value, the whole message) when it carries more
+        (the next draws' material)."""
+        line = self._in.readline()
+        if line.startswith(_VALUE) and line.endswith(b"}\n"):
+            digits = line[24:-2]
+            if digits.isdigit():
+                return int(digits), None
+        if not line:
+            sys.exit(0)
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            raise Fatal(f"wakesim sent a line that is not JSON: {line[:200]!r}")
+        if msg.get("type") != "value" or not isinstance(msg.get("value"), int) or \
+                isinstance(msg.get("value"), bool):
+            raise Fatal(f"expected a value, got {msg!r}")
+        return msg["value"], msg
+
     def value(self):
         line = self._in.readline()
         # wakesim's answer is always this one shape (`src/remote/mod.rs`): read it without the
@@ -149,13 +171,109 @@ class Wire:
         return msg["value"]
 
 
-class RemoteChooser:
-    """Every draw is wakesim's: `choose` lines answered by `value`."""
+_M64 = (1 << 64) - 1
+# How many draws ahead the driver asks wakesim for (its `hello`'s `ahead`): a W1 seed makes about
+# 120 uniform draws between 15 delays and instants, which stay `choose` lines.
+AHEAD = int(os.environ.get("WAKESIM_DRIVER_AHEAD", "32"))   # 0: every draw asks (measurement)
 
-    def __init__(self, wire):
+
+def below(words, at, n):
+    """`below` of `src/sim/choice.rs` (Lemire's widening multiply with rejection) on wakesim's
+    raw generator words from `words[at]`: (value, the next index), or None when they run out."""
+    if at >= len(words):
+        return None
+    m = words[at] * n
+    at += 1
+    low = m & _M64
+    if low < n:
+        threshold = ((1 << 64) - n) % n
+        while low < threshold:
+            if at >= len(words):
+                return None
+            m = words[at] * n
+            at += 1
+            low = m & _M64
+    return m >> 64, at
+
+
+class RemoteChooser:
+    """Every draw is wakesim's. Delays and instants are `choose` lines answered by `value`. A
+    uniform `choose` (the scheduler's thread orders, the plan's counts) and a `chance` are drawn
+    here, when wakesim sent the material of the next draws (`run` and each `value` answering a
+    `choose`: its generator's next raw words, or in a replay the recording's next values), with
+    the reduction wakesim's `Choices` applies to it; the draws made so go back in the next
+    `choose` or `end` line (`drawn`), where wakesim draws them again, checks each value and logs
+    them: the same choices, in the same order, without a round trip each."""
+
+    def __init__(self, wire, start=None):
         self.wire = wire
+        self._words = None      # the generator's next raw words (random mode)
+        self._recorded = None   # the recording's next values (replay mode)
+        self._ends = False      # ... after which the recording ends (every draw is 0)
+        self._at = 0
+        self._drawn = []
+        # A wakesim that sends draws ahead also takes `produce` lines numbered by the driver.
+        self.numbers = start is not None and ("words" in start or "recorded" in start)
+        if start is not None:
+            self._take(start)
+
+    def _take(self, msg):
+        """The material a `run` or `value` line carries (none: every draw asks)."""
+        self._words = msg.get("words")
+        self._recorded = msg.get("recorded")
+        self._ends = msg.get("ends") is True
+        self._at = 0
+
+    def _next_recorded(self):
+        """The next recorded value (0 past the recording's end), or None when the material runs
+        out before it."""
+        rec = self._recorded
+        if self._at < len(rec):
+            self._at += 1
+            return rec[self._at - 1]
+        return 0 if self._ends else None
+
+    def take_drawn(self):
+        """The draws made here since the last line that carried them, then none."""
+        drawn, self._drawn = self._drawn, []
+        return drawn
+
+    def tail(self):
+        """`,"drawn":[...]` for the next line wakesim draws at, then none."""
+        return ',"drawn":' + _dumps(self.take_drawn()) if self._drawn else ""
+
+    def _ask(self, text, out=False):
+        """A `choose` line (its JSON without the closing brace) and wakesim's `value`. The line
+        asks for as many draws' material as the last stretch used, twice over (at least 8, at
+        most `AHEAD`; all of it when the material ran `out`): a CLI run makes few uniform draws
+        between its delays, and unused words cost both sides their encoding."""
+        if self.numbers:
+            used = self._at if (self._words is not None or self._recorded is not None) else 0
+            want = AHEAD if out else min(AHEAD, max(8, 2 * used))
+            text = f'{text},"ahead":{want}'
+        self.wire.line(f"{text}{self.tail()}}}", True)
+        v, msg = self.wire.answer()
+        if msg is None:
+            self._words = self._recorded = None
+        else:
+            self._take(msg)
+        return v
 
     def choose(self, bound, label):
+        if bound == 1:
+            return 0    # one option draws nothing (as `Choices::choose`)
+        if self._words is not None:
+            got = below(self._words, self._at, bound)
+            if got is not None:
+                v, self._at = got
+                self._drawn.append([label, bound, v])
+                return v
+        elif self._recorded is not None:
+            v = self._next_recorded()
+            if v is not None:
+                v = min(v, bound - 1)
+                self._drawn.append([label, bound, v])
+                return v
         # The scheduler's thread choices are same-instant orders. The line is the bytes
         # `_dumps` makes of {"type", "label", "kind", "bound"}, written without the dict.
         head = _CHOOSE.get(label)
@@ -163,8 +281,7 @@ class RemoteChooser:
             kind = "order" if label.startswith("py.thread.") else "choose"
             head = _CHOOSE[label] = \
                 f'{{"type":"choose","label":{_dumps(label)},"kind":"{kind}","bound":'
-        self.wire.line(f"{head}{int(bound)}}}", True)
-        v = self.wire.value()
+        v = self._ask(f"{head}{int(bound)}", self._words is not None or self._recorded is not None)
         if not 0 <= v < bound:
             raise Fatal(f"value {v} out of range for {label} (bound {bound})")
         return v
@@ -172,8 +289,8 @@ class RemoteChooser:
     def delay(self, lo, hi, label):
         if lo >= hi:
             return lo
-        self.wire.send({"type": "choose", "label": label, "kind": "delay", "lo": lo, "hi": hi})
-        v = self.wire.value()
+        v = self._ask(_dumps({"type": "choose", "label": label, "kind": "delay", "lo": lo,
+                              "hi": hi})[:-1])
         if not lo <= v <= hi:
             raise Fatal(f"delay {v} out of {lo}..={hi} for {label}")
         return v
@@ -181,8 +298,8 @@ class RemoteChooser:
     def instant(self, lo, hi, label):
         if lo >= hi:
             return lo
-        self.wire.send({"type": "choose", "label": label, "kind": "instant", "lo": lo, "hi": hi})
-        v = self.wire.value()
+        v = self._ask(_dumps({"type": "choose", "label": label, "kind": "instant", "lo": lo,
+                              "hi": hi})[:-1])
         if not lo <= v <= hi:
             raise Fatal(f"instant {v} out of {lo}..={hi} for {label}")
         return v
@@ -192,8 +309,21 @@ class RemoteChooser:
             return False
         if num >= den:
             return True
-        self.wire.send({"type": "choose", "label": label, "kind": "chance", "num": num, "den": den})
-        return self.wire.value() == 1
+        v = None
+        if self._words is not None:
+            got = below(self._words, self._at, den)
+            if got is not None:
+                r, self._at = got
+                v = int(r >= den - num)
+        elif self._recorded is not None:
+            r = self._next_recorded()
+            if r is not None:
+                v = min(r, 1)
+        if v is not None:
+            self._drawn.append([label, num, den, v])
+            return v == 1
+        return self._ask(_dumps({"type": "choose", "label": label, "kind": "chance", "num": num,
+                                 "den": den})[:-1], True) == 1
 
 
 def SCHED_NOW():
@@ -405,10 +535,12 @@ class Driver:
                             f"{f.get('name')!r} (it implements {', '.join(known)})")
         self.limits.update(msg.get("limits") or {})
         R.load()
-        self.wire.send({"type": "hello", "protocol": PROTOCOL, "driver": DRIVER, "host": HOST})
+        self.wire.send({"type": "hello", "protocol": PROTOCOL, "driver": DRIVER, "host": HOST,
+                        "ahead": AHEAD})
 
-    def run(self, chooser=None):
-        ch = chooser or RemoteChooser(self.wire)
+    def run(self, chooser=None, start=None):
+        """One run: `start` is wakesim's `run` line (with the first draws' material)."""
+        ch = chooser or RemoteChooser(self.wire, start)
         setup = None
         if self.family == "gptme-server":
             # The model's plan, drawn as the model draws it (conformance).
@@ -421,6 +553,7 @@ class Driver:
         streams = {}
         wire = self.wire
         remote = chooser is None
+        numbers = remote and ch.numbers
 
         line = wire.line
 
@@ -459,7 +592,13 @@ class Driver:
                 src = streams.setdefault(stream, len(streams))
                 org = origins.setdefault(origin or stream, len(origins))
             t = SCHED_NOW()
-            if remote:
+            if numbers:
+                # The id is the count of this run's messages: said, not asked (no round trip).
+                pid = len(ids)
+                line(_dumps({"type": "produce", "t": t, "kind": kind, "source": src,
+                             "origin": org, "conv": 0 if conversation == "A" else 1,
+                             "stream": stream, "state": state(), "id": pid}), False)
+            elif remote:
                 wire.send({"type": "produce", "t": t, "kind": kind, "source": src,
                            "origin": org, "conv": 0 if conversation == "A" else 1,
                            "stream": stream, "state": state()})
@@ -497,6 +636,8 @@ class Driver:
             wire.send({"type": "note", "t": out.now_ms, "actor": "check", "state": state(),
                        "text": f"deadlock: {out.detail}"})
             end.update(threads=out.stuck, state=state())
+        if remote and ch._drawn:
+            end["drawn"] = ch.take_drawn()
         wire.send(end)
         if CPU_LOG:
             # The driver's own CPU time so far (as hosts/lib/wire.mjs logs pi's): the lane's
@@ -518,7 +659,7 @@ class Driver:
                 elif self.family is None:
                     raise Fatal("wakesim did not say hello first")
                 elif kind == "run":
-                    self.run()
+                    self.run(start=msg)
                 else:
                     raise Fatal(f"unexpected message from wakesim: {msg!r}")
         except Fatal as f:

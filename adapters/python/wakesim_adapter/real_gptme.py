@@ -236,6 +236,7 @@ def load():
     base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
     g.files_dir = os.path.realpath(tempfile.mkdtemp(prefix="wakesim-gptme-logs-", dir=base))
     _fast_paths(g.files_dir, chat_config=config.ChatConfig)
+    _remembered_signatures()
 
     # ---- observation wrappers (they call the real functions, and only report)
     SM = g.SessionManager
@@ -337,6 +338,37 @@ def _fast_paths(root, chat_config):
         return cwd[1]
 
     _set_factory(chat_config, "workspace", cached_cwd)
+
+
+def _remembered_signatures():
+    """`inspect.signature` of the same function object, remembered: the interpreter's answer
+    for a function never changes (a `Signature` is immutable), and gptme's hook registry asks
+    for its hooks' signatures at every trigger (`_filter_kwargs_for_hook`), a B1-pre seed some
+    hundreds of times. The default form only (`follow_wrapped`, no annotations evaluated), for
+    objects that take a weak reference; anything else, or a signature that cannot be made (it
+    raises as before), is asked of `inspect` each time. The same objects as before, so the same
+    run."""
+    import inspect
+    import weakref
+    real_signature = inspect.signature
+    known = weakref.WeakKeyDictionary()
+
+    def signature(obj, *, follow_wrapped=True, globals=None, locals=None, eval_str=False):
+        if follow_wrapped and globals is None and locals is None and not eval_str:
+            try:
+                return known[obj]
+            except (KeyError, TypeError):
+                pass
+            sig = real_signature(obj)
+            try:
+                known[obj] = sig
+            except TypeError:
+                pass
+            return sig
+        return real_signature(obj, follow_wrapped=follow_wrapped, globals=globals,
+                              locals=locals, eval_str=eval_str)
+
+    inspect.signature = signature
 
 
 class _Conditions(dict):

@@ -158,7 +158,7 @@ pub trait CliWake {
     }
 
     /// The priority of this logic's LOOP_CONTINUE hook (higher runs first; `auto_reply_hook` is
-    /// 999, the subagent hook 1100 in the model).
+    /// 999, the subagent hook 50, as gptme 0.35.1 registers them).
     fn loop_continue_priority(&self) -> i32;
 
     /// The hook's name in timelines.

@@ -70,10 +70,11 @@ const PROMPT_STREAM: u8 = 2;
 const STEER_STREAM: u8 = 3;
 const SUBAGENT_STREAM: u8 = 4;
 
-/// Priorities of the host's own hooks (gptme registers them with these or, where the source does
-/// not say, the model places them: the subagent hook runs after the wait hook and before
-/// auto-reply, as `wait_input` yielding "hook" needs).
-const SUBAGENT_PRIORITY: i32 = 1100;
+/// Priorities of the host's own hooks, as gptme 0.35.1 registers them: the subagent completion
+/// hook at 50 (`tools/subagent/__init__.py`, "completion"), `auto_reply_hook` at 999
+/// (`tools/complete.py`). So after `wait_input` yields to the subagent queues ("hook"),
+/// auto-reply runs before the subagent hook delivers them.
+const SUBAGENT_PRIORITY: i32 = 50;
 const AUTO_REPLY_PRIORITY: i32 = 999;
 /// auto_reply completes the session at the third nudge it would send.
 const NUDGES_MAX: u8 = 2;
