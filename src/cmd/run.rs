@@ -69,7 +69,9 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
     filter(&mut suite.scenarios, &mut suite.regressions, &args.filter)?;
     let multiplier = seeds_multiplier()?;
     // An adapter that cannot start is an error of its scenario file (exit 2), found before any
-    // scenario runs. (Each seed-runner thread starts its own adapter process afterwards.)
+    // scenario runs. (Each seed-runner thread starts its own adapter process afterwards; a real
+    // host's driver that has only shaken hands is parked when the preparer drops and adopted by
+    // the first runner that needs it: `remote::Pool`.)
     let mut preparer = Runner::new(registry);
     for scn in (suite.scenarios.iter()).chain(suite.regressions.iter().map(|r| &r.scenario)) {
         preparer.prepare(scn)?;
