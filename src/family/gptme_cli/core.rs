@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 
 use super::CliEv;
-use super::api::{Claimed, ControlFile, Item, JobRef, PromptRecord};
+use super::api::{Claimed, ControlFile, Item, JobRef, JobView, PromptRecord};
 use super::config::{CliConfig, CliFault};
 use super::note::{CliState, JobName, Note};
 use crate::family::common::conv::{ConvId, take_map_where};
@@ -75,6 +75,9 @@ pub struct CliCore {
     pub(super) requests: u32,
     pub(super) idle: bool,
     pub(super) calls: Calls,
+    /// What the last `Cli::jobs` lent the wake logic: a scratch list, not state (its allocation
+    /// is kept across calls and seeds).
+    pub(super) views: Vec<JobView>,
 }
 
 impl CliCore {
@@ -99,6 +102,7 @@ impl CliCore {
             requests: 0,
             idle: false,
             calls: Calls::default(),
+            views: Vec::new(),
         }
     }
 
@@ -125,6 +129,7 @@ impl CliCore {
             requests,
             idle,
             calls,
+            views,
         } = self;
         faults.renew_for(own_cfg, cfg, |c| &c.faults);
         queue.clear();
@@ -144,13 +149,7 @@ impl CliCore {
         *requests = 0;
         *idle = false;
         *calls = Calls::default();
-    }
-
-    pub(super) fn job_ref(&self, index: u32) -> JobRef {
-        JobRef {
-            index,
-            name: self.jobs[index as usize].name,
-        }
+        views.clear();
     }
 
     /// Unfinished work of conversation `conv` a wait could be for: jobs not expired whose

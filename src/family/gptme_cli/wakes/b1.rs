@@ -93,7 +93,7 @@ impl BackgroundWait {
     fn pending(cli: &mut Cli<'_>) -> Vec<JobRef> {
         let me = cli.conversation();
         cli.jobs()
-            .into_iter()
+            .iter()
             .filter(|j| j.job.conversation() == me && !j.notified && !j.wait_expired)
             .map(|j| j.job)
             .collect()
