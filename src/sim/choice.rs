@@ -77,7 +77,8 @@ pub struct Choices {
     /// The boundary sets of recent delay ranges, each a pure function of the range and `near`
     /// (emptied when `near` changes), in the slot `span_slot` of its range gives: a host draws
     /// most of its delays from a handful of ranges, so a draw skips the two searches of `near`.
-    spans: [Span; SPANS],
+    /// Boxed: a `Choices` is moved by value into every run (`Drive`), so it is kept small.
+    spans: Box<[Span; SPANS]>,
 }
 
 /// How many delay ranges keep their boundary set (a power of two: slots are a hash's low bits).
@@ -97,9 +98,9 @@ fn span_slot(lo: u64, hi: u64) -> usize {
 struct Span {
     lo: u64,
     hi: u64,
-    a: usize,
-    inside: usize,
-    n: usize,
+    a: u32,
+    inside: u32,
+    n: u32,
 }
 
 impl Choices {
@@ -127,7 +128,7 @@ impl Choices {
             near: Vec::new(),
             divergence: None,
             extended: 0,
-            spans: [Span::default(); SPANS],
+            spans: Box::new([Span::default(); SPANS]),
         }
     }
 
@@ -166,7 +167,7 @@ impl Choices {
         self.constants.sort_unstable();
         self.constants.dedup();
         self.near.clear();
-        self.spans = [Span::default(); SPANS];
+        *self.spans = [Span::default(); SPANS];
         for &c in &self.constants {
             for v in [c.saturating_sub(1), c, c.saturating_add(1)] {
                 if self.near.last().is_none_or(|&last| last < v) {
@@ -302,6 +303,7 @@ impl Choices {
             return self.delay_boundary_only(lo, hi, label, grid);
         }
         let Span { a, inside, n, .. } = self.span(lo, hi);
+        let (a, inside, n) = (a as usize, inside as usize, n as usize);
         // Weights: 1 per boundary point, `n` for the uniform class, so each half is even.
         let classes = n as u64 + 1;
         let index = match &mut self.source {
@@ -349,12 +351,13 @@ impl Choices {
         let inside = b - a;
         let hi_inside = inside > 0 && self.near[b - 1] == hi;
         let n = (1 + inside + usize::from(!hi_inside)).min(BOUNDARY_POINTS_MAX);
+        // `near` has three points a constant, and `n` is at most `BOUNDARY_POINTS_MAX`.
         let span = Span {
             lo,
             hi,
-            a,
-            inside,
-            n,
+            a: a as u32,
+            inside: inside as u32,
+            n: n as u32,
         };
         self.spans[slot] = span;
         span

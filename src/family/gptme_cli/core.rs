@@ -194,16 +194,22 @@ impl CliCore {
     /// Move up to `max` records of the file into a list, in file order within each kind:
     /// regular records first (when `regular`), then steer records (when `steer`). Malformed
     /// lines and anything over the cap stay, in order.
+    #[inline]
     pub(super) fn take_file(
         &mut self,
         max: usize,
         regular: bool,
         steer: bool,
     ) -> Vec<PromptRecord> {
-        let mut out = Vec::new();
         if self.file.is_empty() {
-            return out;
+            return Vec::new();
         }
+        self.take_records(max, regular, steer)
+    }
+
+    /// `take_file` of a file that has lines.
+    fn take_records(&mut self, max: usize, regular: bool, steer: bool) -> Vec<PromptRecord> {
+        let mut out = Vec::new();
         for (kind, wanted) in [(false, regular), (true, steer)] {
             if !wanted {
                 continue;

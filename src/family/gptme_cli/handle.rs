@@ -46,8 +46,17 @@ impl Cli<'_> {
 
     /// `background_job_completion_hook`'s claim for conversation `cid`: every queued completion
     /// of a still-registered job of `cid`, removed from the queue (each is delivered once).
+    #[inline]
     pub fn claim_completions(&mut self, cid: ConvId) -> Vec<Claimed> {
         self.core.calls.count();
+        if self.core.completions.is_empty() {
+            return Vec::new();
+        }
+        self.claim_queued(cid)
+    }
+
+    /// `claim_completions` of a non-empty completion queue.
+    fn claim_queued(&mut self, cid: ConvId) -> Vec<Claimed> {
         let claimed = self.core.claim(cid);
         if !claimed.is_empty() {
             self.core.note_with(self.k, Actor::Wake, || {
