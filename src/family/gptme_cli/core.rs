@@ -152,20 +152,23 @@ impl CliCore {
         views.clear();
     }
 
-    /// Unfinished work of conversation `conv` a wait could be for: jobs not expired whose
-    /// completion is not queued yet (running, or their reader still draining) or queued and not
-    /// claimed.
-    pub(super) fn unfinished(&self, conv: u8) -> u32 {
-        self.jobs
-            .iter()
-            .enumerate()
-            .filter(|(i, j)| {
-                j.name.conv == conv
-                    && j.registered
-                    && !j.wait_expired
-                    && (!j.notified || self.completions.contains(&(*i as u32)))
-            })
-            .count() as u32
+    /// Unfinished work of conversations `convs` a wait could be for, each counted: jobs not
+    /// expired whose completion is not queued yet (running, or their reader still draining) or
+    /// queued and not claimed. One pass over the jobs for both.
+    pub(super) fn unfinished(&self, convs: [u8; 2]) -> [u32; 2] {
+        let mut n = [0; 2];
+        for (i, j) in self.jobs.iter().enumerate() {
+            let Some(c) = convs.iter().position(|&c| c == j.name.conv) else {
+                continue;
+            };
+            if j.registered
+                && !j.wait_expired
+                && (!j.notified || self.completions.contains(&(i as u32)))
+            {
+                n[c] += 1;
+            }
+        }
+        n
     }
 
     /// `background_job_completion_hook`'s claim: atomically remove the queued completions of
@@ -207,7 +210,8 @@ impl CliCore {
         self.take_records(max, regular, steer)
     }
 
-    /// `take_file` of a file that has lines.
+    /// `take_file` of a file that has lines (out of line: most takes find the file empty).
+    #[inline(never)]
     fn take_records(&mut self, max: usize, regular: bool, steer: bool) -> Vec<PromptRecord> {
         let mut out = Vec::new();
         for (kind, wanted) in [(false, regular), (true, steer)] {

@@ -83,10 +83,11 @@ impl BackgroundWait {
 
     fn completions(cli: &mut Cli<'_>) -> Vec<Item> {
         let me = cli.conversation();
-        cli.claim_completions(me)
-            .into_iter()
-            .map(Item::Completion)
-            .collect()
+        let claimed = cli.claim_completions(me);
+        if claimed.is_empty() {
+            return Vec::new();
+        }
+        claimed.into_iter().map(Item::Completion).collect()
     }
 
     /// Own jobs neither notified nor expired.
