@@ -121,7 +121,12 @@ impl<E> Queue<E> {
             } else {
                 "same-instant order"
             };
-            let i = choices.choose(micros, label) as usize;
+            // One candidate draws nothing (`choose(1)` is 0 and unrecorded): no call for it.
+            let i = if micros == 1 {
+                0
+            } else {
+                choices.choose(micros, label) as usize
+            };
             // The last one leaves by `pop`: no shift, no call to move nothing.
             return if i + 1 == self.micro.len() {
                 self.micro.pop()
@@ -136,7 +141,11 @@ impl<E> Queue<E> {
                 .take_while(|(u, _)| *u == t)
                 .count();
         // The `i`-th of the ready set in scheduling order is `i` from the end.
-        let i = choices.choose(ready as u64, "same-instant order") as usize;
+        let i = if ready == 1 {
+            0
+        } else {
+            choices.choose(ready as u64, "same-instant order") as usize
+        };
         if i == 0 {
             return self.events.pop();
         }
