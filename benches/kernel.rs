@@ -32,7 +32,10 @@ use wakesim::sim::sink::Sink;
 
 /// The allocator the `wakesim` binary runs with (`src/main.rs`), so these figures are the CLI's.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: mialloc::Mimalloc = mialloc::Mimalloc;
+
+#[path = "../src/mialloc.rs"]
+mod mialloc;
 
 fn main() {
     divan::main();

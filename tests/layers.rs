@@ -11,6 +11,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("error", 0),
     ("limits", 0),
     ("io", 0),
+    // The binary's (and the benches') allocator: `mod mialloc` of `src/main.rs`, not the library's.
+    ("mialloc", 0),
     ("sim", 1),
     ("check", 2),
     ("input", 2),

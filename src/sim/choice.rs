@@ -74,27 +74,33 @@ pub struct Choices {
     divergence: Option<Divergence>,
     /// Draws made past the end of a replayed sequence.
     extended: usize,
-    /// The boundary sets of the last few delay ranges drawn, each a pure function of the range
-    /// and `near` (emptied when `near` changes): a host draws most of its delays from a handful
-    /// of ranges, so a draw skips the two searches of `near`.
-    spans: [Span; SPANS],
-    spans_len: usize,
-    spans_next: usize,
+    /// The boundary sets of recent delay ranges, each a pure function of the range and `near`
+    /// (emptied when `near` changes), in the slot `span_slot` of its range gives: a host draws
+    /// most of its delays from a handful of ranges, so a draw skips the two searches of `near`.
+    /// Boxed: a `Choices` is moved by value into every run (`Drive`), so it is kept small.
+    spans: Box<[Span; SPANS]>,
 }
 
-/// How many delay ranges keep their boundary set.
-const SPANS: usize = 8;
+/// How many delay ranges keep their boundary set (a power of two: slots are a hash's low bits).
+const SPANS: usize = 16;
+
+/// The slot of `lo..=hi` in `Choices::spans`.
+#[inline(always)]
+fn span_slot(lo: u64, hi: u64) -> usize {
+    let h = (lo ^ hi.rotate_left(17)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (h >> 60) as usize & (SPANS - 1)
+}
 
 /// A delay range's boundary set, as `delay_with_grid` reads it from `near`: the inside points
 /// are `near[a..a + inside]`, and `n` points in all (with `lo`, and `hi` unless a constant's
-/// neighbourhood is `hi`).
+/// neighbourhood is `hi`). `n` is at least 1 for a range; 0 marks an empty slot.
 #[derive(Clone, Copy, Default)]
 struct Span {
     lo: u64,
     hi: u64,
-    a: usize,
-    inside: usize,
-    n: usize,
+    a: u32,
+    inside: u32,
+    n: u32,
 }
 
 impl Choices {
@@ -122,9 +128,7 @@ impl Choices {
             near: Vec::new(),
             divergence: None,
             extended: 0,
-            spans: [Span::default(); SPANS],
-            spans_len: 0,
-            spans_next: 0,
+            spans: Box::new([Span::default(); SPANS]),
         }
     }
 
@@ -151,8 +155,9 @@ impl Choices {
 
     /// Set the constants that delay draws are biased toward.
     pub fn set_constants(&mut self, constants: &[u64]) {
-        // Every seed of a scenario sets the same constants: keep what was derived from them.
-        if self.given == constants && !self.given.is_empty() {
+        // Every seed of a scenario sets the same constants: keep what was derived from them
+        // (for no constants too: `constants` and `near` start empty, as they are derived).
+        if self.given == constants {
             return;
         }
         self.given.clear();
@@ -162,8 +167,7 @@ impl Choices {
         self.constants.sort_unstable();
         self.constants.dedup();
         self.near.clear();
-        self.spans_len = 0;
-        self.spans_next = 0;
+        *self.spans = [Span::default(); SPANS];
         for &c in &self.constants {
             for v in [c.saturating_sub(1), c, c.saturating_add(1)] {
                 if self.near.last().is_none_or(|&last| last < v) {
@@ -239,6 +243,13 @@ impl Choices {
         if bound <= 1 {
             return 0;
         }
+        self.draw(bound, label)
+    }
+
+    /// A uniform choice in `0..bound` (`bound >= 2`), drawn and recorded: what `choose` does
+    /// once it has a choice to make.
+    #[inline(always)]
+    fn draw(&mut self, bound: u64, label: &'static str) -> u64 {
         let value = match &mut self.source {
             Source::Random(rng) => below(rng, bound),
             Source::Replay { .. } => self.next_replayed(bound, label),
@@ -316,6 +327,7 @@ impl Choices {
             return self.delay_boundary_only(lo, hi, label, grid);
         }
         let Span { a, inside, n, .. } = self.span(lo, hi);
+        let (a, inside, n) = (a as usize, inside as usize, n as usize);
         // Weights: 1 per boundary point, `n` for the uniform class, so each half is even.
         let classes = n as u64 + 1;
         let index = match &mut self.source {
@@ -335,19 +347,26 @@ impl Choices {
             // Past the inside points comes `hi` (when no constant's neighbourhood is `hi`).
             hi
         } else {
-            lo + self.choose(hi - lo + 1, label)
+            // `choose(hi - lo + 1)`, which draws: `hi > lo`.
+            lo + self.draw(hi - lo + 1, label)
         }
     }
 
-    /// The boundary set of `lo..=hi` (`hi > lo`): kept for the last few ranges.
+    /// The boundary set of `lo..=hi` (`hi > lo`): kept for recent ranges.
     #[inline]
     fn span(&mut self, lo: u64, hi: u64) -> Span {
-        if let Some(s) = self.spans[..self.spans_len]
-            .iter()
-            .find(|s| s.lo == lo && s.hi == hi)
-        {
-            return *s;
+        let slot = span_slot(lo, hi);
+        let s = self.spans[slot];
+        if s.lo == lo && s.hi == hi && s.n > 0 {
+            return s;
         }
+        self.new_span(slot, lo, hi)
+    }
+
+    /// `span` of a range not in its slot: computed, and kept there.
+    #[cold]
+    #[inline(never)]
+    fn new_span(&mut self, slot: usize, lo: u64, hi: u64) -> Span {
         // The boundary set is `lo`, the neighbourhoods of the constants inside `(lo, hi]`, and
         // `hi`, ascending and distinct, at most `BOUNDARY_POINTS_MAX` of them (the first ones).
         // `near` is sorted, so the inside ones are one slice of it.
@@ -356,21 +375,22 @@ impl Choices {
         let inside = b - a;
         let hi_inside = inside > 0 && self.near[b - 1] == hi;
         let n = (1 + inside + usize::from(!hi_inside)).min(BOUNDARY_POINTS_MAX);
+        // `near` has three points a constant, and `n` is at most `BOUNDARY_POINTS_MAX`.
         let span = Span {
             lo,
             hi,
-            a,
-            inside,
-            n,
+            a: a as u32,
+            inside: inside as u32,
+            n: n as u32,
         };
-        self.spans[self.spans_next] = span;
-        self.spans_next = (self.spans_next + 1) % SPANS;
-        self.spans_len = (self.spans_len + 1).min(SPANS);
+        self.spans[slot] = span;
         span
     }
 
     /// `delay_with_grid` in the boundary-only profile (explore): the boundary set, with the
     /// grid's interior points, and no uniform class.
+    #[cold]
+    #[inline(never)]
     fn delay_boundary_only(&mut self, lo: u64, hi: u64, label: &'static str, grid: u64) -> u64 {
         let mut points = [0u64; BOUNDARY_POINTS_MAX];
         let mut n = 0;
@@ -420,6 +440,8 @@ impl Choices {
         }
     }
 
+    #[cold]
+    #[inline(never)]
     fn next_replayed(&mut self, bound: u64, label: &'static str) -> u64 {
         let Source::Replay { values, pos } = &mut self.source else {
             unreachable!("next_replayed outside replay mode")

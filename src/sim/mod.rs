@@ -221,7 +221,10 @@ pub trait World {
 
 /// Run the world until it is quiet, the horizon passes, or the step budget runs out.
 pub fn drive<W: World>(world: &mut W, k: &mut Kernel<W::Ev, W::Sink>) -> End {
+    // The plan's events are ordered once, after `start` (see `Queue::begin_plan`).
+    k.queue.begin_plan();
     world.start(k);
+    k.queue.end_plan();
     let active_end = Ms(k.limits.active_ms);
     let horizon = active_end + k.limits.quiesce_ms_max;
     let end = loop {

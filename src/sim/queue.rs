@@ -27,6 +27,10 @@ pub struct Queue<E> {
     events: Vec<(Ms, E)>,
     /// Microtasks, all due at the current instant, in scheduling order.
     micro: Vec<(Ms, E)>,
+    /// A seed's plan is being pushed (`begin_plan`): events are appended in scheduling order
+    /// and put in place once, by `end_plan`, instead of each being inserted (a plan schedules
+    /// in ascending time, each insert at the front of the vector).
+    planning: bool,
 }
 
 impl<E> Default for Queue<E> {
@@ -34,6 +38,7 @@ impl<E> Default for Queue<E> {
         Queue {
             events: Vec::with_capacity(64),
             micro: Vec::with_capacity(8),
+            planning: false,
         }
     }
 }
@@ -42,13 +47,35 @@ impl<E> Queue<E> {
     pub fn clear(&mut self) {
         self.events.clear();
         self.micro.clear();
+        self.planning = false;
     }
 
     #[inline]
     pub fn push(&mut self, t: Ms, ev: E) {
+        if self.planning {
+            self.events.push((t, ev));
+            return;
+        }
         // Before every event due at `t` or earlier: after them in scheduling order.
         let at = self.events.partition_point(|(u, _)| *u > t);
         self.events.insert(at, (t, ev));
+    }
+
+    /// Collect the pushes of a plan (an empty queue's first events) and order them at
+    /// [`Queue::end_plan`]: the same queue as pushing each, without an insert per event.
+    /// Nothing is popped or peeked in between. A queue that is not empty pushes as usual.
+    pub fn begin_plan(&mut self) {
+        self.planning = self.events.is_empty();
+    }
+
+    /// Put the plan's events where pushing each would have: by time descending and, at one
+    /// time, the later scheduled first. Reversed, they are latest scheduled first; a stable
+    /// sort by time descending keeps that order within a time.
+    pub fn end_plan(&mut self) {
+        if std::mem::take(&mut self.planning) {
+            self.events.reverse();
+            self.events.sort_by(|(a, _), (b, _)| b.cmp(a));
+        }
     }
 
     /// Queue a microtask at `t` (the current instant).
@@ -75,6 +102,7 @@ impl<E> Queue<E> {
 
     /// The time of the next event, if any.
     pub fn peek_time(&self) -> Option<Ms> {
+        debug_assert!(!self.planning, "the queue is peeked during a plan");
         match (self.micro.first(), self.events.last()) {
             (Some((t, _)), _) | (None, Some((t, _))) => Some(*t),
             (None, None) => None,
@@ -84,6 +112,7 @@ impl<E> Queue<E> {
     /// Remove and return the next event; among events due at the same instant the choice picks.
     #[inline]
     pub fn pop(&mut self, choices: &mut Choices) -> Option<(Ms, E)> {
+        debug_assert!(!self.planning, "the queue is popped during a plan");
         if let Some(&(t, _)) = self.micro.first() {
             let micros = self.micro.len() as u64;
             let others = self.events.last().is_some_and(|(u, _)| *u == t);
@@ -92,7 +121,12 @@ impl<E> Queue<E> {
             } else {
                 "same-instant order"
             };
-            let i = choices.choose(micros, label) as usize;
+            // One candidate draws nothing (`choose(1)` is 0 and unrecorded): no call for it.
+            let i = if micros == 1 {
+                0
+            } else {
+                choices.choose(micros, label) as usize
+            };
             // The last one leaves by `pop`: no shift, no call to move nothing.
             return if i + 1 == self.micro.len() {
                 self.micro.pop()
@@ -107,7 +141,11 @@ impl<E> Queue<E> {
                 .take_while(|(u, _)| *u == t)
                 .count();
         // The `i`-th of the ready set in scheduling order is `i` from the end.
-        let i = choices.choose(ready as u64, "same-instant order") as usize;
+        let i = if ready == 1 {
+            0
+        } else {
+            choices.choose(ready as u64, "same-instant order") as usize
+        };
         if i == 0 {
             return self.events.pop();
         }
@@ -161,6 +199,34 @@ mod tests {
         q.push_micro(Ms(5), 'c');
         q.clear();
         assert!(!q.micro_pending());
+    }
+
+    /// A plan's pushes, collected and ordered once, leave the queue that pushing each leaves,
+    /// ties included, whatever order the times come in.
+    #[test]
+    fn a_plan_orders_its_events_as_pushing_each_would() {
+        for seed in 0..64u64 {
+            let mut c = Choices::random(seed, Profile::default());
+            let times: Vec<u64> = (0..1 + seed % 24).map(|_| c.choose(6, "t")).collect();
+            let mut one = Queue::default();
+            let mut plan = Queue::default();
+            plan.begin_plan();
+            for (i, &t) in times.iter().enumerate() {
+                one.push(Ms(t), i);
+                plan.push(Ms(t), i);
+            }
+            plan.end_plan();
+            assert_eq!(one.events, plan.events, "times {times:?}");
+            assert!(!plan.planning);
+        }
+        // Not empty: pushes as usual.
+        let mut q = Queue::default();
+        q.push(Ms(3), 0);
+        q.begin_plan();
+        q.push(Ms(1), 1);
+        assert_eq!(q.events, [(Ms(3), 0), (Ms(1), 1)]);
+        q.end_plan();
+        assert_eq!(q.events, [(Ms(3), 0), (Ms(1), 1)]);
     }
 
     #[test]

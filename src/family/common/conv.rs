@@ -32,6 +32,9 @@ pub(crate) fn take_map_where<T: Copy, U>(
 ) -> Vec<U> {
     // Most passes take nothing: then nothing moves and nothing is allocated. Many take
     // everything (one conversation's queue): then the queue is emptied into the result.
+    if queue.is_empty() {
+        return Vec::new();
+    }
     let n = queue.iter().filter(|e| take(e)).count();
     if n == 0 {
         return Vec::new();

@@ -147,7 +147,9 @@ pub trait Core {
         }
     }
 
-    /// Emit `Idle` when quietness changed.
+    /// Emit `Idle` when quietness changed (after every event: inlined, the unchanged case is a
+    /// compare).
+    #[inline]
     fn sync_idle<S: Sink<Note = Self::Note>>(&mut self, k: &mut Kernel<Self::Ev, S>) {
         let q = self.quiet();
         if q != *self.idle_mut() {

@@ -124,11 +124,17 @@ impl CliHost {
                 }
             });
         }
+        // Each list is collected (and appended) only when there is something in it: mostly
+        // there is not, and `append_host` does nothing for an empty one.
         let steer = self.core.take_file(usize::MAX, false, true);
-        let steer: Vec<MsgId> = steer.iter().map(|r| r.msg).collect();
-        self.append_host(k, "steer prompts", &steer);
-        let reports: Vec<MsgId> = self.core.subagents.drain(..).collect();
-        self.append_host(k, "subagent hook", &reports);
+        if !steer.is_empty() {
+            let steer: Vec<MsgId> = steer.iter().map(|r| r.msg).collect();
+            self.append_host(k, "steer prompts", &steer);
+        }
+        if !self.core.subagents.is_empty() {
+            let reports: Vec<MsgId> = self.core.subagents.drain(..).collect();
+            self.append_host(k, "subagent hook", &reports);
+        }
         self.core.requests += 1;
         let req = self.core.requests;
         self.state(CliState::Generating);

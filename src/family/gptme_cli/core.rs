@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 
 use super::CliEv;
-use super::api::{Claimed, ControlFile, Item, JobRef, PromptRecord};
+use super::api::{Claimed, ControlFile, Item, JobRef, JobView, PromptRecord};
 use super::config::{CliConfig, CliFault};
 use super::note::{CliState, JobName, Note};
 use crate::family::common::conv::{ConvId, take_map_where};
@@ -75,6 +75,9 @@ pub struct CliCore {
     pub(super) requests: u32,
     pub(super) idle: bool,
     pub(super) calls: Calls,
+    /// What the last `Cli::jobs` lent the wake logic: a scratch list, not state (its allocation
+    /// is kept across calls and seeds).
+    pub(super) views: Vec<JobView>,
 }
 
 impl CliCore {
@@ -99,6 +102,7 @@ impl CliCore {
             requests: 0,
             idle: false,
             calls: Calls::default(),
+            views: Vec::new(),
         }
     }
 
@@ -125,6 +129,7 @@ impl CliCore {
             requests,
             idle,
             calls,
+            views,
         } = self;
         faults.renew_for(own_cfg, cfg, |c| &c.faults);
         queue.clear();
@@ -144,29 +149,26 @@ impl CliCore {
         *requests = 0;
         *idle = false;
         *calls = Calls::default();
+        views.clear();
     }
 
-    pub(super) fn job_ref(&self, index: u32) -> JobRef {
-        JobRef {
-            index,
-            name: self.jobs[index as usize].name,
+    /// Unfinished work of conversations `convs` a wait could be for, each counted: jobs not
+    /// expired whose completion is not queued yet (running, or their reader still draining) or
+    /// queued and not claimed. One pass over the jobs for both.
+    pub(super) fn unfinished(&self, convs: [u8; 2]) -> [u32; 2] {
+        let mut n = [0; 2];
+        for (i, j) in self.jobs.iter().enumerate() {
+            let Some(c) = convs.iter().position(|&c| c == j.name.conv) else {
+                continue;
+            };
+            if j.registered
+                && !j.wait_expired
+                && (!j.notified || self.completions.contains(&(i as u32)))
+            {
+                n[c] += 1;
+            }
         }
-    }
-
-    /// Unfinished work of conversation `conv` a wait could be for: jobs not expired whose
-    /// completion is not queued yet (running, or their reader still draining) or queued and not
-    /// claimed.
-    pub(super) fn unfinished(&self, conv: u8) -> u32 {
-        self.jobs
-            .iter()
-            .enumerate()
-            .filter(|(i, j)| {
-                j.name.conv == conv
-                    && j.registered
-                    && !j.wait_expired
-                    && (!j.notified || self.completions.contains(&(*i as u32)))
-            })
-            .count() as u32
+        n
     }
 
     /// `background_job_completion_hook`'s claim: atomically remove the queued completions of
@@ -195,16 +197,23 @@ impl CliCore {
     /// Move up to `max` records of the file into a list, in file order within each kind:
     /// regular records first (when `regular`), then steer records (when `steer`). Malformed
     /// lines and anything over the cap stay, in order.
+    #[inline]
     pub(super) fn take_file(
         &mut self,
         max: usize,
         regular: bool,
         steer: bool,
     ) -> Vec<PromptRecord> {
-        let mut out = Vec::new();
         if self.file.is_empty() {
-            return out;
+            return Vec::new();
         }
+        self.take_records(max, regular, steer)
+    }
+
+    /// `take_file` of a file that has lines (out of line: most takes find the file empty).
+    #[inline(never)]
+    fn take_records(&mut self, max: usize, regular: bool, steer: bool) -> Vec<PromptRecord> {
+        let mut out = Vec::new();
         for (kind, wanted) in [(false, regular), (true, steer)] {
             if !wanted {
                 continue;

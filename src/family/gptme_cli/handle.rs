@@ -12,17 +12,6 @@ use crate::sim::msg::{MsgId, Payload};
 use crate::sim::record::Actor;
 use crate::sim::time::Ms;
 
-/// The fewest job views whose bytes are a whole number of `JobRef`s (16-byte views, 12-byte
-/// refs: 3). See [`Cli::jobs`].
-const JOB_VIEWS_REUSED: usize = {
-    let (view, job) = (size_of::<JobView>(), size_of::<JobRef>());
-    let (mut a, mut b) = (view, job);
-    while b != 0 {
-        (a, b) = (b, a % b);
-    }
-    job / a
-};
-
 /// The handle a CLI wake logic calls. Every call acts on the host at once.
 pub struct Cli<'a> {
     pub(super) core: &'a mut CliCore,
@@ -57,8 +46,17 @@ impl Cli<'_> {
 
     /// `background_job_completion_hook`'s claim for conversation `cid`: every queued completion
     /// of a still-registered job of `cid`, removed from the queue (each is delivered once).
+    #[inline]
     pub fn claim_completions(&mut self, cid: ConvId) -> Vec<Claimed> {
         self.core.calls.count();
+        if self.core.completions.is_empty() {
+            return Vec::new();
+        }
+        self.claim_queued(cid)
+    }
+
+    /// `claim_completions` of a non-empty completion queue.
+    fn claim_queued(&mut self, cid: ConvId) -> Vec<Claimed> {
         let claimed = self.core.claim(cid);
         if !claimed.is_empty() {
             self.core.note_with(self.k, Actor::Wake, || {
@@ -72,23 +70,20 @@ impl Cli<'_> {
         claimed
     }
 
-    /// `_background_jobs`: every registered job of every conversation.
-    pub fn jobs(&mut self) -> Vec<JobView> {
+    /// `_background_jobs`: every registered job of every conversation. The views are lent from
+    /// a list the host keeps (refilled at each call), so a check allocates nothing.
+    pub fn jobs(&mut self) -> &[JobView] {
         self.core.calls.count();
-        let c = &*self.core;
-        if !c.jobs.iter().any(|j| j.registered) {
-            return Vec::new();
-        }
-        // A wait keeps only the refs of some views (`into_iter().filter().map(|v| v.job)`),
-        // which Rust collects in place; with a capacity of whole `JOB_VIEWS_REUSED` it keeps
-        // this allocation as it is instead of reallocating it to a size of whole `JobRef`s.
-        let n = c.jobs.len();
-        let mut views = Vec::with_capacity(n.div_ceil(JOB_VIEWS_REUSED) * JOB_VIEWS_REUSED);
+        let CliCore { jobs, views, .. } = &mut *self.core;
+        views.clear();
         views.extend(
-            (c.jobs.iter().enumerate())
+            (jobs.iter().enumerate())
                 .filter(|(_, j)| j.registered)
                 .map(|(i, j)| JobView {
-                    job: c.job_ref(i as u32),
+                    job: JobRef {
+                        index: i as u32,
+                        name: j.name,
+                    },
                     running: j.running,
                     notified: j.notified,
                     wait_expired: j.wait_expired,

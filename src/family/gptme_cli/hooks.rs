@@ -88,20 +88,20 @@ impl CliHost {
                         return;
                     }
                 }
-                Hook::Subagent => {
+                // Reports are collected only when there are some (mostly there are none).
+                Hook::Subagent if !self.core.subagents.is_empty() => {
                     let reports: Vec<MsgId> = self.core.subagents.drain(..).collect();
-                    if !reports.is_empty() {
-                        self.core.note_with(k, Actor::Host, || Note::Yield {
-                            name: "subagent hook",
-                            payload: Payload::from_slice(&reports),
-                            input: false,
-                            timeout: false,
-                            stop: false,
-                        });
-                        let run = self.run.as_mut().expect("running");
-                        run.items.extend(reports.into_iter().map(QItem::Subagent));
-                    }
+                    self.core.note_with(k, Actor::Host, || Note::Yield {
+                        name: "subagent hook",
+                        payload: Payload::from_slice(&reports),
+                        input: false,
+                        timeout: false,
+                        stop: false,
+                    });
+                    let run = self.run.as_mut().expect("running");
+                    run.items.extend(reports.into_iter().map(QItem::Subagent));
                 }
+                Hook::Subagent => {}
                 Hook::AutoReply => {
                     let run = self.run.as_ref().expect("running");
                     if !self.last_reply_tool && self.core.queue.is_empty() && run.items.is_empty() {
@@ -177,8 +177,7 @@ impl CliHost {
             Flow::Wait { timeout_ms } => {
                 self.suspensions += 1;
                 let s = self.suspensions;
-                let own = self.core.unfinished(OWN);
-                let foreign = self.core.unfinished(OTHER);
+                let [own, foreign] = self.core.unfinished([OWN, OTHER]);
                 self.core.emit(k, Actor::Host, Ev::Waiting { own, foreign });
                 let run = self.run.as_mut().expect("running");
                 run.suspension = s;

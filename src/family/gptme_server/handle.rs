@@ -114,11 +114,19 @@ impl Server<'_> {
     /// due within a thread start (`thread_ms.max`) fires now instead, its `_deliver` (gptme's:
     /// a wake, or appended to `_pending_deliveries` when refused) running before the retry's next
     /// statement. Its wake is the watch thread's, not the retry's: a delivery pass of its own.
+    #[inline]
     fn lock_gap(&mut self, fault: ServerFault, call: &'static str) {
-        let c = &mut *self.core;
+        let c = &*self.core;
         if !self.gaps || !c.retrying || !c.faults.on(fault) {
             return;
         }
+        self.lock_gap_on(fault, call);
+    }
+
+    /// `lock_gap` of a retry whose `fault` is on this seed.
+    #[inline(never)]
+    fn lock_gap_on(&mut self, fault: ServerFault, call: &'static str) {
+        let c = &mut *self.core;
         let by = self.k.now() + c.cfg.timing.thread_ms.max;
         let Some(i) = c.watches.due_by(by) else {
             return;

@@ -94,19 +94,29 @@ impl Watches {
     }
 }
 
+/// `times.retain(|t| now < t + window)` for times pushed in order (the clock never goes back):
+/// the ones that fell out of the window are a prefix, and mostly there are none.
+#[inline]
+fn expire(times: &mut Vec<Ms>, now: Ms, window: u64) {
+    if times.first().is_some_and(|t| now.0 >= t.0 + window) {
+        let out = times.partition_point(|t| now.0 >= t.0 + window);
+        times.drain(..out);
+    }
+}
+
 impl ServerCore {
     /// `_fire` → `_record_event`: the storm guards. Returns the drop reason when the event is not
     /// delivered.
     fn storm_guard(&mut self, now: Ms, watch: u8) -> Option<Reason> {
         let g = &mut self.watches.guards[usize::from(watch)];
         g.lifetime += 1;
-        g.window.retain(|t| now.0 < t.0 + CANCEL_WINDOW_MS);
+        expire(&mut g.window, now, CANCEL_WINDOW_MS);
         g.window.push(now);
         if g.window.len() > CANCEL_EVENTS_MAX || g.lifetime > LIFETIME_EVENTS_MAX {
             g.cancelled = true;
             return Some(vocab::STORM_CANCELLED);
         }
-        g.recent.retain(|t| now.0 < t.0 + STORM_WINDOW_MS);
+        expire(&mut g.recent, now, STORM_WINDOW_MS);
         g.recent.push(now);
         if g.recent.len() > STORM_EVENTS_MAX {
             g.recent.clear();

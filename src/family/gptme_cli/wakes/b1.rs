@@ -83,17 +83,18 @@ impl BackgroundWait {
 
     fn completions(cli: &mut Cli<'_>) -> Vec<Item> {
         let me = cli.conversation();
-        cli.claim_completions(me)
-            .into_iter()
-            .map(Item::Completion)
-            .collect()
+        let claimed = cli.claim_completions(me);
+        if claimed.is_empty() {
+            return Vec::new();
+        }
+        claimed.into_iter().map(Item::Completion).collect()
     }
 
     /// Own jobs neither notified nor expired.
     fn pending(cli: &mut Cli<'_>) -> Vec<JobRef> {
         let me = cli.conversation();
         cli.jobs()
-            .into_iter()
+            .iter()
             .filter(|j| j.job.conversation() == me && !j.notified && !j.wait_expired)
             .map(|j| j.job)
             .collect()
