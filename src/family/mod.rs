@@ -637,7 +637,10 @@ mod tests {
             assert_eq!(names.iter().filter(|m| *m == n).count(), 1, "{n}");
             assert_eq!(HostKind::from_name(n).map(|h| h.name()), Some(*n));
         }
-        assert_eq!(names, ["pi", "pi-0.58", "gptme-server", "gptme-cli"]);
+        assert_eq!(
+            names,
+            ["pi", "pi-0.58", "pi-1.6", "gptme-server", "gptme-cli"]
+        );
         for h in HostKind::real_hosts() {
             assert_eq!(
                 HostKind::from_name(h.name()).map(|h| h.name()),
