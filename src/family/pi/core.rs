@@ -468,16 +468,10 @@ impl PiCore {
         }
     }
 
-    /// `Agent.prompt` rejects a starter while a run holds the agent (H-1): the messages it took
-    /// are lost with its local array; on 0.99 the rejected run still settles.
-    fn reject_start(
-        &mut self,
-        k: &mut PiKernel,
-        who: Starter,
-        items: &[Payload],
-        mut run: RunTask,
-    ) {
-        let id = self.runs.len() as u32 + 1;
+    /// What the host shows when `Agent.prompt` refuses `who` because a run holds the agent: the
+    /// refused starter, pi's "already processing" error, and the messages `items` lost with the
+    /// caller's local array.
+    fn refuse_busy(&mut self, k: &mut PiKernel, who: Starter, items: &[Payload]) {
         self.emit(
             k,
             Actor::Host,
@@ -497,6 +491,19 @@ impl PiCore {
             let payload = Payload::from_slice(&lost);
             self.note(k, Actor::Host, Note::Lost { payload });
         }
+    }
+
+    /// `Agent.prompt` rejects a starter while a run holds the agent (H-1): the messages it took
+    /// are lost with its local array; on 0.99 the rejected run still settles.
+    fn reject_start(
+        &mut self,
+        k: &mut PiKernel,
+        who: Starter,
+        items: &[Payload],
+        mut run: RunTask,
+    ) {
+        let id = self.runs.len() as u32 + 1;
+        self.refuse_busy(k, who, items);
         run.rejected = true;
         run.phase = match self.generation {
             Gen::V099 => RPhase::Settle,
@@ -706,25 +713,7 @@ impl PiCore {
         self.flush_pending_custom(k);
         self.run_options = true;
         if self.agent_active.is_some() {
-            self.emit(
-                k,
-                Actor::Host,
-                Ev::Starter {
-                    who,
-                    accepted: false,
-                },
-            );
-            let prompt = match who {
-                Starter::Prompt(p) => Some(p),
-                Starter::Direct(_) | Starter::Continue(_) => None,
-            };
-            let error = HostError::AgentBusy;
-            self.note(k, Actor::Host, Note::Error { prompt, error });
-            let lost: Vec<_> = items.iter().flat_map(|p| p.ids().iter().copied()).collect();
-            if !lost.is_empty() {
-                let payload = Payload::from_slice(&lost);
-                self.note(k, Actor::Host, Note::Lost { payload });
-            }
+            self.refuse_busy(k, who, items.as_slice());
             let run = &mut self.runs[i];
             run.rejected = true;
             run.phase = RPhase::Settle;
