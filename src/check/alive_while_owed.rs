@@ -1,4 +1,4 @@
-//! ALIVE-WHILE-OWED (`wake-systems.md` §1.3 G-6, §4): a session does not end on its own (its
+//! ALIVE-WHILE-OWED (`docs/hosts/gptme.md` G-6, §4): a session does not end on its own (its
 //! queue ran dry, or it completed) while it owns background work whose result has not reached
 //! the model, unless a notice for that work (the wait's timeout, reported once) has. gptme before
 //! PR #3843 started a background job, said it was running, and exited: two model calls, the

@@ -1,4 +1,4 @@
-//! INPUT-HEARD (issue 15, class 1; `wake-systems.md` §1.3 G-7 and G-12): outside input that
+//! INPUT-HEARD (issue 15, class 1; `docs/hosts/gptme.md` G-7 and G-12): outside input that
 //! changes while the session sits in its idle wait ends that wait promptly. NO-SPIN bounds how
 //! often the same input interrupts; this is its other half: input that changed (records written
 //! to the prompt-queue file, regular or steer; `control.jsonl` rewritten with other contents,

@@ -7,7 +7,7 @@ use std::fmt;
 use crate::sim::msg::MsgId;
 use crate::sim::time::Ms;
 
-/// The invariants wakesim checks (`wake-systems.md` §3.2 and §4).
+/// The invariants wakesim checks (`docs/hosts/gentle-agents.md`, `docs/invariants.md`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Invariant {
     NoLoss,

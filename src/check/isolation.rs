@@ -1,4 +1,4 @@
-//! ISOLATION (`wake-systems.md` §1.3 G-10): another conversation's output never enters this one
+//! ISOLATION (`docs/hosts/gptme.md` G-10): another conversation's output never enters this one
 //! (which would also steal it from its owner), and another conversation's running job never
 //! holds this session's idle wait open.
 

@@ -1,4 +1,4 @@
-//! NO-SELF-REFUSAL (`wake-systems.md` §1.3 G-1): a wake refused as busy must be refused because
+//! NO-SELF-REFUSAL (`docs/hosts/gptme.md` G-1): a wake refused as busy must be refused because
 //! of outside work, never because a wake issued earlier in the same drain has just set the busy
 //! flag. gptme's `request_watch_wake` sets `generating` before it returns, so a per-event drain
 //! that wakes once per event refuses its own second wake and requeues the rest of the burst.

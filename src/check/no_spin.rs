@@ -1,4 +1,4 @@
-//! NO-SPIN (`wake-systems.md` §1.3 G-7): the same unchanged outside input interrupts an idle wait
+//! NO-SPIN (`docs/hosts/gptme.md` G-7): the same unchanged outside input interrupts an idle wait
 //! at most once. gptme's background wait yielded to a non-empty `control.jsonl` on every loop
 //! before it fingerprinted the file: a stale file the parent never consumes injected the same
 //! dummy message into every turn. A rewrite (new contents, even of the same size) is new input.

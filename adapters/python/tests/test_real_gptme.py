@@ -1,5 +1,5 @@
 """The real gptme 0.35.1 under the scheduler: the reference's minimal interleavings G-1..G-12
-(wake-systems.md §1.3) scripted on gptme's own code, and each gptme finding of the README re-judged
+(`docs/hosts/gptme.md`) scripted on gptme's own code, and each gptme finding of the README re-judged
 on it. Run with the pinned venv's python (tests/run.py); `cargo test --test real_gptme` does.
 
 The scenarios are `wakesim_adapter/real_scenarios.py`'s (`real_replay.py NAME --seed N` prints a

@@ -4,7 +4,7 @@
 //!
 //! - `Naive`: when the agent is idle, queue the message for the next turn and prompt. A second
 //!   message during the prompt's preparation still sees the agent idle and prompts again: two
-//!   prompts race for one run (wake-systems.md P-4).
+//!   prompts race for one run (`docs/hosts/` P-4).
 //! - `Reserved`: the first idle send reserves the wake until the run starts (or 60 s pass);
 //!   later sends ride the pending prompt.
 

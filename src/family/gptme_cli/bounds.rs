@@ -1,6 +1,6 @@
 //! The checkers' bounds derived from a gptme-cli scenario's `[timing]` (issue 15, class 1): a
 //! bound looser than the host's own wait cannot catch a missed wait, so each follows from the
-//! documented waits (`wake-systems.md` §1.2, B1):
+//! documented waits (`docs/hosts/gptme.md`, B1):
 //!
 //! - the idle wait polls its inputs (prompt-queue and control files, subagent queues) once per
 //!   `cond.wait`, capped at 1 s (`WAIT_CAP_MS`); a notified waiter's thread wakes within

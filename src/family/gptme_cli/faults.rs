@@ -22,7 +22,7 @@ use crate::sim::msg::{MsgFrom, MsgId, MsgKind, Payload};
 use crate::sim::record::{Actor, EndCause, Ev, WorkOp};
 use crate::sim::sink::Sink;
 
-/// Faults a seed may switch on for the gptme CLI (`wake-systems.md` §1.1.1, §1.1.4, §1.3).
+/// Faults a seed may switch on for the gptme CLI (`docs/hosts/gptme.md`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum CliFault {
     /// The complete tool is loaded (autonomous sessions): `auto_reply_hook` (LOOP_CONTINUE 999)

@@ -1,4 +1,4 @@
-//! The gptme noninteractive CLI host (`wake-systems.md` §1.1.1, §1.1.4): `gptme -n`'s chat loop
+//! The gptme noninteractive CLI host (`docs/hosts/gptme.md`): `gptme -n`'s chat loop
 //! with its prompt queue, STEP_PRE and LOOP_CONTINUE hooks by priority with StopPropagation,
 //! auto-reply nudges and session completion, model replies that start background jobs or not,
 //! jobs that finish at drawn times, the completion queue and the per-conversation condition,

@@ -13,7 +13,7 @@ use crate::family::common::faults::FaultKind;
 use crate::sim::choice::Ratio;
 use crate::sim::record::Actor;
 
-/// Faults a seed may switch on for the gptme server (`wake-systems.md` §1.1.2, §1.3).
+/// Faults a seed may switch on for the gptme server (`docs/hosts/gptme.md`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum ServerFault {
     /// The watch tool is loaded: its STEP_PRE hook (`_watch_drain_hook`, priority 940) drains the

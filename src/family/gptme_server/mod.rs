@@ -1,4 +1,4 @@
-//! The gptme server host (`wake-systems.md` §1.1.2, §1.1.3): one conversation (logdir A) with one
+//! The gptme server host (`docs/hosts/gptme.md`): one conversation (logdir A) with one
 //! or two sessions, the busy predicate, `request_watch_wake`, step threads that end at drawn
 //! times, tool confirmation, slash commands with `finish_command`, the global deferred-delivery
 //! queue, the subagent completion queue, STEP_PRE hooks, and the watch storm guards.
@@ -94,7 +94,7 @@ impl Family for ServerFamily {
         },
         (),
     )];
-    /// `wake-systems.md` §1.3, §4; NO-DEADLOCK, which only a real gptme under the thread
+    /// `docs/hosts/gptme.md`, `docs/invariants.md`; NO-DEADLOCK, which only a real gptme under the thread
     /// scheduler can break (the model cannot block).
     const INVARIANTS: InvariantSet =
         InvariantSet::delivery_and(&[Invariant::NoSelfRefusal, Invariant::NoDeadlock]);

@@ -1,4 +1,4 @@
-//! Step threads (`wake-systems.md` §1.1.2): STEP_PRE hooks and the model request, the reply
+//! Step threads (`docs/hosts/gptme.md`): STEP_PRE hooks and the model request, the reply
 //! (with or without tool calls or a confirmation), finishing the step, and the user confirming
 //! a pending tool call. Starting a step thread is synchronous and lives in `core.rs`.
 

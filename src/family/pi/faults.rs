@@ -15,7 +15,7 @@ use crate::sim::msg::{MsgId, Payload};
 use crate::sim::record::{Actor, Ev};
 use crate::sim::sink::Sink;
 
-/// Faults a seed may switch on for the pi hosts (`wake-systems.md` §2).
+/// Faults a seed may switch on for the pi hosts (`docs/hosts/pi.md`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum PiFault {
     /// An input handler claims a prompt at step 3: no run, no event (P-5).

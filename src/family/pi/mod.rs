@@ -1,4 +1,4 @@
-//! The pi host model (`wake-systems.md` §2): `AgentSession` of pi 0.99 and, as a second
+//! The pi host model (`docs/hosts/pi.md`): `AgentSession` of pi 0.99 and, as a second
 //! generation, the older 0.58 host of H-5.
 //!
 //! Every `await` of the real host is a scheduling point: the model schedules its continuation

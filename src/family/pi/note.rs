@@ -8,7 +8,7 @@ use crate::sim::msg::{MsgId, Payload};
 use crate::sim::record::{self, InStory, Role};
 
 host_states! {
-    /// Host states, as the timeline's last column shows them (`wake-systems.md` §2.2).
+    /// Host states, as the timeline's last column shows them (`docs/hosts/pi.md`).
     pub enum State {
         Idle = 0 => "IDLE", Preparing = 1 => "PREPARING", PrepCompact = 2 => "PREP-COMPACT",
         Running = 3 => "RUNNING", Settling = 4 => "SETTLING", Compacting = 5 => "COMPACTING",

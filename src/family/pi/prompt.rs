@@ -1,4 +1,4 @@
-//! `prompt()` from step 3 on (`wake-systems.md` §2.3): one await per event, each step a method.
+//! `prompt()` from step 3 on (`docs/hosts/pi.md`): one await per event, each step a method.
 //! Steps 0-2 are synchronous and live in `core.rs` (`prompt_begin`).
 
 use super::api::{self, InputAction, InputEvent};

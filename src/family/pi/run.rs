@@ -1,4 +1,4 @@
-//! An agent run's phases (`wake-systems.md` §2.4): agent_start, requests, tools, turn_end,
+//! An agent run's phases (`docs/hosts/pi.md`): agent_start, requests, tools, turn_end,
 //! agent_end, retries, compaction, continue, settle and the deferred actions after it; 0.99 and
 //! 0.58 where they differ. Starting a run is synchronous and lives in `core.rs` (`start_run`).
 

@@ -1,5 +1,5 @@
 // G2: wake an idle host through prompt(), deciding idleness with ctx.isIdle() and no reservation.
-// BGamboa13/gentle-shell lib/idle-wake.ts @949bd4ae, as wake-systems.md §3.1 gives it.
+// BGamboa13/gentle-shell lib/idle-wake.ts @949bd4ae, as `docs/hosts/gentle-agents.md` gives it.
 //
 // The race (P-4): pi keeps isIdle() true while a prompt prepares (steps 0-11), so a second send in
 // that window wakes again, and two prompts reach Agent.prompt.

@@ -1,5 +1,5 @@
 // G3: G2 plus a wake reservation with lazy expiry.
-// BGamboa13/gentle-shell lib/idle-wake.ts @d62bc901, as wake-systems.md §3.1 gives it.
+// BGamboa13/gentle-shell lib/idle-wake.ts @d62bc901, as `docs/hosts/gentle-agents.md` gives it.
 //
 // The first idle send reserves the turn; later idle sends only queue as nextTurn and ride the
 // pending prompt. agent_start and session_start release the reservation; otherwise it expires after

@@ -1,5 +1,5 @@
 // gentle-agents' delivery before the upstream redesign (Gentleman-Programming/gentle-shell,
-// extensions/gentle-agents.ts, as wake-systems.md §3 describes it), around a send function:
+// extensions/gentle-agents.ts, as `docs/hosts/gentle-agents.md` describes it), around a send function:
 //
 // - completions and notifications are queued, and flushed at once when no agent run is counted
 //   active, else at turn_end, agent_end and agent_settled, each with {deliverAs: "steer",

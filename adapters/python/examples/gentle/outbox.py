@@ -1,4 +1,4 @@
-"""gentle-agents' queue-and-flush delivery around a send function (wake-systems.md §3), in Python:
+"""gentle-agents' queue-and-flush delivery around a send function (`docs/hosts/gentle-agents.md`), in Python:
 completions and notifications are queued and flushed at once when no agent run is counted active,
 else at turn_end, agent_end and agent_settled, as steer; orchestrator messages go at once, as
 followUp; session_start drops what the old session queued."""

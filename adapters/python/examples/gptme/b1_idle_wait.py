@@ -1,4 +1,4 @@
-"""B1: PR #3843's background-job hooks (gptme/tools/shell_background.py, wake-systems.md §1.2):
+"""B1: PR #3843's background-job hooks (gptme/tools/shell_background.py, `docs/hosts/gptme.md`):
 the completion hook drains at STEP_PRE (900), and background_job_wait_hook (LOOP_CONTINUE, 1500)
 keeps an otherwise idle noninteractive session alive while one of its jobs runs.
 

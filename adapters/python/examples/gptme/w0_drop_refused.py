@@ -1,4 +1,4 @@
-"""W0 (wake-systems.md §1.2, G-2, inferred from test_requeue_preserves_remaining_events and the
+"""W0 (`docs/hosts/gptme.md`, G-2, inferred from test_requeue_preserves_remaining_events and the
 seed: the old code "requeued only the events after the first"): W1's per-event drain, requeueing
 batch[i+1:] when wake i is refused. take_queued_watch_events already removed event i, so an event
 refused because the conversation is genuinely busy is lost."""

@@ -1,4 +1,4 @@
-"""W1, the bug of seed 000 (wake-systems.md §1.2, G-1), written as gptme's retry was before the
+"""W1, the bug of seed 000 (`docs/hosts/gptme.md`, G-1), written as gptme's retry was before the
 fix: one wake per deferred event. request_watch_wake sets `generating` before it returns, so the
 second wake of the same drain is refused by the first; the refused event and the rest go back
 to the head of the queue, to wait for the next retry: one event per idle turn."""

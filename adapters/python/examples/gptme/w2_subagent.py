@@ -1,4 +1,4 @@
-"""W2-subagent (wake-systems.md §1.2, G-4): W2 plus the subagent completions the same retry
+"""W2-subagent (`docs/hosts/gptme.md`, G-4): W2 plus the subagent completions the same retry
 delivers, one per wake. The first completion is woken for; the rest go back at the tail of the
 global queue for the woken step's STEP_PRE hook; a refused first completion goes back too, now
 behind the rest: the next drain delivers them out of order."""

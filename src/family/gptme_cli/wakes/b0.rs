@@ -1,4 +1,4 @@
-//! B0: background jobs before PR #3843 (`wake-systems.md` §1.2). Completions reached the model
+//! B0: background jobs before PR #3843 (`docs/hosts/gptme.md`). Completions reached the model
 //! only through a hook that ran at the end of the loop, after auto-reply and stuck detection,
 //! and nothing waited for a job still running: with nothing queued the noninteractive loop
 //! breaks and the atexit reset kills the job (G-6: two model calls, the completion lost).

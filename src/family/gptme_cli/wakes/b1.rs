@@ -1,5 +1,5 @@
 //! B1: PR #3843's `background_job_wait_hook` (LOOP_CONTINUE, priority 1500) with the completion
-//! drain at STEP_PRE (priority 900), `gptme/tools/shell_background.py` (`wake-systems.md` §1.2):
+//! drain at STEP_PRE (priority 900), `gptme/tools/shell_background.py` (`docs/hosts/gptme.md`):
 //!
 //! ```text
 //! msgs = completion_hook(); if msgs: yield msgs + StopPropagation

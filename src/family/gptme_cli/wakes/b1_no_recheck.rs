@@ -1,4 +1,4 @@
-//! B1 without the recheck under the notifier's lock (`wake-systems.md` §1.3 G-8): the waiter
+//! B1 without the recheck under the notifier's lock (`docs/hosts/gptme.md` G-8): the waiter
 //! drains, releases `_job_lock` for `wait_input`, then waits on the condition without checking
 //! again. A job whose reader calls `notify_all` in between finds no waiter; the completion sits
 //! queued until the wait times out at `GPTME_WATCH_IDLE_MAX` (this version has no 1 s cap either:

@@ -1,4 +1,4 @@
-//! B1-pre: PR #3843's wait before the control-file fingerprint (`wake-systems.md` §1.2, G-7).
+//! B1-pre: PR #3843's wait before the control-file fingerprint (`docs/hosts/gptme.md`, G-7).
 //! `wait_input` yielded "Background wait yielded to pending session input." whenever
 //! `control.jsonl` was non-empty; the parent never consumes that file, so a stale one injected
 //! the same dummy message at every LOOP_CONTINUE: a model call per loop until the job finished

@@ -1,4 +1,4 @@
-//! gptme-cli wake logics (`wake-systems.md` §1.2), one file per variant:
+//! gptme-cli wake logics (`docs/hosts/gptme.md`), one file per variant:
 //! `background_job_wait_hook` (LOOP_CONTINUE) and `background_job_completion_hook` (STEP_PRE).
 //!
 //! | name | variant | bug |

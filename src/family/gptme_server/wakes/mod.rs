@@ -1,4 +1,4 @@
-//! gptme-server wake logics (`wake-systems.md` §1.2), one file per variant:
+//! gptme-server wake logics (`docs/hosts/gptme.md`), one file per variant:
 //! `SessionManager.retry_deferred_watch_wakes` and the watch tool's `_deliver`.
 //!
 //! | name | variant | bug |

@@ -1,4 +1,4 @@
-//! W0: the per-event drain that drops the refused event (`wake-systems.md` §1.2, inferred from
+//! W0: the per-event drain that drops the refused event (`docs/hosts/gptme.md`, inferred from
 //! `test_requeue_preserves_remaining_events` and the seed: the old code "requeued only the events
 //! after the first"). `take_queued_watch_events` already removed the refused event from the
 //! queue; requeueing `batch[i+1:]` loses it for good (G-2, NO-LOSS). It shares W1's loop

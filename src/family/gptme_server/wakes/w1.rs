@@ -1,5 +1,5 @@
 //! W1: the per-event drain that requeues the refused event too, the bug of seed 000
-//! (`wake-systems.md` §1.2). `request_watch_wake` sets `generating` before it returns, so the
+//! (`docs/hosts/gptme.md`). `request_watch_wake` sets `generating` before it returns, so the
 //! drain's second call sees the conversation busy with the first call's own wake, and the rest of
 //! the burst goes back to wait for the next retry trigger (G-1).
 

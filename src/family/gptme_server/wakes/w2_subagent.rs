@@ -1,5 +1,5 @@
 //! W2-subagent: W2 plus the subagent completions that the same retry function delivers, still
-//! one completion per wake (`wake-systems.md` §1.2). The first completion is woken for; the rest
+//! one completion per wake (`docs/hosts/gptme.md`). The first completion is woken for; the rest
 //! are put back at the *tail* of the global queue for the woken step's STEP_PRE hook; when the
 //! first's wake is refused it is put back too, now *behind* the rest: the next drain delivers
 //! them out of order (G-4, an inference no report confirms; wakesim's model shows it).

@@ -1,4 +1,4 @@
-//! pi wake logics from gentle-shell's history (`wake-systems.md` §3.1).
+//! pi wake logics from gentle-shell's history (`docs/hosts/gentle-agents.md`).
 //!
 //! | name | variant | bug |
 //! |---|---|---|
