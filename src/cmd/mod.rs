@@ -104,3 +104,9 @@ pub fn main() -> i32 {
         }
     }
 }
+
+/// The command line as clap defines it, for documentation generated from it
+/// (`docs/reference/cli.md`, which `tests/docs.rs` regenerates and compares).
+pub fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
+}
