@@ -5,7 +5,7 @@
 //!    page (GitHub's slug) or an explicit `<a id="...">`;
 //! 2. the README stays a front page: at most 300 lines and 30 KB, and none of the measurement-log
 //!    markers (a branch name in backticks, "stop N", "load average", "round (", "Nth round");
-//! 3. no tracked file cites a document that is not in the repository (`../shared`, the reference
+//! 3. no tracked file cites a document that is not in the repository (the shared background notes
 //!    the host pages replaced);
 //! 4. every shell command shown in a ```console block runs: each `$ ` line is executed from the
 //!    repository root with the built `wakesim` binary standing for `wakesim`, `cargo run --release
@@ -387,8 +387,6 @@ const NOT_RUN: &[(&str, Why)] = &[
     ("scripts/long-run.sh", Why::LongSweep),
     ("cargo insta review", Why::OtherTool),
     ("cargo install cargo-insta --locked", Why::OtherTool),
-    ("cargo test -p wakesim-madsim", Why::OtherTool),
-    ("cargo bench", Why::OtherTool),
 ];
 
 /// One `$ ` line of a ```console block with what the page says about it.
