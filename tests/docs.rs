@@ -522,8 +522,11 @@ fn words(line: &str) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
+/// Environment settings a shown command makes before its program (`NAME=value ...`).
+type Env = Vec<(String, String)>;
+
 /// What a shown command runs: environment settings and the binary's arguments, or why not.
-fn plan(command: &str) -> Result<(Vec<(String, String)>, Vec<String>), String> {
+fn plan(command: &str) -> Result<(Env, Vec<String>), String> {
     let mut ws = words(command)?;
     let mut env = Vec::new();
     while let Some(w) = ws.first() {
