@@ -5,6 +5,8 @@
 //!    page (GitHub's slug) or an explicit `<a id="...">`;
 //! 2. the README stays a front page: at most 300 lines and 30 KB, and none of the measurement-log
 //!    markers (a branch name in backticks, "stop N", "load average", "round (", "Nth round");
+//!    ARCHITECTURE.md stays a code map (at most 25 KB, with its entry points) and CHANGELOG.md keeps
+//!    its Unreleased section;
 //! 3. no tracked file cites a document that is not in the repository (the shared background notes
 //!    the host pages replaced);
 //! 4. every shell command shown in a ```console block runs: each `$ ` line is executed from the
@@ -329,6 +331,32 @@ fn the_readme_is_a_front_page() {
     // The checker itself: each marker kind is caught.
     let planted = "on branch `x`\nat stop 21\nload average 3\nthe round (x)\nThird round\nstop";
     assert_eq!(log_markers(planted).len(), 5, "{:?}", log_markers(planted));
+}
+
+/// The code map stays a map: rust-analyzer's shape, short enough to read in one sitting.
+#[test]
+fn the_code_map_is_a_map() {
+    let text = read(Path::new("ARCHITECTURE.md"));
+    assert!(
+        text.len() <= 25 * 1024,
+        "ARCHITECTURE.md is {} bytes, more than 25 KB: move type-by-type detail into the modules' docs",
+        text.len()
+    );
+    for heading in [
+        "## Entry points",
+        "## Code map",
+        "## Cross-cutting concerns",
+    ] {
+        assert!(
+            text.lines().any(|l| l == heading),
+            "ARCHITECTURE.md has no `{heading}` section"
+        );
+    }
+    let changelog = read(Path::new("CHANGELOG.md"));
+    assert!(
+        changelog.contains("## [Unreleased]"),
+        "CHANGELOG.md keeps an `## [Unreleased]` section (Keep a Changelog)"
+    );
 }
 
 #[test]
