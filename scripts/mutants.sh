@@ -34,7 +34,7 @@
 #   wrong order). Each is applied to a scratch copy and judged by the same test.
 #
 # A mutant is killed when the test fails. Survivors are either listed in mutants/equivalent.md
-# with the reason no run can tell them apart, or are gaps of wakesim (docs/teeth-plan.md).
+# with the reason no run can tell them apart, or are gaps of wakesim (mutants/teeth-plan.md).
 # Results go to target/mutants/ (git-ignored); nothing in the repository is modified.
 set -euo pipefail
 cd "$(dirname "$0")/.."

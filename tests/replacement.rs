@@ -1,5 +1,5 @@
 //! pi's session replacement (`/new`, P-7) excuses exactly what the host discards, never what the
-//! wake logic loses (issue 15, class 2; `docs/teeth-plan.md` 3.1). Purpose-built wake logics:
+//! wake logic loses (issue 15, class 2; `mutants/teeth-plan.md` 3.1). Purpose-built wake logics:
 //! one keeps a message in its own memory across `/new` and forgets it (NO-LOSS must fire), one
 //! carries it into the new session (it must pass), one strands a message in nextTurn before
 //! `/new` (BOUNDED-LATENCY must fire exactly when the strand outlasted the bound).

@@ -1,4 +1,4 @@
-//! BOUNDARY-FLUSH (issue 15, class 1; `docs/teeth-plan.md` 3.4): a message owed when pi reports
+//! BOUNDARY-FLUSH (issue 15, class 1; `mutants/teeth-plan.md` 3.4): a message owed when pi reports
 //! that a `/tree` or a `/compact` ended (`session_tree`, `session_compact`: the `Boundary`
 //! observation) waits at most `boundary_ms_max` of idle time after that event.
 //!
