@@ -536,10 +536,17 @@ fn merge_is_commutative_and_idempotent_and_refuses_another_runs_shard() {
     let f: Vec<&str> = both.iter().map(String::as_str).collect();
     let once = merged(&f);
     assert!(once.status.code().is_some_and(|c| c <= 1), "{once:?}");
+    // A retried task's output: the same report, slower.
+    let retried = dir.join("ab-1-retried.jsonl");
+    let text = std::fs::read_to_string(dir.join(f[0])).unwrap();
+    std::fs::write(&retried, text.replace("\"seconds\":", "\"seconds\":9")).unwrap();
+    let r = "ab-1-retried.jsonl";
     for order in [
         vec![f[2], f[0], f[1]],
         vec![f[1], f[2], f[0], f[1]],
         vec![f[0], f[0], f[1], f[2], f[2]],
+        vec![r, f[1], f[0], f[2]],
+        vec![f[2], f[1], r, f[0]],
     ] {
         let again = merged(&order);
         assert_eq!(again.status.code(), once.status.code(), "{order:?}");
