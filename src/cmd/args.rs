@@ -22,7 +22,7 @@ pub enum Format {
 pub enum RunFormat {
     Text,
     Json,
-    /// JUnit XML: a test case per scenario and per saved failure (`report::junit`).
+    /// JUnit XML: a test case per scenario and per saved failure, for CI systems.
     Junit,
 }
 
