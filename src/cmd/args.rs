@@ -17,7 +17,7 @@ pub enum Format {
     Json,
 }
 
-/// The output of `run` and `merge`: `Format`'s, and JUnit XML for CI systems.
+/// The output of `run`: `Format`'s, and JUnit XML for CI systems.
 #[derive(Clone, Copy, ValueEnum)]
 pub enum RunFormat {
     Text,
