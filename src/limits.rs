@@ -106,3 +106,9 @@ pub const REMOTES_LIVE_MAX: usize = 8;
 pub const PARALLEL_CHUNKS_PER_THREAD: u64 = 8;
 pub const PARALLEL_CHUNK_MIN: u64 = 64;
 pub const PARALLEL_CHUNK_MAX: u64 = 4096;
+
+/// Shards of one fleet run (`run --shard K/N`): far above any fleet, and low enough that the
+/// jump hash's floating-point steps stay exact.
+pub const SHARD_COUNT_MAX: u64 = 1 << 20;
+/// Failing seeds `merge --save-failures` may keep per scenario (`--cap`).
+pub const SAVE_FAILURES_CAP_MAX: usize = 100;

@@ -17,6 +17,15 @@ pub enum Format {
     Json,
 }
 
+/// The output of `run`: `Format`'s, and JUnit XML for CI systems.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum RunFormat {
+    Text,
+    Json,
+    /// JUnit XML: a test case per scenario and per saved failure, for CI systems.
+    Junit,
+}
+
 /// A seed, decimal or 0x-hex.
 pub fn parse_seed(s: &str) -> std::result::Result<u64, String> {
     let parsed = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
@@ -24,17 +33,6 @@ pub fn parse_seed(s: &str) -> std::result::Result<u64, String> {
         None => s.parse(),
     };
     parsed.map_err(|_| format!("`{s}` is not a seed (a decimal or 0x-hex u64)"))
-}
-
-/// `K/N`, with 1 <= K <= N.
-pub fn parse_shard(s: &str) -> std::result::Result<(u64, u64), String> {
-    let err = || format!("`{s}` is not a shard K/N with 1 <= K <= N");
-    let (k, n) = s.split_once('/').ok_or_else(err)?;
-    let (k, n): (u64, u64) = (k.parse().map_err(|_| err())?, n.parse().map_err(|_| err())?);
-    if k == 0 || k > n {
-        return Err(err());
-    }
-    Ok((k, n))
 }
 
 /// `A..B`, B excluded, not empty.

@@ -10,6 +10,7 @@ mod merge;
 mod regressions;
 mod replay;
 mod run;
+mod shard;
 mod shrink;
 mod sweep;
 

@@ -9,17 +9,18 @@ use std::ops::Range;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use super::args::{ColorChoice, Format, colour, parse_range, parse_shard, seeds_multiplier};
+use super::args::{ColorChoice, RunFormat as Format, colour, parse_range, seeds_multiplier};
+use super::shard::{ShardArg, parse_shard_arg};
 use super::sweep::{Control, EXIT_INTERRUPTED, filter, parse_budget};
 use crate::engine::determinism::{Determinism, check_determinism};
 use crate::engine::findability::findability;
-use crate::engine::parallel::{Sweep, run_scenario_swept, shard_range};
+use crate::engine::parallel::{Sweep, run_part_swept};
 use crate::engine::regression::{Replayed, save_failure};
 use crate::engine::{Extras, Runner, Stopped, suite};
 use crate::error::{Error, Result};
 use crate::family::Registry;
 use crate::report::progress::Progress;
-use crate::report::{Summary, colour::paint, json, text};
+use crate::report::{Summary, colour::paint, json, junit, text};
 use crate::scenario::{Expect, Scenario};
 
 #[derive(clap::Args)]
@@ -38,10 +39,12 @@ pub struct Args {
     /// Threads to spread seeds over (default: every core). The report does not depend on it.
     #[arg(long)]
     threads: Option<usize>,
-    /// Run only shard K of N (1-based) of every seed range; `wakesim merge` joins the
-    /// JSON outputs of all shards into the report of the whole run.
-    #[arg(long, value_parser = parse_shard)]
-    shard: Option<(u64, u64)>,
+    /// Run only shard K of N (1-based) of every scenario's seeds, or `auto`: K and N from the
+    /// engine's variables (WAKESIM_SHARD, a Kubernetes Indexed Job, GitLab, Slurm, AWS Batch,
+    /// CircleCI, Buildkite). `wakesim merge` joins the JSON outputs of all shards into the
+    /// report of the whole run.
+    #[arg(long, value_parser = parse_shard_arg, value_name = "K/N|auto")]
+    shard: Option<ShardArg>,
     /// Start no seed after this much wall-clock time (90s, 5m, 1h). The report is flagged
     /// partial and says how many seeds ran; which ones depends on the machine's speed.
     #[arg(long, value_parser = parse_budget, value_name = "DURATION")]
@@ -68,6 +71,8 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
     let mut suite = suite::load(registry, &args.paths)?;
     filter(&mut suite.scenarios, &mut suite.regressions, &args.filter)?;
     let multiplier = seeds_multiplier()?;
+    let shard = super::shard::resolve(args.shard)?;
+    let identity = super::shard::identity(&suite, multiplier, args.seeds.as_ref())?;
     // An adapter that cannot start is an error of its scenario file (exit 2), found before any
     // scenario runs. (Each seed-runner thread starts its own adapter process afterwards; a real
     // host's driver that has only shaken hands is parked when the preparer drops and adopted by
@@ -89,11 +94,18 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
     };
     let painted = matches!(args.format, Format::Text) && colour(args.color);
     let started = Instant::now();
+    // A shard's progress covers its scenarios' whole ranges, the seeds other shards own
+    // included (`run_part_swept` counts them as they pass).
     let progress = Progress::new(&suite.scenarios, |scn: &Scenario| {
-        let r = (args.seeds.clone()).unwrap_or(0..scn.seeds.saturating_mul(multiplier));
-        args.shard.map_or(r.clone(), |(k, n)| shard_range(r, k, n))
+        (args.seeds.clone()).unwrap_or(0..scn.seeds.saturating_mul(multiplier))
     });
+    // JUnit is one document, written at the end from the run's JSON Lines.
+    let junit_lines = std::cell::RefCell::new(String::new());
     let out = |line: String| {
+        if matches!(args.format, Format::Junit) {
+            junit_lines.borrow_mut().push_str(&(line + "\n"));
+            return Ok(());
+        }
         let line = if painted { paint(&line) } else { line };
         // A report line that cannot be written is an error (exit 2), not a silent loss.
         progress.suspend(|| super::print(&format!("{line}\n")))
@@ -105,12 +117,13 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
         events: 0,
         secs: 0.0,
         unmet: 0,
-        shard: args.shard,
+        shard: shard.map(|s| (s.index, s.count)),
         stopped: None,
         not_run: 0,
         seeds_planned: (0..suite.scenarios.len())
             .map(|i| progress.range(i).end - progress.range(i).start)
             .sum(),
+        run: Some(identity),
     };
     // Regressions first: a known failure pinned as a choice sequence is the cheapest check.
     for reg in &suite.regressions {
@@ -127,7 +140,7 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
             progress.unmet();
         }
         out(match args.format {
-            Format::Json => json::regression_line(reg, &replayed),
+            Format::Json | Format::Junit => json::regression_line(reg, &replayed),
             Format::Text => text::regression_line(reg, &replayed),
         })?;
     }
@@ -147,7 +160,7 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
             progress: &|n, failing| progress.advance(n, failing),
             fail_fast: args.fail_fast,
         };
-        let rep = run_scenario_swept(registry, scn, range.clone(), threads, &sweep);
+        let rep = run_part_swept(registry, scn, range.clone(), shard, threads, &sweep);
         if let Some(note) = (rep.not_loaded.as_ref()).filter(|_| scn.expect != Expect::AdapterFault)
         {
             // Code that does not load is bad input (exit 2), as an adapter that cannot start is;
@@ -183,7 +196,7 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
             progress.unmet();
         }
         out(match args.format {
-            Format::Json => json::scenario_line(scn, &rep, &extras),
+            Format::Json | Format::Junit => json::scenario_line(scn, &rep, &extras),
             Format::Text => text::scenario_line(scn, &rep, &extras),
         })?;
         // Not after Ctrl-C: shrinking would keep the user waiting.
@@ -195,7 +208,7 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
             };
             // JSON Lines stay machine-readable: the note goes to stderr there.
             match args.format {
-                Format::Json => eprintln!("{note}"),
+                Format::Json | Format::Junit => eprintln!("{note}"),
                 Format::Text => out(note)?,
             }
         }
@@ -203,10 +216,19 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
     progress.finish();
     sum.secs = started.elapsed().as_secs_f64();
     sum.stopped = control.why();
+    if let Some(s) = shard.filter(|_| sum.stopped.is_some()) {
+        // Said only when the run stopped: the seeds this shard owns, counted.
+        sum.seeds_planned = (suite.scenarios.iter().enumerate())
+            .map(|(i, scn)| s.owner(&scn.name).count_in(progress.range(i)))
+            .sum();
+    }
     out(match args.format {
-        Format::Json => json::summary_line(&sum),
+        Format::Json | Format::Junit => json::summary_line(&sum),
         Format::Text => text::summary_line(&sum),
     })?;
+    if matches!(args.format, Format::Junit) {
+        super::print(&junit::from_jsonl(&junit_lines.borrow())?)?;
+    }
     Ok(if control.interrupted() {
         EXIT_INTERRUPTED
     } else if sum.unmet == 0 {

@@ -13,6 +13,7 @@ pub mod matrix;
 pub mod parallel;
 pub mod regression;
 pub mod runner;
+pub mod shard;
 pub mod shrink;
 pub mod suite;
 pub mod verdict;

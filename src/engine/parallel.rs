@@ -1,11 +1,14 @@
 //! Parallel runs: a scenario's seed range in chunks on scoped threads, merged in seed order so
-//! the report does not depend on the number of threads; and the blocks of a sharded run.
+//! the report does not depend on the number of threads; and a shard's part of a range (the
+//! seeds `engine::shard` assigns it, run on the same chunks).
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use super::runner::Runner;
-use super::verdict::ScenarioReport;
+use super::shard::{Owner, Shard};
+use super::verdict::{ScenarioReport, Tally};
+use crate::engine::Outcome;
 use crate::family::Registry;
 use crate::limits::{PARALLEL_CHUNK_MAX, PARALLEL_CHUNK_MIN, PARALLEL_CHUNKS_PER_THREAD};
 use crate::scenario::Scenario;
@@ -49,8 +52,23 @@ pub fn run_scenario_swept(
     threads: usize,
     sweep: &Sweep<'_>,
 ) -> ScenarioReport {
+    run_part_swept(registry, scn, range, None, threads, sweep)
+}
+
+/// As [`run_scenario_swept`], running only the seeds of `range` that `shard` owns (all of them
+/// when it is None). The report's `seeds` is the range (or the prefix of it that ran, when
+/// stopped) and its `others` counts the seeds left to the other shards.
+pub fn run_part_swept(
+    registry: &Registry,
+    scn: &Scenario,
+    range: Range<u64>,
+    shard: Option<Shard>,
+    threads: usize,
+    sweep: &Sweep<'_>,
+) -> ScenarioReport {
+    let owner = shard.map(|s| s.owner(&scn.name));
     let chunks = chunks(range.clone(), threads.max(1));
-    let parts = run_chunks(registry, scn, &chunks, threads.max(1), sweep);
+    let parts = run_chunks(registry, scn, &chunks, owner, threads.max(1), sweep);
     let mut report = merge_in_order(parts, &chunks, range);
     report.judge(&scn.expect, &scn.must_reach);
     report
@@ -78,6 +96,7 @@ fn run_chunks(
     registry: &Registry,
     scn: &Scenario,
     chunks: &[Range<u64>],
+    owner: Option<Owner>,
     threads: usize,
     sweep: &Sweep<'_>,
 ) -> Vec<(usize, ScenarioReport)> {
@@ -100,7 +119,12 @@ fn run_chunks(
                     while !halted.load(Ordering::Relaxed) {
                         let i = next.fetch_add(1, Ordering::Relaxed);
                         let Some(c) = chunks.get(i) else { break };
-                        let part = runner.run_range_while(scn, c.clone(), &|r| go(i, r));
+                        let part = match owner {
+                            None => runner.run_range_while(scn, c.clone(), &|r| go(i, r)),
+                            Some(o) => {
+                                run_owned_while(&mut runner, scn, c.clone(), o, &|r| go(i, r))
+                            }
+                        };
                         if sweep.fail_fast && part.unexpected.is_some() {
                             failed_at.fetch_min(i, Ordering::Relaxed);
                             halted.store(true, Ordering::Relaxed);
@@ -108,7 +132,9 @@ fn run_chunks(
                         if part.seeds.end < c.end {
                             halted.store(true, Ordering::Relaxed);
                         }
-                        (sweep.progress)(part.seed_count(), part.failures);
+                        // The seeds the chunk covered, its other shards' included: the progress
+                        // line's total is the range, so that it ends full.
+                        (sweep.progress)(part.seeds.end - part.seeds.start, part.failures);
                         done.push((i, part));
                     }
                     done
@@ -147,10 +173,36 @@ fn merge_in_order(
     report
 }
 
-/// The part of `range` that shard `k` of `n` (1-based) runs: contiguous blocks, so merged shard
-/// reports are the report of the whole range.
-pub fn shard_range(range: Range<u64>, k: u64, n: u64) -> Range<u64> {
-    let len = range.end - range.start;
-    let at = |i: u64| range.start + (len as u128 * i as u128 / n as u128) as u64;
-    at(k - 1)..at(k)
+/// [`Runner::run_range_while`] over the seeds of `range` that `owner` owns, counting the others
+/// in `others`. Stopped or cut short by an adapter fault, the report's `seeds` ends where the
+/// whole run's would.
+fn run_owned_while(
+    runner: &mut Runner<'_>,
+    scn: &Scenario,
+    range: Range<u64>,
+    owner: Owner,
+    go: &dyn Fn(&ScenarioReport) -> bool,
+) -> ScenarioReport {
+    let mut report = ScenarioReport::new(range.clone());
+    let mut tally = Tally::default();
+    for seed in range {
+        if !owner.owns(seed) {
+            report.others += 1;
+            continue;
+        }
+        if !go(&report) {
+            report.seeds.end = seed;
+            break;
+        }
+        let r = runner.run_verdict(scn, seed);
+        report.add_tallied(&r, &scn.expect, &mut tally);
+        report.check_requests(&r, scn.requests);
+        if matches!(r.outcome, Outcome::AdapterFault(_)) {
+            // As `run_range_while`: one broken adapter is one finding.
+            report.seeds.end = seed + 1;
+            break;
+        }
+    }
+    report.fold(tally);
+    report
 }

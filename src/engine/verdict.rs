@@ -26,6 +26,10 @@ pub struct SeedNote {
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ScenarioReport {
     pub seeds: Range<u64>,
+    /// Seeds of `seeds` this report did not run because another shard of the run owns them
+    /// (`engine::shard`); 0 outside a sharded run.
+    #[serde(default)]
+    pub others: u64,
     pub events: u64,
     pub failures: u64,
     /// Seeds that broke each invariant (or panicked, ran out of steps).
@@ -86,6 +90,7 @@ impl ScenarioReport {
     pub fn new(seeds: Range<u64>) -> ScenarioReport {
         ScenarioReport {
             seeds,
+            others: 0,
             events: 0,
             failures: 0,
             counts: BTreeMap::new(),
@@ -102,7 +107,7 @@ impl ScenarioReport {
     }
 
     pub fn seed_count(&self) -> u64 {
-        self.seeds.end - self.seeds.start
+        self.seeds.end - self.seeds.start - self.others
     }
 
     /// Account one seed's run; seeds must come in increasing order.
@@ -204,6 +209,7 @@ impl ScenarioReport {
             "merge adjacent ranges in order"
         );
         self.seeds = self.seeds.start..later.seeds.end;
+        self.others += later.others;
         self.events += later.events;
         self.failures += later.failures;
         for (k, v) in later.counts {
@@ -250,9 +256,10 @@ impl ScenarioReport {
 
     /// Decide whether the expectation and the required race windows are met.
     pub fn judge(&mut self, expect: &Expect, must_reach: &[Window]) {
-        // An empty range (a shard of a scenario with fewer seeds than shards) ran nothing, so it
-        // can neither show nor miss anything: `merge` judges the whole.
-        if self.seeds.is_empty() {
+        // An empty range, or a shard that owns none of its seeds (a scenario with few seeds and
+        // many shards), ran nothing, so it can neither show nor miss anything: `merge` judges
+        // the whole.
+        if self.seed_count() == 0 {
             self.met = true;
             self.why = None;
             return;

@@ -36,6 +36,7 @@ pub struct ScenarioLine {
     pub wake: String,
     pub expect: String,
     pub must_reach: Vec<String>,
+    /// The seeds run: all of `seed_range`, or a shard's part of it.
     pub seeds: u64,
     pub seed_range: [u64; 2],
     pub events: u64,
@@ -152,6 +153,68 @@ pub struct SummaryLine {
     /// Seeds planned, when the run stopped before its end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seeds_planned: Option<u64>,
+    /// What every shard of this run shares (`merge` refuses shards whose identities differ).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<RunJson>,
+}
+
+/// The identity of a run: the same in each of its shards, and in the run unsharded.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunJson {
+    /// A hash of the fields below, to compare at a glance.
+    pub id: String,
+    /// The wakesim version that ran it.
+    pub version: String,
+    /// How seeds are assigned to shards (`engine::shard::SCHEME`).
+    pub scheme: String,
+    /// `WAKESIM_SEEDS_MULTIPLIER` (1 when unset).
+    pub seeds_multiplier: u64,
+    /// `--seeds A..B`, when given instead of each scenario's budget.
+    pub seeds: Option<[u64; 2]>,
+    /// Every scenario and regression file the run covers, with its content's hash.
+    pub files: BTreeMap<String, String>,
+}
+
+impl RunJson {
+    pub fn new(
+        version: &str,
+        scheme: &str,
+        seeds_multiplier: u64,
+        seeds: Option<[u64; 2]>,
+        files: BTreeMap<String, String>,
+    ) -> RunJson {
+        let mut run = RunJson {
+            id: String::new(),
+            version: version.to_string(),
+            scheme: scheme.to_string(),
+            seeds_multiplier,
+            seeds,
+            files,
+        };
+        run.id = run.hash();
+        run
+    }
+
+    /// FNV-1a over the fields' JSON, id left empty.
+    pub fn hash(&self) -> String {
+        let bare = RunJson {
+            id: String::new(),
+            ..self.clone()
+        };
+        content_hash(line(&bare).as_bytes())
+    }
+}
+
+/// A file's content hash in a run identity: FNV-1a, 64 bits, in hex (enough to tell two
+/// versions of a file apart; nothing here is adversarial).
+pub fn content_hash(bytes: &[u8]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{h:016x}")
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -227,6 +290,14 @@ impl ScenarioLine {
             return Err(format!("`seed_range` [{start}, {end}] is not a range"));
         }
         let mut rep = ScenarioReport::new(start..end);
+        // A shard's line covers a range whose other seeds other shards ran.
+        rep.others = (end - start).checked_sub(self.seeds).ok_or_else(|| {
+            format!(
+                "`seeds` {} is more than the {} seeds of `seed_range` [{start}, {end}]",
+                self.seeds,
+                end - start
+            )
+        })?;
         rep.events = self.events;
         rep.failures = self.failures;
         rep.counts = self.failing_seeds_by_outcome.clone();
@@ -269,6 +340,7 @@ pub fn summary_line(sum: &Summary) -> String {
         stopped: sum.stopped.clone(),
         not_run: sum.not_run,
         seeds_planned: sum.stopped.is_some().then_some(sum.seeds_planned),
+        run: sum.run.clone(),
     }))
 }
 

@@ -7,6 +7,7 @@ pub mod conform;
 pub mod explore;
 pub mod html;
 pub mod json;
+pub mod junit;
 pub mod lines;
 pub mod list;
 pub mod matrix;
@@ -74,6 +75,8 @@ pub struct Summary {
     pub not_run: usize,
     /// Seeds the run planned, of which `seeds` ran.
     pub seeds_planned: u64,
+    /// What every shard of the run shares, for `merge` to check.
+    pub run: Option<json::RunJson>,
 }
 
 impl Summary {
