@@ -478,18 +478,22 @@ function instrument(session) {
 /** pi 0.76 and later: the run flag, the agent run, settling, starters and runs. */
 function instrumentRuns(session) {
   const agent = session.agent;
-  if (F.sessionFlag) watchField(session, "_isAgentRunActive", (v) => obs("run_flag", { on: !!v }));
-  else {
-    // Before 0.99 the session's flag is the agent's (`isStreaming`, set by its run and cleared
-    // after agent_end's listeners).
+  if (F.sessionFlag) {
+    watchField(session, "_isAgentRunActive", (v) => obs("run_flag", { on: !!v }));
+    watchField(agent, "activeRun", (v, old) => {
+      if (v && !old) obs("agent_run", { on: true });
+      else if (!v && old) obs("agent_run", { on: false });
+    });
+  } else {
+    // Before 0.99 the session's flag is the agent's `isStreaming`, which the agent sets and
+    // clears in the same synchronous steps as its `activeRun` (`runWithLifecycle`, `finishRun`):
+    // no code runs between the two, so both are observed at the flag's change, as on 0.58.
     watchField(agent.state, "isStreaming", (v, old) => {
-      if (!!v !== !!old) obs("run_flag", { on: !!v });
+      if (!!v === !!old) return;
+      obs("agent_run", { on: !!v });
+      obs("run_flag", { on: !!v });
     });
   }
-  watchField(agent, "activeRun", (v, old) => {
-    if (v && !old) obs("agent_run", { on: true });
-    else if (!v && old) obs("agent_run", { on: false });
-  });
   watchField(session, "_isEmittingAgentSettled", (v) => {
     if (v) obs("settled");
   });
