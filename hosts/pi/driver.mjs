@@ -331,6 +331,25 @@ function userText(message) {
   return "";
 }
 
+/**
+ * The entry of a request's context that sits between a tool call and its result (TOOL-PAIRING),
+ * or null: an assistant message's tool calls must be followed by their results before anything
+ * else. An entry counts only when a result of one of those calls comes after it (a call whose
+ * results never came is a different matter).
+ */
+function interleaved(messages) {
+  for (let i = 0; i < messages.length; i++) {
+    const m = messages[i];
+    if (m.role !== "assistant" || !Array.isArray(m.content)) continue;
+    const open = new Set(m.content.filter((c) => c && c.type === "toolCall").map((c) => c.id));
+    let j = i + 1;
+    while (open.size && j < messages.length && messages[j].role === "toolResult") open.delete(messages[j++].toolCallId);
+    if (!open.size || j >= messages.length) continue;
+    if (messages.slice(j + 1).some((n) => n.role === "toolResult" && open.has(n.toolCallId))) return messages[j];
+  }
+  return null;
+}
+
 /** The scripted model: pi's `streamSimple`, with replies and delays drawn by wakesim. */
 function makeStream() {
   const timing = scenario.timing;
@@ -340,6 +359,8 @@ function makeStream() {
     const summarizing = context.messages.some((m) => m.role === "user" && /summar/i.test(userText(m))) && false;
     R.requests++;
     obs("request", { req: R.requests, harness: String(system).includes(HARNESS) || summarizing });
+    const split = interleaved(context.messages);
+    if (split) obs("interleaved", { req: R.requests, msg: carried(split.content ?? "")[0] ?? null });
     // The tool-calling turns come first; the final turn of an inner run is where the model
     // decides a retryable error (after the run, in `post_run`): here it is that turn's reply.
     let toolCall = false;
