@@ -178,10 +178,19 @@ function lockPi(dir, version) {
     fs.writeFileSync(pkgFile, JSON.stringify(pkg, null, 2) + "\n");
   }
   const npm = spawnSync("npm", ["install", "--package-lock-only", "--prefix", dir, "--no-audit", "--no-fund", "--loglevel=error", "--fetch-retries=1", "--fetch-timeout=30000"], {
-    stdio: ["ignore", 2, 2],
+    stdio: ["ignore", "pipe", "pipe"],
+    encoding: "utf8",
     timeout: INSTALL_WAIT_MS,
   });
-  if (npm.error || npm.status !== 0) fatal(`npm could not lock ${name}@${version} in ${pkgFile} (${npm.error ? npm.error.message : `exit status ${npm.status}`})`);
+  // npm's output goes to stderr: stdout is the protocol.
+  process.stderr.write((npm.stdout || "") + (npm.stderr || ""));
+  if (npm.error || npm.status !== 0) {
+    const missing = /No matching version found for (@?[^@\s]+)@(\S+)\./.exec(npm.stderr || "");
+    const hint = missing
+      ? `; the release names ${missing[1]}@${missing[2]}, which the registry does not have: add an "overrides" entry pinning a published version of it (\`npm view ${missing[1]} versions\`) to ${pkgFile} and run --lock again`
+      : "";
+    fatal(`npm could not lock ${name}@${version} in ${pkgFile} (${npm.error ? npm.error.message : `exit status ${npm.status}`})${hint}`);
+  }
   process.stderr.write(`wakesim: pinned ${name}@${version}: commit ${path.relative(process.cwd(), dir)}/package.json and package-lock.json\n`);
 }
 
