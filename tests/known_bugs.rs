@@ -34,11 +34,16 @@ fn every_known_bug_folder_has_its_trigger_both_verdicts_and_a_readme() {
             .map(|e| e.expect("an entry").path())
             .collect();
         assert!(
-            files.iter().any(|f| f.extension().is_some_and(|e| e == "ts")),
+            files
+                .iter()
+                .any(|f| f.extension().is_some_and(|e| e == "ts")),
             "{name}: no trigger (.ts)"
         );
         let (mut failing, mut passing) = (Vec::new(), 0);
-        for f in files.iter().filter(|f| f.extension().is_some_and(|e| e == "toml")) {
+        for f in files
+            .iter()
+            .filter(|f| f.extension().is_some_and(|e| e == "toml"))
+        {
             let scn = Scenario::load(f, &registry).unwrap_or_else(|e| panic!("{e}"));
             assert!(scn.remote.is_some(), "{}: not a real host", f.display());
             match scn.expect {
@@ -47,17 +52,26 @@ fn every_known_bug_folder_has_its_trigger_both_verdicts_and_a_readme() {
                 _ => panic!("{}: expects neither a failure nor a pass", f.display()),
             }
         }
-        assert!(!failing.is_empty(), "{name}: no scenario at an affected release");
+        assert!(
+            !failing.is_empty(),
+            "{name}: no scenario at an affected release"
+        );
         assert!(passing > 0, "{name}: no scenario at a fixed release");
         let readme = std::fs::read_to_string(dir.join("README.md"))
             .unwrap_or_else(|_| panic!("{name}: no README.md"));
-        assert!(readme.contains("https://github.com/"), "{name}: README names no upstream link");
+        assert!(
+            readme.contains("https://github.com/"),
+            "{name}: README names no upstream link"
+        );
         for f in &failing {
             let replay = format!(
                 "wakesim replay scenarios/known-bugs/{name}/{}",
                 f.to_string_lossy()
             );
-            assert!(readme.contains(&replay), "{name}: README lacks `{replay} --seed N`");
+            assert!(
+                readme.contains(&replay),
+                "{name}: README lacks `{replay} --seed N`"
+            );
         }
     }
     assert!(folders >= 4, "{folders} known bugs");
@@ -71,10 +85,20 @@ fn any_pi_version_is_a_real_host_without_a_model_twin() {
     let real = h.real().expect("a real host");
     assert_eq!(real.version, "0.76.0");
     assert_eq!(h.family().name(), "pi");
-    assert!(h.model().is_none(), "an undeclared version has no model twin");
+    assert!(
+        h.model().is_none(),
+        "an undeclared version has no model twin"
+    );
     // The same name is the same host.
     assert_eq!(HostKind::from_name("pi@0.76.0"), Some(h));
-    for bad in ["pi@0.76", "pi@0.76.x", "pi@", "nosuch@1.0.0", "pi-1.6@1.0.0", "pi@1.0.0-rc1"] {
+    for bad in [
+        "pi@0.76",
+        "pi@0.76.x",
+        "pi@",
+        "nosuch@1.0.0",
+        "pi-1.6@1.0.0",
+        "pi@1.0.0-rc1",
+    ] {
         assert!(HostKind::from_name(bad).is_none(), "{bad}");
     }
 }
@@ -94,7 +118,10 @@ fn an_unpinned_version_is_refused_with_the_command_that_pins_it() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("unpinned.toml:3:"), "{stderr}");
     assert!(stderr.contains("pi@0.77.7 is not pinned"), "{stderr}");
-    assert!(stderr.contains("node hosts/launch.mjs pi 0.77.7 --lock"), "{stderr}");
+    assert!(
+        stderr.contains("node hosts/launch.mjs pi 0.77.7 --lock"),
+        "{stderr}"
+    );
 
     // The launcher, started by hand, says the same on its protocol channel.
     let launcher = std::process::Command::new("node")
@@ -105,7 +132,10 @@ fn an_unpinned_version_is_refused_with_the_command_that_pins_it() {
     let line = String::from_utf8_lossy(&launcher.stdout);
     assert_eq!(launcher.status.code(), Some(1), "{line}");
     assert!(line.starts_with("{\"type\":\"error\""), "{line}");
-    assert!(line.contains("node hosts/launch.mjs pi 0.77.7 --lock"), "{line}");
+    assert!(
+        line.contains("node hosts/launch.mjs pi 0.77.7 --lock"),
+        "{line}"
+    );
     assert!(!Path::new(&common::root().join("hosts/pi/0.77.7")).exists());
 }
 
