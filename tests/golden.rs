@@ -55,9 +55,11 @@ fn is_external(rel: &Path) -> bool {
     rel.starts_with("scenarios/external")
 }
 
-/// A real host's scenario or regression (both under `scenarios/real-*/`).
+/// A real host's scenario or regression (under `scenarios/real-*/`, and the known-bug pack of
+/// `scenarios/known-bugs/`, every one of which runs a real release).
 fn is_real(rel: &Path) -> bool {
-    rel.to_string_lossy().starts_with("scenarios/real-")
+    let rel = rel.to_string_lossy();
+    rel.starts_with("scenarios/real-") || rel.starts_with("scenarios/known-bugs/")
 }
 
 /// One line per file of `scenarios/` that `which` selects: `path seeds hash`.

@@ -28,6 +28,7 @@ import * as vclock from "../lib/vclock.mjs";
 import * as peers from "./peers.mjs";
 import * as gen058 from "./gen058.mjs";
 import { watchField } from "./watch.mjs";
+import * as features from "./features.mjs";
 import * as wire from "../lib/wire.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -117,37 +118,45 @@ if (hello.type !== "hello") wire.fatal(`expected hello, got ${hello.type}`);
 if (hello.protocol !== 1) wire.fatal(`protocol ${hello.protocol} is not spoken here (1 is)`);
 if (hello.host !== "pi") wire.fatal(`this driver runs pi, not ${hello.host}`);
 const version = String(hello.host_version);
-const VERSIONS = {
-  "0.58.3": { scope: "@mariozechner", gen: "0.58" },
-  "0.99.1": { scope: "@earendil-works", gen: "0.99" },
-  "1.6.0": { scope: "@earendil-works", gen: "1.6" },
-};
-const ver = VERSIONS[version];
-if (!ver) wire.fatal(`pi ${version} is not a version this driver knows (${Object.keys(VERSIONS).join(", ")})`);
+// Any pinned version (hosts/pi/<version>/): its package name and what its AgentSession can do
+// are read from the installed package (features.mjs), not from a table of versions.
 const modules = path.join(here, version, "node_modules");
-const pkg = (name) => pathToFileURL(path.join(modules, ver.scope, name)).href;
+const scope = features.scopeOf(modules);
+if (!scope) wire.fatal(`pi ${version} is not installed in ${modules} (hosts/launch.mjs installs a pinned version)`);
+const pkg = (name) => pathToFileURL(path.join(modules, scope, name)).href;
 
 const wake = hello.wake || {};
 const scenario = hello.scenario;
 const limits = hello.limits;
-// pi 0.58 has no before-settle boundary (no agent_before_settle, no agent_settled).
-if (ver.gen === "0.58") SUPPORTED.delete("extra_continues");
+
+let piMod, piAi, agentMod;
+try {
+  piMod = await import(pkg("pi-coding-agent/dist/index.js"));
+  piAi = await import(pkg("pi-ai/dist/index.js"));
+  agentMod = await import(pkg("pi-agent-core/dist/index.js"));
+} catch (e) {
+  wire.fatal(`cannot import pi ${version} from ${modules}: ${e && e.stack ? e.stack : e}`);
+}
+let F;
+try {
+  F = features.detect(version, piMod, agentMod);
+} catch (e) {
+  wire.fatal(e.message);
+}
+// A release without a before-settle boundary (0.58, 0.76-0.87: no agent_before_settle) cannot
+// take extra continues there.
+if (!F.settleBoundary) SUPPORTED.delete("extra_continues");
 for (const f of scenario.faults) {
   if (!SUPPORTED.has(f.name)) {
     wire.fatal(`fault ${f.name} is not injected on the real pi ${version} host yet (supported: ${[...SUPPORTED].join(", ")})`);
   }
 }
-// pi 0.58 (gen058.mjs): no session run flag, runs start at Agent.prompt, the auth check is the
-// model registry's, the agent's stream function is its own.
-const OLD = ver.gen === "0.58";
-
-let piMod, piAi;
-try {
-  piMod = await import(pkg("pi-coding-agent/dist/index.js"));
-  piAi = await import(pkg("pi-ai/dist/index.js"));
-} catch (e) {
-  wire.fatal(`cannot import pi ${version} from ${modules}: ${e && e.stack ? e.stack : e}`);
-}
+// The 0.58 shape (gen058.mjs): no session run flag, runs start at Agent.prompt, the auth check is
+// the model registry's, the agent's stream function is its own.
+const OLD = F.runs === "agent-prompt";
+// No model runtime (0.58, 0.76-0.87): the model registry checks auth, the agent's stream
+// function calls the model, and the run flag is the agent's `state.isStreaming`.
+const REGISTRY = !F.modelRuntime;
 const loaderMod = await import(pkg("pi-coding-agent/dist/core/extensions/loader.js"));
 const { createAgentSession, SessionManager, SettingsManager, ModelRuntime, DefaultResourceLoader, AuthStorage, ModelRegistry } = piMod;
 const { createAssistantMessageEventStream } = piAi;
@@ -184,17 +193,17 @@ globalThis.__wakesim = slot;
 
 // One model runtime serves every run: building it reads the (empty) sandbox's auth and model
 // files, and nothing a run does changes it (its auth and stream are replaced per run below).
-const modelRuntime = OLD
+const modelRuntime = REGISTRY
   ? null
   : await ModelRuntime.create({
       authPath: path.join(sandbox, "agent", "auth.json"),
       modelsPath: null,
       allowModelNetwork: false,
     });
-// pi 0.58: an in-memory auth storage and a model registry without a models file.
-const modelRegistry = OLD ? new ModelRegistry(AuthStorage.inMemory({}), path.join(sandbox, "agent", "models.json")) : null;
+// Without a model runtime: an in-memory auth storage and a model registry without a models file.
+const modelRegistry = REGISTRY ? new ModelRegistry(AuthStorage.inMemory({}), path.join(sandbox, "agent", "models.json")) : null;
 
-wire.send({ type: "hello", protocol: 1, driver: DRIVER, host: `${ver.scope}/pi-coding-agent@${version}` });
+wire.send({ type: "hello", protocol: 1, driver: DRIVER, host: `${scope}/pi-coding-agent@${version}` });
 
 // ---------------------------------------------------------------------------------------------
 // One run.
@@ -204,9 +213,9 @@ const als = new AsyncLocalStorage();
 /** Per-run state the observers and services share. */
 let R = null;
 
-/** The session's run flag: `_isAgentRunActive`; on 0.58 the agent's `isStreaming` (no flag of its own). */
+/** The session's run flag: `_isAgentRunActive`; before 0.99 the agent's `isStreaming` (no flag of its own). */
 function runActive(s) {
-  return OLD ? s.agent.state.isStreaming : s._isAgentRunActive;
+  return F.sessionFlag ? s._isAgentRunActive : s.agent.state.isStreaming;
 }
 
 function state() {
@@ -322,6 +331,25 @@ function userText(message) {
   return "";
 }
 
+/**
+ * The entry of a request's context that sits between a tool call and its result (TOOL-PAIRING),
+ * or null: an assistant message's tool calls must be followed by their results before anything
+ * else. An entry counts only when a result of one of those calls comes after it (a call whose
+ * results never came is a different matter).
+ */
+function interleaved(messages) {
+  for (let i = 0; i < messages.length; i++) {
+    const m = messages[i];
+    if (m.role !== "assistant" || !Array.isArray(m.content)) continue;
+    const open = new Set(m.content.filter((c) => c && c.type === "toolCall").map((c) => c.id));
+    let j = i + 1;
+    while (open.size && j < messages.length && messages[j].role === "toolResult") open.delete(messages[j++].toolCallId);
+    if (!open.size || j >= messages.length) continue;
+    if (messages.slice(j + 1).some((n) => n.role === "toolResult" && open.has(n.toolCallId))) return messages[j];
+  }
+  return null;
+}
+
 /** The scripted model: pi's `streamSimple`, with replies and delays drawn by wakesim. */
 function makeStream() {
   const timing = scenario.timing;
@@ -331,6 +359,8 @@ function makeStream() {
     const summarizing = context.messages.some((m) => m.role === "user" && /summar/i.test(userText(m))) && false;
     R.requests++;
     obs("request", { req: R.requests, harness: String(system).includes(HARNESS) || summarizing });
+    const split = interleaved(context.messages);
+    if (split) obs("interleaved", { req: R.requests, msg: carried(split.content ?? "")[0] ?? null });
     // The tool-calling turns come first; the final turn of an inner run is where the model
     // decides a retryable error (after the run, in `post_run`): here it is that turn's reply.
     let toolCall = false;
@@ -466,14 +496,25 @@ function instrument(session) {
   instrumentCalls(session);
 }
 
-/** pi 0.99 and 1.x: the run flag, the agent run, settling, starters and runs. */
+/** pi 0.76 and later: the run flag, the agent run, settling, starters and runs. */
 function instrumentRuns(session) {
   const agent = session.agent;
-  watchField(session, "_isAgentRunActive", (v) => obs("run_flag", { on: !!v }));
-  watchField(agent, "activeRun", (v, old) => {
-    if (v && !old) obs("agent_run", { on: true });
-    else if (!v && old) obs("agent_run", { on: false });
-  });
+  if (F.sessionFlag) {
+    watchField(session, "_isAgentRunActive", (v) => obs("run_flag", { on: !!v }));
+    watchField(agent, "activeRun", (v, old) => {
+      if (v && !old) obs("agent_run", { on: true });
+      else if (!v && old) obs("agent_run", { on: false });
+    });
+  } else {
+    // Before 0.99 the session's flag is the agent's `isStreaming`, which the agent sets and
+    // clears in the same synchronous steps as its `activeRun` (`runWithLifecycle`, `finishRun`):
+    // no code runs between the two, so both are observed at the flag's change, as on 0.58.
+    watchField(agent.state, "isStreaming", (v, old) => {
+      if (!!v === !!old) return;
+      obs("agent_run", { on: !!v });
+      obs("run_flag", { on: !!v });
+    });
+  }
   watchField(session, "_isEmittingAgentSettled", (v) => {
     if (v) obs("settled");
   });
@@ -502,7 +543,7 @@ function instrumentRuns(session) {
   // (prompt() passes an array of messages at step 12, a direct sendMessage one message); pi 1.x
   // in `_startRun(trigger)`, which sets the run flag before the compaction check and
   // before_agent_start (`_prepareRun`), and takes nextTurn there.
-  if (typeof session._startRun === "function") {
+  if (F.runs === "start-run") {
     const origStart = session._startRun.bind(session);
     session._startRun = (trigger, onStarted) => {
       const run = ++R.runs;
@@ -670,7 +711,7 @@ function services099() {
     if (fail) return undefined;
     // pi 0.99's compaction check follows the auth check inside prompt(); pi 1.x moved it into
     // `_prepareRun`, after the run flag is set (taken there, below).
-    if (ver.gen === "0.99") await vclock.sleep(wire.delay(timing.step_ms.min, timing.step_ms.max, "await"));
+    if (F.runs === "run-agent-prompt") await vclock.sleep(wire.delay(timing.step_ms.min, timing.step_ms.max, "await"));
     return { type: "api_key", source: "wakesim" };
   };
   modelRuntime.streamSimple = makeStream();
@@ -728,8 +769,8 @@ async function runOnce() {
     noContextFiles: true,
     systemPrompt: "You are the agent under wakesim.",
     additionalExtensionPaths: [preWrapper, wrapper],
-    // pi 0.58 takes the factories themselves.
-    extensionFactories: OLD ? [probe] : [{ name: "wakesim-probe", factory: probe }],
+    // Loaders before 0.99 take the factories themselves.
+    extensionFactories: F.namedFactories ? [{ name: "wakesim-probe", factory: probe }] : [probe],
   });
   await resourceLoader.reload();
   const loaded = resourceLoader.getExtensions();
@@ -751,7 +792,7 @@ async function runOnce() {
     maxTokens: 8192,
   };
   // Auth (prompt() step 8) and the model are wakesim's services (the runtime is built once).
-  if (!OLD) services099();
+  if (!REGISTRY) services099();
 
 
   vclock.begin();
@@ -760,7 +801,7 @@ async function runOnce() {
     agentDir: path.join(sandbox, "agent"),
     model,
     thinkingLevel: "off",
-    ...(OLD ? { modelRegistry, authStorage: modelRegistry.authStorage } : { modelRuntime }),
+    ...(REGISTRY ? { modelRegistry, authStorage: modelRegistry.authStorage } : { modelRuntime }),
     settingsManager,
     resourceLoader,
     sessionManager: SessionManager.inMemory(workDir),
@@ -773,7 +814,15 @@ async function runOnce() {
     const timing = scenario.timing;
     const stepDelay = () => wire.delay(timing.step_ms.min, timing.step_ms.max, "await");
     gen058.services(session, modelRegistry, { fires, stepDelay, sleep: vclock.sleep, stream: makeStream() });
-  } else {
+  } else if (REGISTRY) {
+    // 0.76-0.87: prompt()'s auth check is the registry's synchronous `hasConfiguredAuth` (no
+    // await: the fault fails it at once), and the agent's stream function asks the registry for
+    // the request's key before it calls the model: both wakesim's, the model scripted.
+    modelRegistry.hasConfiguredAuth = () => !fires("auth_error");
+    modelRegistry.isUsingOAuth = () => false;
+    session.agent.streamFn = makeStream();
+  }
+  if (!OLD && F.images) {
     const origImages = session._normalizePromptImages.bind(session);
     session._normalizePromptImages = async (images) => {
       const timing = scenario.timing;
@@ -820,7 +869,7 @@ async function runOnce() {
       const id = wire.produce(t(), m.kind, m.source, { state: state() });
       const name = `m${id + 1}`;
       // Between inner runs: 0.99's run flag on with no agent run; 0.58's retry gap (idle).
-      if (OLD ? session.isRetrying && !session.isStreaming : session._isAgentRunActive && !session.agent.activeRun) mark("message-between-inner-runs");
+      if (F.sessionFlag ? session._isAgentRunActive && !session.agent.activeRun : session.isRetrying && !session.isStreaming) mark("message-between-inner-runs");
       if (session._isEmittingAgentSettled) mark("message-while-settling");
       if (session.isCompacting) mark("message-while-compacting");
       if (R.lastWakeAt !== null) {

@@ -25,10 +25,11 @@ pub enum Invariant {
     NoWastedWake,
     InputHeard,
     BoundaryFlush,
+    ToolPairing,
 }
 
 impl Invariant {
-    pub const ALL: [Invariant; 15] = [
+    pub const ALL: [Invariant; 16] = [
         Invariant::NoLoss,
         Invariant::ExactlyOnce,
         Invariant::Fifo,
@@ -44,6 +45,7 @@ impl Invariant {
         Invariant::NoWastedWake,
         Invariant::InputHeard,
         Invariant::BoundaryFlush,
+        Invariant::ToolPairing,
     ];
 
     /// The name used in scenario files, reports and `wakesim list`.
@@ -64,6 +66,7 @@ impl Invariant {
             Invariant::NoWastedWake => "no-wasted-wake",
             Invariant::InputHeard => "input-heard",
             Invariant::BoundaryFlush => "boundary-flush",
+            Invariant::ToolPairing => "tool-pairing",
         }
     }
 
@@ -117,6 +120,10 @@ impl Invariant {
                  session_compact) waits at most boundary_ms_max idle after it (judged where a \
                  scenario sets the bound)"
             }
+            Invariant::ToolPairing => {
+                "no model request's context has another entry between a tool call and its result \
+                 (a message the wake logic sent lands after the turn's tool results)"
+            }
         }
     }
 
@@ -140,7 +147,8 @@ impl Invariant {
             | Invariant::Isolation
             | Invariant::NoDeadlock
             | Invariant::NoWastedWake
-            | Invariant::InputHeard => false,
+            | Invariant::InputHeard
+            | Invariant::ToolPairing => false,
         }
     }
 

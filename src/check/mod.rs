@@ -26,6 +26,7 @@ mod no_wasted_wake;
 mod single_starter;
 #[cfg(test)]
 mod testkit;
+mod tool_pairing;
 
 pub use ledger::{Ledger, MsgLedger};
 
@@ -90,6 +91,7 @@ struct Checkers {
     no_wasted_wake: no_wasted_wake::NoWastedWake,
     input_heard: input_heard::InputHeard,
     boundary_flush: boundary_flush::BoundaryFlush,
+    tool_pairing: tool_pairing::ToolPairing,
 }
 
 /// Run `$call` on every checker of monitor `$m` whose invariant is in `$set` and that reads
@@ -127,6 +129,7 @@ macro_rules! each_checker {
         each_checker!(@one set, $kind, cs.no_wasted_wake, $c, $call);
         each_checker!(@one set, $kind, cs.input_heard, $c, $call);
         each_checker!(@one set, $kind, cs.boundary_flush, $c, $call);
+        each_checker!(@one set, $kind, cs.tool_pairing, $c, $call);
     }};
     (@one $set:ident, $kind:expr, $field:expr, $c:ident, $call:expr) => {{
         let $c = &mut $field;
@@ -160,7 +163,7 @@ macro_rules! by_kind {
 const _: () = assert!(WINDOW_CODES_MAX <= u32::BITS as usize);
 
 // A checker's `READS` names kinds by bit (`1 << EvKind as u32`): every kind fits a `u32`.
-const _: () = assert!((EvKind::Boundary as u32) < u32::BITS);
+const _: () = assert!((EvKind::Interleaved as u32) < u32::BITS);
 
 impl Checkers {
     fn reset(&mut self) {
@@ -179,6 +182,7 @@ impl Checkers {
         self.no_wasted_wake.reset();
         self.input_heard.reset();
         self.boundary_flush.reset();
+        self.tool_pairing.reset();
     }
 }
 
@@ -449,6 +453,7 @@ impl<N: Note> Monitor<N> {
                 InputChanged,
                 WaitEnded,
                 Boundary,
+                Interleaved,
             ]
         )
     }

@@ -29,7 +29,7 @@ use std::collections::BTreeMap;
 
 use super::runner::Runner;
 use crate::adapter::AdapterSpec;
-use crate::family::Twin;
+use crate::family::{HostKind, Twin};
 use crate::limits::ADAPTER_START_TIMEOUT_MS_DEFAULT;
 use crate::outcome::RunResult;
 use crate::scenario::Scenario;
@@ -48,6 +48,17 @@ pub fn twin(real: &Scenario) -> Result<Scenario, String> {
     let spec = (real.remote.as_ref())
         .ok_or_else(|| format!("{} does not name a real host", real.path.display()))?;
     let family = real.host.family();
+    let model = real.host.model().ok_or_else(|| {
+        let declared: Vec<_> = (HostKind::real_hosts())
+            .filter(|h| h.family().name() == family.name())
+            .map(|h| h.name())
+            .collect();
+        format!(
+            "{} has no model twin: conformance is declared for {}",
+            real.host.name(),
+            declared.join(", ")
+        )
+    })?;
     let (wake, adapter) = match family.twin(&spec.wake)? {
         Twin::Adapter(command) => {
             let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -65,7 +76,7 @@ pub fn twin(real: &Scenario) -> Result<Scenario, String> {
         Twin::Builtin(name) => (name.to_string(), None),
     };
     Ok(Scenario {
-        host: real.host.model(),
+        host: model,
         wake,
         adapter,
         remote: None,

@@ -248,11 +248,55 @@ impl HostKind {
         })
     }
 
-    /// A model host or a real one (`family@version`) by name.
+    /// A model host or a real one (`family@version`) by name. A real host at a version its
+    /// family does not declare (`pi@0.76.0`) is one too when the family has real hosts: whether
+    /// that version is pinned is the scenario's check (it names the command that pins one).
     pub fn from_name(name: &str) -> Option<HostKind> {
         HostKind::all()
             .chain(HostKind::real_hosts())
             .find(|h| h.name() == name)
+            .or_else(|| HostKind::undeclared_real(name))
+    }
+
+    /// `family@X.Y.Z` for a family with real hosts, at a version it does not declare: judged by
+    /// the family's invariants like a declared one, with no model twin (conformance is declared
+    /// per version, with the model host it was measured against). Each distinct name is made
+    /// once and kept for the process (a few words per version a scenario names).
+    fn undeclared_real(name: &str) -> Option<HostKind> {
+        let (family_name, version) = name.split_once('@')?;
+        let parts: Vec<&str> = version.split('.').collect();
+        let numeric =
+            |p: &&str| !p.is_empty() && p.len() <= 6 && p.bytes().all(|b| b.is_ascii_digit());
+        if parts.len() != 3 || !parts.iter().all(numeric) {
+            return None;
+        }
+        let family = *FAMILIES
+            .iter()
+            .find(|f| f.name() == family_name && !f.real_hosts().is_empty())?;
+        static MADE: std::sync::Mutex<BTreeMap<String, &'static RealHost>> =
+            std::sync::Mutex::new(BTreeMap::new());
+        let mut made = MADE.lock().unwrap_or_else(|e| e.into_inner());
+        let real: &'static RealHost = made.entry(name.to_string()).or_insert_with(|| {
+            let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+            let name = leak(name.to_string());
+            Box::leak(Box::new(RealHost {
+                host: Host {
+                    name,
+                    version_label: name,
+                    describe: leak(format!(
+                        "the real {family_name} {version}, pinned by a committed lock file; judged by the family's invariants, no model twin"
+                    )),
+                },
+                version: leak(version.to_string()),
+                model: "",
+            }))
+        });
+        Some(HostKind {
+            family,
+            index: family.real_hosts().len(),
+            host: &real.host,
+            real: Some(real),
+        })
     }
 
     /// The real host this is, if it is one.
@@ -260,18 +304,24 @@ impl HostKind {
         self.real
     }
 
-    /// The model host of the family a real host is compared with (a model host is its own).
-    pub fn model(self) -> HostKind {
-        let Some(real) = self.real else { return self };
-        HostKind::from_name(real.model)
-            .filter(|h| h.real.is_none() && h.family.name() == self.family.name())
-            .unwrap_or_else(|| {
-                panic!(
-                    "{}: model host {} is not in its family",
-                    self.name(),
-                    real.model
-                )
-            })
+    /// The model host of the family a real host is compared with (a model host is its own);
+    /// none for a real host at an undeclared version.
+    pub fn model(self) -> Option<HostKind> {
+        let Some(real) = self.real else {
+            return Some(self);
+        };
+        if real.model.is_empty() {
+            return None;
+        }
+        let model = HostKind::from_name(real.model)
+            .filter(|h| h.real.is_none() && h.family.name() == self.family.name());
+        Some(model.unwrap_or_else(|| {
+            panic!(
+                "{}: model host {} is not in its family",
+                self.name(),
+                real.model
+            )
+        }))
     }
 
     pub fn name(self) -> &'static str {
@@ -648,7 +698,8 @@ mod tests {
             );
             let real = h.real().expect("a real host");
             assert_eq!(h.name(), format!("{}@{}", h.family().name(), real.version));
-            assert!(h.model().real().is_none(), "{}", h.name());
+            let model = h.model().expect("a declared real host has a model twin");
+            assert!(model.real().is_none(), "{}", h.name());
         }
     }
 }

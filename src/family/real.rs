@@ -11,7 +11,8 @@ pub struct RealHost {
     pub host: Host,
     pub version: &'static str,
     /// The model host it is compared with (`wakesim conform`): the twin runs its wake logic on
-    /// this host of the family through the family's adapter.
+    /// this host of the family through the family's adapter. Empty for a version the family
+    /// does not declare (`HostKind::from_name` makes those): it has no twin.
     pub model: &'static str,
 }
 

@@ -309,6 +309,13 @@ fn observation(v: &Value, produced: usize, vocab: &Vocab) -> Result<Ev<Text>, St
             on: boolean(v, "on")?,
         },
         "settled" => Ev::Settled,
+        "interleaved" => Ev::Interleaved {
+            req: u32_of(v, "req")?,
+            msg: match v.get("msg") {
+                None | Some(Value::Null) => None,
+                Some(_) => Some(msg(v, "msg", produced)?),
+            },
+        },
         "mark" => {
             let w = string(v, "window")?;
             let found = vocab.windows.iter().find(|x| x.name == w).copied();

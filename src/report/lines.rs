@@ -133,6 +133,13 @@ impl Texts<'_> {
             Ev::Deadlock { threads } => {
                 format!("deadlock: {threads} thread(s) can never run again")
             }
+            Ev::Interleaved { req, msg } => {
+                let what = msg.map_or("an entry".to_string(), |m| m.to_string());
+                format!(
+                    "model request #{} has {what} between a tool call and its result",
+                    req
+                )
+            }
             Ev::Idle { .. }
             | Ev::RunFlag { .. }
             | Ev::AgentRun { .. }

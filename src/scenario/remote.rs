@@ -53,9 +53,11 @@ impl RawExternal {
         let pinned = ["package-lock.json", "requirements.txt"];
         if !pinned.iter().any(|f| dir.join(f).is_file()) {
             let message = format!(
-                "{} is not pinned: no package-lock.json or requirements.txt in {}",
+                "{} is not pinned: no package-lock.json or requirements.txt in {}; pin it with `node hosts/launch.mjs {} {} --lock` (from the repository root) and commit the two files it writes",
                 host.name(),
-                dir.display()
+                dir.display(),
+                family.name(),
+                real.version
             );
             return Err(err(origin_span(self), message));
         }

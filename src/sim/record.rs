@@ -257,6 +257,11 @@ pub enum Ev<N = Narration> {
     /// held content over it can send it now. A cancelled `/tree` reports nothing. BOUNDARY-FLUSH
     /// reads it.
     Boundary { tree: bool },
+    /// Model request `req` went out with something other than a tool result between a tool
+    /// call and its result in its context (`msg`: the producer message that entry carries, if
+    /// any): providers that validate message order reject such a history when it is replayed.
+    /// TOOL-PAIRING reads it.
+    Interleaved { req: u32, msg: Option<MsgId> },
 }
 
 /// The kind of an observation, without its fields: what a checker declares it reads
@@ -288,6 +293,7 @@ pub enum EvKind {
     InputChanged,
     WaitEnded,
     Boundary,
+    Interleaved,
 }
 
 impl<N> Ev<N> {
@@ -324,6 +330,7 @@ impl<N> Ev<N> {
             Ev::InputChanged { .. } => EvKind::InputChanged,
             Ev::WaitEnded => EvKind::WaitEnded,
             Ev::Boundary { .. } => EvKind::Boundary,
+            Ev::Interleaved { .. } => EvKind::Interleaved,
         }
     }
 }
@@ -385,6 +392,7 @@ impl<N> Ev<N> {
             Ev::InputChanged { input } => Ev::InputChanged { input },
             Ev::WaitEnded => Ev::WaitEnded,
             Ev::Boundary { tree } => Ev::Boundary { tree },
+            Ev::Interleaved { req, msg } => Ev::Interleaved { req, msg },
         }
     }
 }

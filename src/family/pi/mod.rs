@@ -162,6 +162,8 @@ impl Family for PiFamily {
         Invariant::NoWastedWake,
         // Judged only where a scenario sets `[check] boundary_ms_max`.
         Invariant::BoundaryFlush,
+        // Only the real pi driver reports a split tool call (it reads each request's context).
+        Invariant::ToolPairing,
     ]);
     const WINDOWS: &'static [Window] = vocab::WINDOWS;
     const STATES: &'static [&'static str] = note::STATES;

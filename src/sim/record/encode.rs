@@ -188,6 +188,11 @@ impl<N: Note> Encode for Ev<N> {
                 h.tag(25);
                 h.bool(*tree);
             }
+            Ev::Interleaved { req, msg } => {
+                h.tag(26);
+                h.u32(*req);
+                h.option(msg.as_ref(), |h, m| m.encode(h));
+            }
         }
     }
 }
