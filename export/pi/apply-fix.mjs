@@ -1,5 +1,5 @@
 // `npm run apply-fix`: applies the proposed fix (fix.patch, a diff against the installed package)
-// to node_modules with `patch -p1`, and leaves a marker the test reads. `npm ci` undoes it.
+// to node_modules with `patch -p1` (or `git apply`), and leaves a marker the test reads. `npm ci` undoes it.
 
 import fs from "node:fs";
 import path from "node:path";
@@ -18,10 +18,14 @@ if (fs.existsSync(marker)) {
   process.stderr.write("the fix is already applied (npm ci restores the released package)\n");
   process.exit(0);
 }
-const dir = path.join(root, "node_modules", ...session.package.name.split("/"));
-const r = spawnSync("patch", ["-p1", "--forward", "--batch", "-d", dir, "-i", fix], { stdio: "inherit" });
+const dir = path.join(root, ...(session.package.dir || `node_modules/${session.package.name}`).split("/"));
+// `patch`, else `git apply` (either is enough; neither needs a repository).
+let r = spawnSync("patch", ["-p1", "--forward", "--batch", "-d", dir, "-i", fix], { stdio: "inherit" });
+if (r.error && r.error.code === "ENOENT") {
+  r = spawnSync("git", ["apply", "-p1", `--directory=${path.relative(root, dir)}`, fix], { cwd: root, stdio: "inherit" });
+}
 if (r.error || r.status !== 0) {
-  process.stderr.write(`patch failed (${r.error ? r.error.message : `exit ${r.status}`}); is \`patch\` installed?\n`);
+  process.stderr.write(`applying fix.patch failed (${r.error ? r.error.message : `exit ${r.status}`}); it needs \`patch\` or \`git\`\n`);
   process.exit(1);
 }
 fs.writeFileSync(marker, "");

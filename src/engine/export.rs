@@ -307,19 +307,18 @@ pub fn export(
                 scn.path.display()
             ))
         })?;
-    let extension = wake.get("extension").and_then(Value::as_str).unwrap_or("");
-    let inside = Path::new(extension)
+    let extension = wake
+        .get("extension")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let inside = Path::new(&extension)
         .strip_prefix(package_dir.join("node_modules"))
         .map_err(|_| {
             bad(format!(
                 "the extension {extension} is not inside its package's node_modules"
             ))
         })?;
-    let ext_rel = Path::new("node_modules").join(inside);
-    wake.insert(
-        "extension".into(),
-        json!(ext_rel.to_string_lossy().replace('\\', "/")),
-    );
     wake.remove("package");
     let deliver = wake
         .get("deliver")
@@ -361,11 +360,53 @@ pub fn export(
     if let Some(o) = host_json.get("overrides") {
         lock_root["overrides"] = o.clone();
     }
-    let lock = merged_lock(
-        &read_json(&host_dir.join("package-lock.json"))?,
-        &read_json(&package_dir.join("package-lock.json"))?,
-        lock_root,
-    )?;
+    // One tree when the two locks agree on every package they share; else the extension keeps
+    // its own tree in `extension/` (its package.json and lock as this project pins them),
+    // installed by the root's postinstall, as this project installs it beside the host.
+    let host_lock = read_json(&host_dir.join("package-lock.json"))?;
+    let ext_lock = read_json(&package_dir.join("package-lock.json"))?;
+    let mut own_tree = Vec::new();
+    let lock = match merged_lock(&host_lock, &ext_lock, lock_root.clone()) {
+        Ok(lock) => lock,
+        Err(_) => {
+            let mut host_only = Map::new();
+            host_only.insert(host_pkg.clone(), json!(host_version));
+            package["dependencies"] = Value::Object(host_only.clone());
+            package["scripts"]["postinstall"] =
+                json!("npm ci --prefix extension --no-audit --no-fund");
+            lock_root["dependencies"] = Value::Object(host_only);
+            let mut lock = host_lock.clone();
+            lock["name"] = json!("reproducer");
+            lock["version"] = json!("1.0.0");
+            lock["packages"][""] = lock_root;
+            own_tree.push((
+                "extension/package.json".to_string(),
+                read(&package_dir.join("package.json"))?,
+            ));
+            own_tree.push((
+                "extension/package-lock.json".to_string(),
+                read(&package_dir.join("package-lock.json"))?,
+            ));
+            own_tree.push((
+                "extension/.npmrc".to_string(),
+                "legacy-peer-deps=true\n".to_string(),
+            ));
+            lock
+        }
+    };
+    let ext_base = if own_tree.is_empty() {
+        "node_modules"
+    } else {
+        "extension/node_modules"
+    };
+    let ext_rel = Path::new(ext_base).join(inside);
+    if let Some(w) = hello.get_mut("wake").and_then(Value::as_object_mut) {
+        w.insert(
+            "extension".into(),
+            json!(ext_rel.to_string_lossy().replace('\\', "/")),
+        );
+    }
+    let ext_dir = format!("{ext_base}/{ext_pkg}");
 
     let params = json!({
         "latency_ms_max": scn.check.latency_ms_max,
@@ -386,7 +427,7 @@ pub fn export(
     let session = json!({
         "format": "reproducer-session/1",
         "test_name": test_name,
-        "package": { "name": ext_pkg, "version": ext_version, "host": format!("{host_pkg} {host_version}") },
+        "package": { "name": ext_pkg, "version": ext_version, "dir": ext_dir, "host": format!("{host_pkg} {host_version}") },
         "title": scn.name,
         "params": params,
         "invariants": judged,
@@ -436,6 +477,7 @@ pub fn export(
     ));
     files.push(("package.json".into(), pretty(&package)));
     files.push(("package-lock.json".into(), pretty(&lock)));
+    files.extend(own_tree);
     // The extension's peer dependencies are the host's own packages (pi's loader aliases them):
     // npm must not try to resolve them separately, as this project installs it.
     files.push((".npmrc".into(), "legacy-peer-deps=true\n".into()));
