@@ -51,7 +51,7 @@ pub struct Exported {
 
 /// The recording of one run, split out of a tape.
 pub struct Recording {
-    /// wakesim's `hello`.
+    /// wakesim's `hello` (Null when the driver had shaken hands before the tape started).
     pub hello: Value,
     /// Every decision: the driver's `choose` fields and `value`.
     pub draws: Vec<Value>,
@@ -71,11 +71,15 @@ fn parse(line: &str) -> Result<Value> {
 
 /// Split a tape into the last run's recording.
 pub fn recording(tape: &[(Dir, String)]) -> Result<Recording> {
-    let hello = tape
+    // The hello is on the tape when the driver started while it ran (a driver reused from an
+    // earlier run shook hands before): Null otherwise.
+    let hello = match tape
         .iter()
         .find(|(d, l)| *d == Dir::ToDriver && l.starts_with(r#"{"type":"hello""#))
-        .ok_or_else(|| bad("the driver was never started (no hello on the tape)".into()))?;
-    let hello = parse(&hello.1)?;
+    {
+        Some((_, line)) => parse(line)?,
+        None => Value::Null,
+    };
     let start = tape
         .iter()
         .rposition(|(d, l)| *d == Dir::ToDriver && l.starts_with(r#"{"type":"run""#))
@@ -292,6 +296,11 @@ pub fn export(
 
     // The wake table, its paths inside the export: the extension is a file of its installed
     // package.
+    if rec.hello.is_null() {
+        return Err(bad(
+            "the driver was started before the recording (no hello on the tape)".into(),
+        ));
+    }
     let mut hello = rec.hello.clone();
     let wake = hello
         .get_mut("wake")

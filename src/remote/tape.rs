@@ -2,10 +2,11 @@
 //! it wrote back, in order, while a tape is running. `wakesim export` runs one seed with a tape
 //! and turns it into a reproducer that replays the run without wakesim (src/engine/export.rs).
 //!
-//! The tape is process-wide and off unless started; a run never reads it, so it changes no
-//! trace. Only the export command starts one, for one seed on its own thread.
+//! The tape is per thread (a run talks to its driver on the thread that runs it) and off unless
+//! started; a run never reads it, so it changes no trace. Only the export command (and its
+//! test) starts one, for one seed.
 
-use std::sync::Mutex;
+use std::cell::RefCell;
 
 /// Which way a line went.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -16,28 +17,25 @@ pub enum Dir {
     FromDriver,
 }
 
-static TAPE: Mutex<Option<Vec<(Dir, String)>>> = Mutex::new(None);
+thread_local! {
+    static TAPE: RefCell<Option<Vec<(Dir, String)>>> = const { RefCell::new(None) };
+}
 
 /// Start recording (an empty tape; a running one is discarded).
 pub fn start() {
-    if let Ok(mut t) = TAPE.lock() {
-        *t = Some(Vec::new());
-    }
+    TAPE.with(|t| *t.borrow_mut() = Some(Vec::new()));
 }
 
 /// Stop recording and hand over what was recorded (empty when no tape was running).
 pub fn take() -> Vec<(Dir, String)> {
-    TAPE.lock()
-        .ok()
-        .and_then(|mut t| t.take())
-        .unwrap_or_default()
+    TAPE.with(|t| t.borrow_mut().take()).unwrap_or_default()
 }
 
 /// Keep a line, when a tape is running.
 pub(super) fn keep(dir: Dir, line: &[u8]) {
-    if let Ok(mut t) = TAPE.lock()
-        && let Some(tape) = t.as_mut()
-    {
-        tape.push((dir, String::from_utf8_lossy(line).trim_end().to_string()));
-    }
+    TAPE.with(|t| {
+        if let Some(tape) = t.borrow_mut().as_mut() {
+            tape.push((dir, String::from_utf8_lossy(line).trim_end().to_string()));
+        }
+    });
 }
