@@ -106,7 +106,7 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
         ));
     }
     s.push_str(&format!(
-        "run it: cd {} && npm ci && npm test   (Node 22)\n",
+        "run it: see {}/README.md (How to run the test)\n",
         done.dir.display()
     ));
     super::print(&s)?;
