@@ -12,6 +12,11 @@
 //!   npm cache, the project's Node 22) fails on the released @aliou/pi-processes 0.12.0 naming
 //!   bounded-latency and no-loss with the timeline, and passes once `npm run apply-fix` applied
 //!   the proposed patch (docs/findings/upstream/pi-processes-context-steer.patch);
+//! - the exported Python checker (`export/gptme/check.py`) gives wakesim's verdict on gptme runs
+//!   (a failing and a passing scenario of the real gptme 0.35.1), the same way;
+//! - `wakesim export scenarios/real-gptme/w2-subagent-completions-reordered.toml --seed 0` writes a
+//!   Python project whose pytest, in a fresh venv from its hash-pinned requirements.txt, fails
+//!   naming fifo (`WAKESIM_FULL_GATE=1` or a release build: the venv install takes minutes);
 //! - bad uses are exit-2 errors: a model-host scenario, a non-empty directory, a scenario without --seed.
 //!
 //! The real pi and the extension are installed on first use, as for tests/real_pi_ext.rs.
@@ -29,6 +34,8 @@ use wakesim::family::Registry;
 use wakesim::remote::tape;
 
 const KILL: &str = "scenarios/real-pi-ext/processes-kill-waits-for-prompt.toml";
+const GPTME_REORDERED: &str = "scenarios/real-gptme/w2-subagent-completions-reordered.toml";
+const GPTME_FIXED: &str = "scenarios/real-gptme/pr3843-chat-loop-fixed.toml";
 const PATCH: &str = "docs/findings/upstream/pi-processes-context-steer.patch";
 
 /// The directory of the project's Node 22 (hosts/launch.mjs installs it).
@@ -265,4 +272,174 @@ fn bad_exports_are_usage_errors() {
     let o = wakesim(&["export", KILL, "--out", dir.join("b").to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("give the seed"));
+}
+
+/// The Python checker's verdict on recorded driver lines, run with the system's python3.
+fn py_verdict(lines: &[Value], end_t: u64, params: &Value, invariants: &[&str]) -> Value {
+    let dir = tempdir("py-verdict");
+    let input = dir.join("input.json");
+    let body = json!({"lines": lines, "end": end_t, "params": params, "invariants": invariants});
+    std::fs::write(&input, body.to_string()).unwrap();
+    let script = format!(
+        "import json, sys; sys.path.insert(0, {dir:?}); from check import judge; i = json.load(open({input:?})); print(json.dumps(judge(i['lines'], i['end'], i['params'], i['invariants'])))",
+        dir = root().join("export/gptme").display().to_string(),
+        input = input.display().to_string()
+    );
+    let out = Command::new("python3")
+        .args(["-B", "-c", &script])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "the Python checker failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+type Verdict = Vec<(String, u64, Option<String>)>;
+
+fn verdict_of(v: &Value) -> Verdict {
+    let mut out: Verdict = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| {
+            let name = v["invariant"].as_str().unwrap().to_string();
+            (
+                name,
+                v["t"].as_u64().unwrap(),
+                v["msg"].as_str().map(str::to_string),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn the_exported_python_checker_gives_wakesims_verdict_on_gptme_runs() {
+    let registry = Registry::builtin();
+    let invariants: Vec<&str> = JUDGED.iter().map(|i| i.name()).collect();
+    let (mut failing, mut passing) = (0, 0);
+    for rel in [GPTME_REORDERED, GPTME_FIXED] {
+        let scn = scenario(rel, &registry);
+        let params = json!({
+            "latency_ms_max": scn.check.latency_ms_max,
+            "latency_requests_max": scn.check.latency_requests_max,
+        });
+        let mut runner = Runner::new(&registry);
+        runner.prepare(&scn).expect("the real gptme host starts");
+        for seed in 0..4 {
+            tape::start();
+            let r = runner.run_seed(&scn, seed, false);
+            let rec = recording(&tape::take()).expect("a recorded run");
+            let end = rec
+                .lines
+                .iter()
+                .find(|l| l["type"] == "end")
+                .and_then(|l| l["t"].as_u64())
+                .expect("an end line");
+            let py = verdict_of(&py_verdict(&rec.lines, end, &params, &invariants));
+            let mut ours: Verdict = r
+                .outcome
+                .violations()
+                .iter()
+                .filter(|v| JUDGED.contains(&v.invariant))
+                .map(|v| {
+                    (
+                        v.invariant.name().to_string(),
+                        v.t.0,
+                        v.msg.map(|m| format!("m{}", m.0 + 1)),
+                    )
+                })
+                .collect();
+            ours.sort();
+            assert_eq!(
+                py, ours,
+                "{rel} seed {seed}: the Python checker and wakesim disagree"
+            );
+            if ours.is_empty() {
+                passing += 1;
+            } else {
+                failing += 1;
+            }
+        }
+    }
+    assert!(
+        failing > 0 && passing > 0,
+        "{failing} failing and {passing} passing runs compared"
+    );
+}
+
+#[test]
+fn the_exported_gptme_reproducer_fails_on_the_release() {
+    if !common::full_gate() {
+        eprintln!(
+            "skipped: installs gptme into a fresh venv (minutes); WAKESIM_FULL_GATE=1 runs it"
+        );
+        return;
+    }
+    let dir = tempdir("export-gptme");
+    let out = dir.join("repro");
+    let o = wakesim(&[
+        "export",
+        GPTME_REORDERED,
+        "--seed",
+        "0",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let here = root().display().to_string();
+    for f in files(&out) {
+        let text = std::fs::read_to_string(&f).unwrap();
+        assert!(!text.contains(&here), "{} names {here}", f.display());
+    }
+    let venv = out.join(".venv");
+    let ok = Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(&venv)
+        .status()
+        .expect("python3 runs");
+    assert!(ok.success(), "python3 -m venv");
+    let pip = Command::new(venv.join("bin/pip"))
+        .args([
+            "install",
+            "-q",
+            "--require-hashes",
+            "--no-deps",
+            "-r",
+            "requirements.txt",
+        ])
+        .current_dir(&out)
+        .output()
+        .expect("pip runs");
+    assert!(
+        pip.status.success(),
+        "pip: {}",
+        String::from_utf8_lossy(&pip.stderr)
+    );
+    let t = Command::new(venv.join("bin/python"))
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
+        .current_dir(&out)
+        .output()
+        .expect("pytest runs");
+    let text = String::from_utf8_lossy(&t.stdout);
+    assert!(!t.status.success(), "pytest passes on the release:\n{text}");
+    for want in [
+        "fifo: the messages of one sender enter the conversation in the order they were sent",
+        "Broken at 20735 ms: m1 entered the conversation after m3",
+        "1 failed, 1 passed",
+    ] {
+        assert!(
+            text.contains(want),
+            "pytest's output lacks {want:?}:\n{text}"
+        );
+    }
 }
