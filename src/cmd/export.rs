@@ -47,6 +47,7 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
             out: &args.out,
             patch: args.patch.as_deref(),
             seed: reg.seed,
+            timeline: crate::report::text::timeline,
         };
         export::export(
             &reg.scenario,
@@ -76,6 +77,7 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
             out: &args.out,
             patch: args.patch.as_deref(),
             seed,
+            timeline: crate::report::text::timeline,
         };
         export::export(
             &scn,

@@ -204,9 +204,10 @@ fn merged_lock(host: &Value, ext: &Value, root: Value) -> Result<Value> {
 pub struct Options<'a> {
     pub out: &'a Path,
     pub patch: Option<&'a Path>,
-    /// The replay line the report gives for the run in the tool that found it (none in the
-    /// export itself).
+    /// The seed (for messages).
     pub seed: u64,
+    /// The run's timeline as text (the command renders it: reports are a higher layer).
+    pub timeline: fn(&Scenario, &RunResult) -> String,
 }
 
 /// Run `run` (one seed of a real-host scenario, on this thread) with a tape, and write its
@@ -300,7 +301,7 @@ pub fn export(
         if patch.is_some() {
             return Err(bad("--patch is not supported for a gptme export yet".into()));
         }
-        let files = gptme_files(scn, &rec, &root, &result, &tape)?;
+        let files = gptme_files(scn, &rec, &root, &result, &tape, opts.timeline)?;
         return write_files(&root, opts, files, violations, unjudged);
     }
 
@@ -508,7 +509,7 @@ pub fn export(
     if let Some(p) = &patch {
         files.push(("fix.patch".into(), p.clone()));
     }
-    let story = story(scn, &result);
+    let story = story(&(opts.timeline)(scn, &result));
     files.push((
         "README.md".into(),
         readme(&ReportFacts {
@@ -577,10 +578,11 @@ fn pretty(v: &Value) -> String {
     s
 }
 
-/// The run's timeline rows, as wakesim prints them, without its header and replay line.
-fn story(scn: &Scenario, r: &RunResult) -> String {
-    let text = crate::report::text::timeline(scn, r);
-    text.lines()
+/// The run's timeline rows (`timeline`: the text report the command renders), without its
+/// header and replay line.
+fn story(timeline: &str) -> String {
+    timeline
+        .lines()
         .filter(|l| l.starts_with(' ') || l.starts_with("   t(ms)"))
         .fold(String::new(), |mut s, l| {
             let _ = writeln!(s, "{l}");
@@ -665,6 +667,7 @@ fn gptme_files(
     root: &Path,
     result: &RunResult,
     tape: &[(Dir, String)],
+    timeline: fn(&Scenario, &RunResult) -> String,
 ) -> Result<Vec<(String, String)>> {
     let spec = scn.remote.as_ref().expect("a real host");
     if rec.hello.is_null() {
@@ -755,7 +758,7 @@ fn gptme_files(
     ] {
         files.push((format!("runtime/repro_runtime/{f}"), read(&pkg.join(f))?));
     }
-    let story = story(scn, result);
+    let story = story(&(timeline)(scn, result));
     let mut s = String::new();
     let _ = writeln!(s, "# gptme {}: {}\n", spec.version, scn.name);
     let _ = writeln!(
