@@ -510,13 +510,22 @@ pub fn export(
         files.push(("fix.patch".into(), p.clone()));
     }
     let story = story(&(opts.timeline)(scn, &result));
+    // The report states what the test judges; what only this project's checkers see (the
+    // harness probe's view, ...) is not the package's story.
+    let judged_violations: Vec<crate::check::Violation> = result
+        .outcome
+        .violations()
+        .iter()
+        .filter(|v| JUDGED.contains(&v.invariant))
+        .cloned()
+        .collect();
     files.push((
         "README.md".into(),
         readme(&ReportFacts {
             title: &scn.name,
             ext: (&ext_pkg, &ext_version),
             host: (&host_pkg, &host_version),
-            violations: result.outcome.violations(),
+            violations: &judged_violations,
             params: &scn.check,
             story: &story,
             patch: patch.as_deref(),
@@ -767,7 +776,10 @@ fn gptme_files(
         spec.version
     );
     let _ = writeln!(s, "## What happens\n");
-    for v in result.outcome.violations() {
+    let judged: Vec<_> = (result.outcome.violations().iter())
+        .filter(|v| JUDGED.contains(&v.invariant))
+        .collect();
+    for v in &judged {
         let _ = writeln!(s, "- at {} ms (virtual): {}", v.t.0, v.detail);
     }
     let _ = writeln!(s, "\n## What should happen\n");
