@@ -17,6 +17,7 @@
 //! - `wakesim export scenarios/real-gptme/w2-subagent-completions-reordered.toml --seed 0` writes a
 //!   Python project whose pytest, in a fresh venv from its hash-pinned requirements.txt, fails
 //!   naming fifo (`WAKESIM_FULL_GATE=1` or a release build: the venv install takes minutes);
+//! - a regression file exports its recorded (shrunk) run;
 //! - bad uses are exit-2 errors: a model-host scenario, a non-empty directory, a scenario without --seed.
 //!
 //! The real pi and the extension are installed on first use, as for tests/real_pi_ext.rs.
@@ -442,4 +443,36 @@ fn the_exported_gptme_reproducer_fails_on_the_release() {
             "pytest's output lacks {want:?}:\n{text}"
         );
     }
+}
+
+#[test]
+fn a_regression_file_exports_its_recorded_run() {
+    let out = tempdir("export-reg").join("repro");
+    let reg = "scenarios/real-pi-ext/regressions/processes-kill-waits-for-prompt-seed-14.toml";
+    let o = wakesim(&["export", reg, "--out", out.to_str().unwrap()]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let session: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("session.json")).unwrap()).unwrap();
+    // The shrunk run (two kills on an idle host), not seed 14's: m1 waits from 1 ms.
+    assert_eq!(
+        session["verdict"],
+        json!([
+            {"invariant": "bounded-latency", "t": 40001, "msg": "m1"},
+            {"invariant": "no-loss", "t": 120000, "msg": "m1"}
+        ])
+    );
+    let o = wakesim(&[
+        "export",
+        reg,
+        "--seed",
+        "3",
+        "--out",
+        out.join("x").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
 }
