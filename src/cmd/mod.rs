@@ -5,6 +5,7 @@
 mod args;
 mod conform;
 mod explore;
+mod export;
 mod list;
 mod merge;
 mod regressions;
@@ -57,6 +58,9 @@ enum Cmd {
     Conform(conform::Args),
     /// List, check or prune the saved failures (regression files) of scenarios.
     Regressions(regressions::Args),
+    /// Write a failing real-host run as a project in the host's ecosystem (a Node package whose
+    /// `npm test` replays it against the released packages) with a bug report ready to file.
+    Export(export::Args),
 }
 
 /// Print to stdout. A reader that went away (`wakesim ... | head`) is not an error; any other
@@ -95,6 +99,7 @@ pub fn main() -> i32 {
         Cmd::List(a) => list::main(&registry, a),
         Cmd::Conform(a) => conform::main(&registry, a),
         Cmd::Regressions(a) => regressions::main(&registry, a),
+        Cmd::Export(a) => export::main(&registry, a),
     };
     match result {
         Ok(code) => code,

