@@ -45,7 +45,7 @@ def work(r, op):
 
 
 def notices(text):
-    return sum(1 for m in R.RUN.manager("A").log.messages if m.content == text)
+    return sum(1 for m in R.current().manager("A").log.messages if m.content == text)
 
 
 YIELDED = "Background wait yielded to pending session input."
@@ -86,7 +86,7 @@ class ServerWatch(unittest.TestCase):
             r, _ = S.run("g2-refused-while-tools-pending", seed, variant="w0")
             self.assertEqual([w["refused"] for w in wakes(r)], ["Run", "Tools"])
             self.assertEqual(r.lost(), [1])
-            self.assertEqual(list(R.G.watch._pending_deliveries), [])
+            self.assertEqual(list(R.P.G.watch._pending_deliveries), [])
 
     def test_g2_real_retry_keeps_the_refused_event(self):
         for seed in range(SEEDS):
@@ -111,7 +111,7 @@ class ServerWatch(unittest.TestCase):
         self.assertEqual(r.appended_count, {1: 1})
         self.assertEqual(r.requests, [])
         self.assertEqual([w["refused"] for w in wakes(r)], [None])
-        self.assertFalse(R.G.SessionManager.get_sessions_for_conversation("A")[0].generating)
+        self.assertFalse(R.P.G.SessionManager.get_sessions_for_conversation("A")[0].generating)
 
     def test_finding_persist_failure_overtaken(self):
         # Found by wakesim (w2-persist-failure-overtaken): the first event of an idle
@@ -238,8 +238,8 @@ class CliBackgroundJobs(unittest.TestCase):
             self.assertEqual(ends(r), [(1000, "QueueEmpty")])
             self.assertEqual(carried(r), [[]])
             # B's completion is still claimable by its owner, exactly once.
-            b = R.RUN.load("B")
-            claims = [list(R.G.shell_background.background_job_completion_hook(b))
+            b = R.current().load("B")
+            claims = [list(R.P.G.shell_background.background_job_completion_hook(b))
                       for _ in range(2)]
             self.assertEqual([len(c) for c in claims], [1, 0])
 
@@ -251,8 +251,8 @@ class CliBackgroundJobs(unittest.TestCase):
             self.assertEqual(ends(r), [(5000, "QueueEmpty")])
             self.assertEqual(len(work(r, "Killed")), 1)
             self.assertEqual(r.appended_count, {})
-            self.assertEqual(R.RUN.late_callbacks, [1])
-            self.assertEqual(list(R.G.shell_background._completion_queue.queue), [])
+            self.assertEqual(R.current().late_callbacks, [1])
+            self.assertEqual(list(R.P.G.shell_background._completion_queue.queue), [])
 
     def test_g12_input_ends_the_wait(self):
         for name in ("g12-prompt-ends-wait", "g12-steer-ends-wait"):

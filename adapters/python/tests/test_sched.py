@@ -1,6 +1,7 @@
 """The deterministic thread scheduler on its own (standard library only, no gptme)."""
 
 import _thread
+import datetime
 import os
 import queue
 import subprocess
@@ -12,10 +13,10 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from wakesim_adapter import sched  # noqa: E402
+from wakesim_adapter import sched, sched_patch  # noqa: E402
 from wakesim_adapter.sched import SCHED, SeededChooser, Verdict  # noqa: E402
 
-sched.install()
+sched_patch.install()
 
 
 def bank(log):
@@ -221,7 +222,7 @@ class Time(unittest.TestCase):
     def test_datetime_now_is_virtual(self):
         def main():
             time.sleep(60)
-            return sched.SimDatetime.now(tz=sched._datetime.timezone.utc).isoformat()
+            return sched_patch.SimDatetime.now(tz=datetime.timezone.utc).isoformat()
 
         self.assertEqual(SCHED.run(main, SeededChooser(0)).result, "2026-01-01T00:01:00+00:00")
 

@@ -120,13 +120,13 @@ def cli_plan(ch, sc, limits):
         return kind
 
     def closed():
-        return os.path.exists(R.RUN.logs_dir / "A" / "prompt-queue-closed")
+        return os.path.exists(R.current().logs_dir / "A" / "prompt-queue-closed")
 
     def write_prompts(steer):
         # An outside writer (a parent's steering, as `subagent/api.py` writes it): refused once
         # the loop has touched its closed sentinel.
         if closed():
-            R.RUN.note("fault", "outside writer: prompt-queue-closed is there, nothing written")
+            R.current().note("fault", "outside writer: prompt-queue-closed is there, nothing written")
             return
         n = records[0] + ch.choose(records[1] - records[0] + 1, "records") \
             if records[1] > records[0] else records[0]
@@ -138,7 +138,7 @@ def cli_plan(ch, sc, limits):
             d = at - now_ms()
             if d > 0:
                 SCHED.sleep(d / 1000)
-            if now_ms() >= active or R.RUN.session_end is not None:
+            if now_ms() >= active or R.current().session_end is not None:
                 return
             if name == "prompt_writes":
                 write_prompts(False)
@@ -147,10 +147,10 @@ def cli_plan(ch, sc, limits):
             elif name == "control_writes":
                 same = control.records > 0 and ch.chance(1, 2, "same-size rewrite")
                 control.write(same)
-                R.RUN.note("fault", f"control.jsonl written ({'same size' if same else 'grows'})")
+                R.current().note("fault", f"control.jsonl written ({'same size' if same else 'grows'})")
             elif name == "teardown_reset":
-                R.RUN.note("fault", "reset_background_jobs(A)")
-                R.G.shell_background.reset_background_jobs("A", all_conversations=False)
+                R.current().note("fault", "reset_background_jobs(A)")
+                R.P.G.shell_background.reset_background_jobs("A", all_conversations=False)
             else:
                 raise RuntimeError(f"the CLI plan does not play the fault {name!r}")
         return body

@@ -129,7 +129,7 @@ def server_plan(ch, sc, limits):
         # What the /step route does (`api_v2_sessions.py`): under the conversation lock and
         # the session's step_lock, 409 when any session generates or a command owns the
         # conversation; else reserve (generating, a new step_seq) and start the step thread.
-        SM = R.G.SessionManager
+        SM = R.P.G.SessionManager
         s = max(SM.get_sessions_for_conversation("A"), key=lambda x: x.last_activity)
         with SM.conversation_lock("A"), s.step_lock:
             if SM.conversation_generating("A") or SM.command_is_active("A"):
@@ -138,16 +138,16 @@ def server_plan(ch, sc, limits):
             s.step_seq += 1
             seq = s.step_seq
         from gptme.message import Message
-        R.RUN.manager("A").append(Message("user", "Do the task."))
-        R.RUN.note("user", "user step on A")
-        if R.RUN.in_step_end_gap("A", R.sched._get_ident()):
+        R.current().manager("A").append(Message("user", "Do the task."))
+        R.current().note("user", "user step on A")
+        if R.current().in_step_end_gap("A", R.sched._get_ident()):
             # The user's step took the conversation between another step's end and its retry's
             # wake for the deferred events (which it now refuses): the model runs that end and
             # retry as one event, so no model run puts the user step between them.
-            R.RUN.note("host", "step-end gap: a user step takes the conversation between a step's "
+            R.current().note("host", "step-end gap: a user step takes the conversation between a step's "
                                "end and its retry's wake")
-            R.RUN.obs("host", {"Mark": {"window": "step-end-gap"}})
-        R.G.session_step._start_step_thread("A", s, R.MODEL, R.RUN.workspace, stream=False,
+            R.current().obs("host", {"Mark": {"window": "step-end-gap"}})
+        R.P.G.session_step._start_step_thread("A", s, R.MODEL, R.current().workspace, stream=False,
                                             reserved=True, step_seq=seq)
         return True
 
@@ -160,15 +160,15 @@ def server_plan(ch, sc, limits):
             if d > 0:
                 SCHED.sleep(d / 1000)
             while now_ms() < active:
-                SM = R.G.SessionManager
+                SM = R.P.G.SessionManager
                 if name == "user_steps":
                     if user_step():
                         return
                 elif "A" not in SM._active_commands:
                     SM.start_command("A")
-                    R.RUN.note("user", "command starts on A")
-                    SCHED.sleep(R.RUN.draw_ms(command_ms, "command") / 1000)
-                    R.RUN.note("user", "command ends on A")
+                    R.current().note("user", "command starts on A")
+                    SCHED.sleep(R.current().draw_ms(command_ms, "command") / 1000)
+                    R.current().note("user", "command ends on A")
                     SM.finish_command("A")
                     return
                 attempts += 1
@@ -189,7 +189,7 @@ def server_plan(ch, sc, limits):
                 run.free_tool_runs += 1   # the confirmed call executes at once, as the model's
                 return "tool"
             if faults["tool_calls"].fires():
-                for s in R.G.SessionManager.get_sessions_for_conversation(cid):
+                for s in R.P.G.SessionManager.get_sessions_for_conversation(cid):
                     s.auto_confirm_count = 1
                 return "tool"
             return "text"
@@ -200,8 +200,8 @@ def server_plan(ch, sc, limits):
     def plan():
         R.session("A")
         ws = [R.arm_watch("A") for _ in range(watches)]
-        R.RUN.origin_index.update({w.id: i for i, w in enumerate(ws)})
-        R.RUN.origin_index.update({f"agent{i + 1}": i for i in range(26)})
+        R.current().origin_index.update({w.id: i for i, w in enumerate(ws)})
+        R.current().origin_index.update({f"agent{i + 1}": i for i in range(26)})
         for at, name in timed:
             R.spawn(occurrence(at, name), name=f"fault-{name}")
         # One producer thread per FIFO stream (the logdir's watch events; its completions).
@@ -211,6 +211,6 @@ def server_plan(ch, sc, limits):
             # `notify_completion` wakes the parent itself (`_notify_server`): a pass of its
             # own, as the model's.
             def done(agent):
-                R.RUN.observe_pass(lambda: R.subagent_done("A", agent), "A", retry=False)
+                R.current().observe_pass(lambda: R.subagent_done("A", agent), "A", retry=False)
             R.producer([(t_, done, (f"agent{a + 1}",)) for t_, a in comps], "subagent:A")
     return plan, kwargs, setup

@@ -413,7 +413,7 @@ def _narrate(ev):
 
 
 def server_state():
-    SM = R.G.SessionManager
+    SM = R.P.G.SessionManager
     sessions = [s for sid in SM._conversation_sessions.get("A", ()) for s in [SM._sessions.get(sid)]
                 if s is not None]
     if any(s.generating for s in sessions):
@@ -426,10 +426,10 @@ def server_state():
 
 
 def cli_state():
-    run = R.RUN
+    run = R.current()
     if run.session_end is not None:
         return "ENDED"
-    if any(c._waiters for c in R.G.shell_background._job_conditions.values()):
+    if any(c._waiters for c in R.P.G.shell_background._job_conditions.values()):
         return "WAITING"
     if run.generating:
         return "GENERATING"
@@ -602,7 +602,7 @@ class Driver:
         R.reset(run)
         real_variants.apply(self.variant)
         if self.patch is not None:
-            self.patch.apply(R.G, run)
+            self.patch.apply(R.P.G, run)
         R.ready()
         horizon = self.limits["active_ms"] + self.limits.get("quiesce_ms_max", 0)
         out = sched.SCHED.run(plan, ch, horizon_ms=horizon, steps_max=self.limits["steps_max"])
@@ -631,7 +631,7 @@ class Driver:
             with open(CPU_LOG, "a") as f:
                 f.write(f"{os.getpid()} {t.user + t.system:.3f}\n")
         if self.patch is not None and hasattr(self.patch, "undo"):
-            self.patch.undo(R.G)
+            self.patch.undo(R.P.G)
         return run, out
 
     def serve(self):

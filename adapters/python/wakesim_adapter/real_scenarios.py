@@ -55,8 +55,8 @@ def rewrite_control():
 
 def concurrent_drain():
     """Another drain of A's completions (a STEP_PRE elsewhere), appending what it claims."""
-    m = R.RUN.manager("A")
-    for msg in R.G.shell_background.background_job_completion_hook(m):
+    m = R.current().manager("A")
+    for msg in R.P.G.shell_background.background_job_completion_hook(m):
         m.append(msg)
 
 
@@ -64,15 +64,15 @@ def foreign_job():
     """Conversation B of the same process starts a job."""
     from gptme.hooks import current_conversation_id
     current_conversation_id.set("B")
-    R.RUN.start_job("sleep 3")
+    R.current().start_job("sleep 3")
 
 
 def reset_a():
-    R.G.shell_background.reset_background_jobs("A", all_conversations=False)
+    R.P.G.shell_background.reset_background_jobs("A", all_conversations=False)
 
 
 def malformed_record():
-    path = R.RUN.logs_dir / "A" / "prompt-queue.jsonl"
+    path = R.current().logs_dir / "A" / "prompt-queue.jsonl"
     with open(path, "a") as f:
         f.write("{not json\n")
 

@@ -28,7 +28,7 @@ def _per_event_drain(requeue_refused):
     def retry(cls, conversation_id):
         from gptme.message import Message
         from gptme.tools.watch import requeue_watch_event, take_queued_watch_events
-        logdir = (R.RUN.logs_dir / conversation_id).resolve()
+        logdir = (R.current().logs_dir / conversation_id).resolve()
         batch = take_queued_watch_events(logdir)
         for i, (watch_id, text) in enumerate(batch):
             if not cls.request_watch_wake(conversation_id,
@@ -78,8 +78,8 @@ def _blind_recheck(sb, originals):
 
 
 def apply(name):
-    g = R.G
-    run = R.RUN
+    g = R.P.G
+    run = R.current()
     if name not in NAMES:
         raise ValueError(f"unknown variant {name!r}; known: {', '.join(NAMES)}")
     if name == "w1":
