@@ -22,12 +22,20 @@ its model draws it, in the model's order and with its labels (`plan_server.py`, 
 so one seed gives the same producer messages and faults in both lanes (`wakesim conform`).
 """
 
+from __future__ import annotations
+
 import json
 import os
 import sys
+from collections.abc import Callable
+from types import ModuleType
+from typing import IO, Any, NoReturn
 
-from . import real_gptme as R
 from . import plan_cli, plan_server, real_variants, sched
+from . import real_gptme as R
+from .real_gptme_run import Record
+
+Msg = dict[str, Any]
 
 PROTOCOL = 1
 DRIVER = "wakesim-gptme-driver/0.1.0"
@@ -42,47 +50,52 @@ TRANSCRIPT = os.environ.get("WAKESIM_DRIVER_TRANSCRIPT")
 class _Tee:
     """A pipe end whose traffic is also copied to a file (`TRANSCRIPT`)."""
 
-    def __init__(self, pipe, path):
+    def __init__(self, pipe: Any, path: str) -> None:
         self._pipe = pipe
-        self._copy = open(path, "wb", buffering=0)
+        self._copy = open(path, "wb", buffering=0)  # noqa: SIM115 (open for the process's life)
 
-    def readline(self):
-        line = self._pipe.readline()
+    def readline(self) -> bytes:
+        line: bytes = self._pipe.readline()
         self._copy.write(line)
         return line
 
-    def write(self, data):
+    def write(self, data: bytes) -> int:
         self._copy.write(data)
-        return self._pipe.write(data)
+        n: int = self._pipe.write(data)
+        return n
 
 
 class Fatal(Exception):
-    pass
+    """The driver cannot go on: reported to wakesim as an `error` line."""
 
 
-def _encoder():
+def _encoder() -> Callable[[Any], str]:
     """`json.dumps(obj, separators=(",", ":"))`, the same bytes, without building an encoder
     at each call: the C encoder made once (no circular-reference check: a line is a tree of
     dicts, lists, strings and numbers)."""
-    from json import encoder as je
+    from json import encoder
+    je: Any = encoder
     if je.c_make_encoder is None:
         return json.JSONEncoder(separators=(",", ":")).encode
 
-    def default(o):
+    def default(o: object) -> NoReturn:
         raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
 
     chunks = je.c_make_encoder(None, default, je.encode_basestring_ascii, None, ":", ",",
                                False, False, True)
-    return lambda obj: "".join(chunks(obj, 0))
+
+    def dumps(obj: Any) -> str:
+        return "".join(chunks(obj, 0))
+    return dumps
 
 
 _dumps = _encoder()
 _VALUE = b'{"type":"value","value":'
-_CHOOSE = {}   # label -> the start of its `choose` line
-_NAMES = {}    # an actor's or a state's name -> its JSON string
+_CHOOSE: dict[str, str] = {}   # label -> the start of its `choose` line
+_NAMES: dict[str, str] = {}    # an actor's or a state's name -> its JSON string
 
 
-def _head(t, actor, state):
+def _head(t: float, actor: str, state: str) -> str:
     """`"t":T,"actor":A,"state":S,` of an `obs` or `note` line."""
     a = _NAMES.get(actor)
     if a is None:
@@ -96,46 +109,47 @@ def _head(t, actor, state):
 class Wire:
     """Lines on stdin/stdout; stdout is the protocol, so `sys.stdout` points at stderr."""
 
-    def __init__(self, inp=None, out=None):
-        self._in = inp or sys.stdin.buffer
-        self._out = out or os.fdopen(os.dup(1), "wb", buffering=0)
+    def __init__(self, inp: IO[bytes] | None = None, out: IO[bytes] | None = None) -> None:
+        self._in: Any = inp or sys.stdin.buffer
+        self._out: Any = out or os.fdopen(os.dup(1), "wb", buffering=0)
         if TRANSCRIPT and inp is None and out is None:
             self._in = _Tee(self._in, f"{TRANSCRIPT}.{os.getpid()}.in")
             self._out = _Tee(self._out, f"{TRANSCRIPT}.{os.getpid()}.out")
-        self._buf = []
+        self._buf: list[str] = []
         sys.stdout = sys.stderr
 
-    def send(self, obj):
+    def send(self, obj: Msg) -> None:
         """A line that needs no answer waits in a buffer; a line that does (`choose`,
         `produce`), and the run's `end`, `hello` and `error`, flush it: one write a turn."""
         self._buf.append(_dumps(obj))
         if obj["type"] not in ("obs", "note"):
             self.flush()
 
-    def line(self, text, answered):
+    def line(self, text: str, answered: bool) -> None:
         """A line already in JSON (`_dumps`'s bytes); `answered`: it needs an answer, flush."""
         self._buf.append(text)
         if answered:
             self.flush()
 
-    def flush(self):
+    def flush(self) -> None:
         self._buf.append("")
         self._out.write("\n".join(self._buf).encode())
         self._buf = []
 
-    def read(self):
-        line = self._in.readline()
+    def read(self) -> Msg:
+        line: bytes = self._in.readline()
         if not line:
             sys.exit(0)
         try:
-            return json.loads(line)
+            msg: Msg = json.loads(line)
         except ValueError:
-            raise Fatal(f"wakesim sent a line that is not JSON: {line[:200]!r}")
+            raise Fatal(f"wakesim sent a line that is not JSON: {line[:200]!r}") from None
+        return msg
 
-    def answer(self):
+    def answer(self) -> tuple[int, Msg | None]:
         """A `value` line: (value, None), or (value, the whole message) when it carries more
         (the next draws' material)."""
-        line = self._in.readline()
+        line: bytes = self._in.readline()
         if line.startswith(_VALUE) and line.endswith(b"}\n"):
             digits = line[24:-2]
             if digits.isdigit():
@@ -143,15 +157,15 @@ class Wire:
         if not line:
             sys.exit(0)
         try:
-            msg = json.loads(line)
+            msg: Msg = json.loads(line)
         except ValueError:
-            raise Fatal(f"wakesim sent a line that is not JSON: {line[:200]!r}")
+            raise Fatal(f"wakesim sent a line that is not JSON: {line[:200]!r}") from None
         if msg.get("type") != "value" or not isinstance(msg.get("value"), int) or \
                 isinstance(msg.get("value"), bool):
             raise Fatal(f"expected a value, got {msg!r}")
         return msg["value"], msg
 
-    def value(self):
+    def value(self) -> int:
         """A `value` line's value (what else it carries is not read here)."""
         return self.answer()[0]
 
@@ -162,7 +176,7 @@ _M64 = (1 << 64) - 1
 AHEAD = int(os.environ.get("WAKESIM_DRIVER_AHEAD", "32"))   # 0: every draw asks (measurement)
 
 
-def below(words, at, n):
+def below(words: list[int], at: int, n: int) -> tuple[int, int] | None:
     """`below` of `src/sim/choice.rs` (Lemire's widening multiply with rejection) on wakesim's
     raw generator words from `words[at]`: (value, the next index), or None when they run out."""
     if at >= len(words):
@@ -190,44 +204,45 @@ class RemoteChooser:
     `choose` or `end` line (`drawn`), where wakesim draws them again, checks each value and logs
     them: the same choices, in the same order, without a round trip each."""
 
-    def __init__(self, wire, start=None):
+    def __init__(self, wire: Wire, start: Msg | None = None) -> None:
         self.wire = wire
-        self._words = None      # the generator's next raw words (random mode)
-        self._recorded = None   # the recording's next values (replay mode)
+        self._words: list[int] | None = None      # the generator's next raw words (random mode)
+        self._recorded: list[int] | None = None   # the recording's next values (replay mode)
         self._ends = False      # ... after which the recording ends (every draw is 0)
         self._at = 0
-        self._drawn = []
+        self._drawn: list[list[Any]] = []
         # A wakesim that sends draws ahead also takes `produce` lines numbered by the driver.
         self.numbers = start is not None and ("words" in start or "recorded" in start)
         if start is not None:
             self._take(start)
 
-    def _take(self, msg):
+    def _take(self, msg: Msg) -> None:
         """The material a `run` or `value` line carries (none: every draw asks)."""
         self._words = msg.get("words")
         self._recorded = msg.get("recorded")
         self._ends = msg.get("ends") is True
         self._at = 0
 
-    def _next_recorded(self):
+    def _next_recorded(self) -> int | None:
         """The next recorded value (0 past the recording's end), or None when the material runs
         out before it."""
         rec = self._recorded
+        assert rec is not None, "called in replay mode only"
         if self._at < len(rec):
             self._at += 1
             return rec[self._at - 1]
         return 0 if self._ends else None
 
-    def take_drawn(self):
+    def take_drawn(self) -> list[list[Any]]:
         """The draws made here since the last line that carried them, then none."""
         drawn, self._drawn = self._drawn, []
         return drawn
 
-    def tail(self):
+    def tail(self) -> str:
         """`,"drawn":[...]` for the next line wakesim draws at, then none."""
         return ',"drawn":' + _dumps(self.take_drawn()) if self._drawn else ""
 
-    def _ask(self, text, out=False):
+    def _ask(self, text: str, out: bool = False) -> int:
         """A `choose` line (its JSON without the closing brace) and wakesim's `value`. The line
         asks for as many draws' material as the last stretch used, twice over (at least 8, at
         most `AHEAD`; all of it when the material ran `out`): a CLI run makes few uniform draws
@@ -244,7 +259,7 @@ class RemoteChooser:
             self._take(msg)
         return v
 
-    def choose(self, bound, label):
+    def choose(self, bound: int, label: str) -> int:
         if bound == 1:
             return 0    # one option draws nothing (as `Choices::choose`)
         if self._words is not None:
@@ -254,11 +269,11 @@ class RemoteChooser:
                 self._drawn.append([label, bound, v])
                 return v
         elif self._recorded is not None:
-            v = self._next_recorded()
-            if v is not None:
-                v = min(v, bound - 1)
-                self._drawn.append([label, bound, v])
-                return v
+            rv = self._next_recorded()
+            if rv is not None:
+                rv = min(rv, bound - 1)
+                self._drawn.append([label, bound, rv])
+                return rv
         # The scheduler's thread choices are same-instant orders. The line is the bytes
         # `_dumps` makes of {"type", "label", "kind", "bound"}, written without the dict.
         head = _CHOOSE.get(label)
@@ -271,7 +286,7 @@ class RemoteChooser:
             raise Fatal(f"value {v} out of range for {label} (bound {bound})")
         return v
 
-    def delay(self, lo, hi, label):
+    def delay(self, lo: int, hi: int, label: str) -> int:
         if lo >= hi:
             return lo
         v = self._ask(_dumps({"type": "choose", "label": label, "kind": "delay", "lo": lo,
@@ -280,7 +295,7 @@ class RemoteChooser:
             raise Fatal(f"delay {v} out of {lo}..={hi} for {label}")
         return v
 
-    def instant(self, lo, hi, label):
+    def instant(self, lo: int, hi: int, label: str) -> int:
         if lo >= hi:
             return lo
         v = self._ask(_dumps({"type": "choose", "label": label, "kind": "instant", "lo": lo,
@@ -289,21 +304,21 @@ class RemoteChooser:
             raise Fatal(f"instant {v} out of {lo}..={hi} for {label}")
         return v
 
-    def chance(self, num, den, label):
+    def chance(self, num: int, den: int, label: str) -> bool:
         if num <= 0:
             return False
         if num >= den:
             return True
-        v = None
+        v: int | None = None
         if self._words is not None:
             got = below(self._words, self._at, den)
             if got is not None:
                 r, self._at = got
                 v = int(r >= den - num)
         elif self._recorded is not None:
-            r = self._next_recorded()
-            if r is not None:
-                v = min(r, 1)
+            rec = self._next_recorded()
+            if rec is not None:
+                v = min(rec, 1)
         if v is not None:
             self._drawn.append([label, num, den, v])
             return v == 1
@@ -311,14 +326,14 @@ class RemoteChooser:
                                  "den": den})[:-1], True) == 1
 
 
-def SCHED_NOW():
+def SCHED_NOW() -> int:
     return sched.SCHED.now_ns // 1_000_000
 
 
 class LocalChooser(sched.SeededChooser):
     """The same interface without wakesim (the driver's tests, benchmarks)."""
 
-    def delay(self, lo, hi, label):
+    def delay(self, lo: int, hi: int, label: str) -> int:
         if lo >= hi:
             return lo
         k = self.choose(3, label + ".class")
@@ -326,7 +341,7 @@ class LocalChooser(sched.SeededChooser):
 
     instant = delay
 
-    def chance(self, num, den, label):
+    def chance(self, num: int, den: int, label: str) -> bool:
         if num <= 0:
             return False
         if num >= den:
@@ -341,7 +356,7 @@ _REFUSED = {"Run": "run", "Tools": "tools", "Command": "command", "PersistFailed
             "Disabled": "disabled"}
 
 
-def _wire_obs(ev, ids):
+def _wire_obs(ev: dict[str, Any], ids: dict[int, int]) -> Msg | None:
     """A Run record's observation as the protocol's `ev` and fields (None: not an observation
     the protocol carries, such as `Produced`, which `produce` records)."""
     (name, body), = ev.items()
@@ -356,7 +371,7 @@ def _wire_obs(ev, ids):
         return {"ev": "pass", "pass": body["pass"], "on": body["on"]}
     if name == "Wake":
         r = body["refused"]
-        refused = None if r is None else {"wake": r["Wake"]} if isinstance(r, dict) else _REFUSED[r]
+        refused: Any = None if r is None else {"wake": r["Wake"]} if isinstance(r, dict) else _REFUSED[r]
         return {"ev": "wake", "pass": body["pass"], "wake": body["wake"],
                 "msgs": [mid(m) for m in body["msgs"]], "refused": refused}
     if name == "Work":
@@ -377,11 +392,11 @@ def _wire_obs(ev, ids):
     return None
 
 
-def _names(ms):
+def _names(ms: list[int]) -> str:
     return " ".join(f"m{m}" for m in ms) or "nothing"
 
 
-def _narrate(ev):
+def _narrate(ev: dict[str, Any]) -> str | None:
     """The timeline's line for an observation the report does not render itself."""
     (name, b), = ev.items()
     if name == "Pass":
@@ -412,7 +427,7 @@ def _narrate(ev):
     return None
 
 
-def server_state():
+def server_state() -> str:
     SM = R.P.G.SessionManager
     sessions = [s for sid in SM._conversation_sessions.get("A", ()) for s in [SM._sessions.get(sid)]
                 if s is not None]
@@ -425,7 +440,7 @@ def server_state():
     return "IDLE"
 
 
-def cli_state():
+def cli_state() -> str:
     run = R.current()
     if run.session_end is not None:
         return "ENDED"
@@ -438,7 +453,7 @@ def cli_state():
 
 # ---- plans (the model host's defaults where the sections say nothing)
 
-SERVER_DEFAULTS = {
+SERVER_DEFAULTS: Msg = {
     "producers": {"events": {"min": 1, "max": 6}, "watches": 2, "start_ms": {"min": 1, "max": 10_000},
                   "spacing_ms": {"min": 0, "max": 5_000}, "completions": {"min": 0, "max": 0},
                   "completion_ms": {"min": 1, "max": 60_000}},
@@ -460,7 +475,7 @@ SERVER_FAULTS = ("watch_tool", "user_steps", "tool_confirmation", "tool_calls", 
 CLI_FAULTS = ("auto_reply", "tool_calls", "prompt_writes", "steer_writes", "control_writes",
               "stale_control", "teardown_reset")
 
-CLI_DEFAULTS = {
+CLI_DEFAULTS: Msg = {
     "producers": {"script": [], "jobs": {"min": 1, "max": 2}, "prompt_records": {"min": 1, "max": 3}},
     "timing": {"model_ms": {"min": 200, "max": 6_000}, "tool_ms": {"min": 10, "max": 2_000},
                "job_ms": {"min": 100, "max": 60_000}, "drain_ms": {"min": 0, "max": 1_000},
@@ -469,8 +484,8 @@ CLI_DEFAULTS = {
 }
 
 
-def _merge(defaults, given):
-    out = json.loads(json.dumps(defaults))
+def _merge(defaults: Msg, given: Msg | None) -> Msg:
+    out: Msg = json.loads(json.dumps(defaults))
     for k, v in (given or {}).items():
         if isinstance(v, dict) and isinstance(out.get(k), dict):
             out[k].update(v)
@@ -483,15 +498,17 @@ def _merge(defaults, given):
 
 
 class Driver:
-    def __init__(self, wire):
-        self.wire = wire
-        self.family = None
-        self.variant = None
-        self.patch = None
-        self.sections = None
-        self.limits = {"active_ms": 3_600_000, "quiesce_ms_max": 0, "steps_max": 200_000}
+    """One driver process: a `hello`, then one `run` per seed."""
 
-    def hello(self, msg):
+    def __init__(self, wire: Wire) -> None:
+        self.wire = wire
+        self.family: str | None = None
+        self.variant = ""
+        self.patch: ModuleType | None = None
+        self.sections: Msg = {}
+        self.limits: Msg = {"active_ms": 3_600_000, "quiesce_ms_max": 0, "steps_max": 200_000}
+
+    def hello(self, msg: Msg) -> None:
         if msg.get("protocol") != PROTOCOL:
             raise Fatal(f"{DRIVER} speaks protocol {PROTOCOL}, not {msg.get('protocol')}")
         family = msg.get("host")
@@ -508,6 +525,8 @@ class Driver:
         if wake.get("patch"):
             import importlib.util
             spec = importlib.util.spec_from_file_location("wakesim_gptme_patch", wake["patch"])
+            if spec is None or spec.loader is None:
+                raise Fatal(f"the wake patch {wake['patch']!r} is not a Python file")
             self.patch = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(self.patch)
         defaults = SERVER_DEFAULTS if family == "gptme-server" else CLI_DEFAULTS
@@ -523,10 +542,12 @@ class Driver:
         self.wire.send({"type": "hello", "protocol": PROTOCOL, "driver": DRIVER, "host": HOST,
                         "ahead": AHEAD})
 
-    def run(self, chooser=None, start=None):
+    def run(self, chooser: LocalChooser | None = None,
+            start: Msg | None = None) -> tuple[R.Run, sched.Outcome]:
         """One run: `start` is wakesim's `run` line (with the first draws' material)."""
-        ch = chooser or RemoteChooser(self.wire, start)
-        setup = None
+        remote_ch = RemoteChooser(self.wire, start) if chooser is None else None
+        ch: Any = chooser if chooser is not None else remote_ch
+        setup: Callable[[R.Run], None] | None
         if self.family == "gptme-server":
             # The model's plan, drawn as the model draws it (conformance).
             plan, kwargs, setup = plan_server.server_plan(ch, self.sections, self.limits)
@@ -534,15 +555,15 @@ class Driver:
             # The model's plan, drawn as the model draws it (conformance).
             plan, kwargs, setup = plan_cli.cli_plan(ch, self.sections, self.limits)
         state = server_state if self.family == "gptme-server" else cli_state
-        ids = {}
-        streams = {}
+        ids: dict[int, int] = {}
+        streams: dict[str, int] = {}
         wire = self.wire
-        remote = chooser is None
-        numbers = remote and ch.numbers
+        remote = remote_ch is not None
+        numbers = remote_ch is not None and remote_ch.numbers
 
         line = wire.line
 
-        def emit(kind, rec):
+        def emit(kind: str, rec: Record) -> None:
             # The bytes `_dumps` makes of {"type", "t", "actor", "state", fields...}, spliced
             # from encoded parts instead of a merged dict.
             t, actor, ev = rec
@@ -562,9 +583,10 @@ class Driver:
 
         run = R.Run(ch, emit=emit, **kwargs)
 
-        origins = {}
+        origins: dict[str, int] = {}
 
-        def produce(stream, conversation, kind="watch", origin=None):
+        def produce(stream: str, conversation: str, kind: str = "watch",
+                    origin: str | None = None) -> int:
             # wakesim numbers the message; the marker is m<id+1>, the local id id+1.
             if callable(run.produce_names):
                 # The CLI model's (plan_cli.py).
@@ -572,6 +594,8 @@ class Driver:
             elif run.produce_names is not None:
                 # The model's stream names, FIFO sources and origins (plan_server.py).
                 stream, src = run.produce_names[kind]
+                if origin is None:
+                    raise Fatal(f"a {kind} message without its origin")
                 org = run.origin_index[origin]
             else:
                 src = streams.setdefault(stream, len(streams))
@@ -596,7 +620,7 @@ class Driver:
             run.next_msg = max(run.next_msg, m + 1)
             return m
 
-        run.produce = produce
+        run.produce = produce  # type: ignore[method-assign]
         if setup is not None:
             setup(run)
         R.reset(run)
@@ -611,7 +635,7 @@ class Driver:
         if out.errors:
             name, e = out.errors[0]
             raise Fatal(f"thread {name} of gptme raised {e!r}")
-        end = {"type": "end", "t": out.now_ms, "cause": out.verdict,
+        end: Msg = {"type": "end", "t": out.now_ms, "cause": out.verdict,
                # The run's steps, as wakesim counts events: its scheduling points.
                "steps": min(out.points, self.limits["steps_max"])}
         if out.verdict == sched.Verdict.DEADLOCK:
@@ -621,8 +645,8 @@ class Driver:
             wire.send({"type": "note", "t": out.now_ms, "actor": "check", "state": state(),
                        "text": f"deadlock: {out.detail}"})
             end.update(threads=out.stuck, state=state())
-        if remote and ch._drawn:
-            end["drawn"] = ch.take_drawn()
+        if remote_ch is not None and remote_ch._drawn:
+            end["drawn"] = remote_ch.take_drawn()
         wire.send(end)
         if CPU_LOG:
             # The driver's own CPU time so far (as hosts/lib/wire.mjs logs pi's): the lane's
@@ -634,7 +658,7 @@ class Driver:
             self.patch.undo(R.P.G)
         return run, out
 
-    def serve(self):
+    def serve(self) -> NoReturn:
         try:
             while True:
                 msg = self.wire.read()
@@ -652,5 +676,6 @@ class Driver:
             sys.exit(1)
 
 
-def main():
+def main() -> None:
+    """The driver's entry point (`gptme_driver.py`)."""
     Driver(Wire()).serve()

@@ -49,13 +49,13 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from . import real_gptme_patch as P
 from . import sched
 from .real_gptme_patch import MODEL, carries, current, load, ready
 from .real_gptme_run import Run, at, confirm_tools, spawn
 from .sched import SCHED
-from . import real_gptme_patch as P
 
-__all__ = ["MODEL", "Run", "arm_watch", "at", "carries", "cli_session", "command",
+__all__ = ["MODEL", "P", "Run", "arm_watch", "at", "carries", "cli_session", "command",
            "confirm_tools", "current", "fire", "load", "producer", "queue_prompt", "ready",
            "reset", "run_plan", "session", "spawn", "subagent_done", "user_step",
            "write_control"]

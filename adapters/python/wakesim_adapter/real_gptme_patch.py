@@ -79,22 +79,25 @@ def load() -> Any:
 
     import gptme.config as config
     import gptme.hooks as hooks
-    import gptme.hooks.registry as hooks_registry
-    import gptme.llm.models as models
+
+    # Kept in `g` through `locals()` below (no other use here): the namespace reset and the
+    # patches reach them there.
+    import gptme.hooks.registry as hooks_registry  # noqa: F401
+    import gptme.llm.models as models  # noqa: F401
     import gptme.logmanager as logmanager
     import gptme.model_attestation as attestation
     import gptme.prompt_queue as prompt_queue
     import gptme.server.session_models as session_models
     import gptme.server.session_step as session_step
-    import gptme.tools as tools_pkg
+    import gptme.tools as tools_pkg  # noqa: F401
     import gptme.tools.base as tools_base
     import gptme.tools.shell as shell
     import gptme.tools.shell_background as shell_background
     import gptme.tools.subagent as subagent
     import gptme.tools.subagent.hooks as subagent_hooks
-    import gptme.tools.subagent.types as subagent_types
+    import gptme.tools.subagent.types as subagent_types  # noqa: F401
     import gptme.tools.watch as watch
-    import gptme.util.cost_tracker as cost_tracker
+    import gptme.util.cost_tracker as cost_tracker  # noqa: F401
 
     g: Any = _Namespace()
     for name, value in list(locals().items()):
@@ -463,7 +466,7 @@ def name_of(path: Any) -> str:
 
 def _set_factory(cls: Any, field: str, factory: Callable[[], object]) -> None:
     code = cls.__init__.__code__
-    for name, cell in zip(code.co_freevars, cls.__init__.__closure__):
+    for name, cell in zip(code.co_freevars, cls.__init__.__closure__, strict=True):
         if name == "_dflt_" + field:
             cell.cell_contents = factory
             return

@@ -61,8 +61,9 @@ _REAL: dict[str, Any] = {
     "current_thread": _threading.current_thread, "currentThread": _threading.currentThread,
     "local": _threading.local,
 }
-_REAL_TIME: dict[str, Callable[..., Any]] = {n: getattr(_time, n) for n in ("time", "time_ns", "monotonic", "monotonic_ns",
-                                             "perf_counter", "perf_counter_ns", "sleep")}
+_REAL_TIME: dict[str, Callable[..., Any]] = {
+    n: getattr(_time, n) for n in ("time", "time_ns", "monotonic", "monotonic_ns", "perf_counter",
+                                   "perf_counter_ns", "sleep")}
 _get_ident = _thread.get_ident
 _allocate = _thread.allocate_lock
 
@@ -311,7 +312,7 @@ class Scheduler:
                 contextvars.Context().run(task.fn)
         except (Abandoned, _Ended):
             pass
-        except BaseException as e:  # noqa: BLE001: reported, never lost
+        except BaseException as e:  # noqa: BLE001 (reported, never lost)
             failed = e
         self.by_ident.pop(task.ident, None)
         if task.abandoned:

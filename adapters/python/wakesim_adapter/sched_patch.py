@@ -62,7 +62,7 @@ class SimDatetime(_datetime.datetime):
 
     @classmethod
     def utcnow(cls) -> SimDatetime:
-        return cls.fromtimestamp(_vtime(), _datetime.timezone.utc).replace(tzinfo=None)
+        return cls.fromtimestamp(_vtime(), _datetime.UTC).replace(tzinfo=None)
 
     @classmethod
     def today(cls) -> SimDatetime:
@@ -148,7 +148,7 @@ def patch_dataclass_factories(cls: type) -> int:
     if code is None or not init.__closure__:
         return 0
     n = 0
-    for name, cell in zip(code.co_freevars, init.__closure__):
+    for name, cell in zip(code.co_freevars, init.__closure__, strict=True):
         if not name.startswith("_dflt_"):
             continue
         try:

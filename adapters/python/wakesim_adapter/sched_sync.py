@@ -14,6 +14,7 @@ from types import FrameType, TracebackType
 from typing import Any
 
 from .sched import (
+    _REAL,
     BLOCKED,
     DONE,
     NS,
@@ -22,7 +23,6 @@ from .sched import (
     SchedulerError,
     Waitlist,
     _get_ident,
-    _REAL,
     _Task,
     ns_of,
 )
