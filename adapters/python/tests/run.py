@@ -15,7 +15,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)  # adapters/python
-SUITES = ["tests.test_sched", "tests.test_real_gptme", "tests.test_driver"]
+SUITES = ["tests.test_protocol", "tests.test_pi", "tests.test_gptme", "tests.test_sched",
+          "tests.test_real_gptme", "tests.test_driver"]
 
 INNER = r"""
 import sys, unittest

@@ -57,7 +57,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeAlias
 
 from .pi import carries
-from .protocol import Clock, Fatal, Link, ModuleLoader, Msg, drive
+from .protocol import Clock, Fatal, Link, Loader, Msg, drive
 
 LOGS = pathlib.PurePosixPath("/wakesim/logs")
 # A wait without a timeout still ends, at the longest a scenario runs.
@@ -237,7 +237,7 @@ class ServerFacade:
     def send(self, obj: Msg) -> None:
         self._conn.call(obj)
 
-    def reset(self, loader: ModuleLoader) -> Msg:
+    def reset(self, loader: Loader) -> Msg:
         self._binding.bind(self)
         self._module = module = loader.load()
         events = [name for name in ("deliver", "retry_deferred_watch_wakes")
@@ -508,7 +508,7 @@ class CliFacade:
         self.lock_count = 0
         self.released = False
 
-    def reset(self, loader: ModuleLoader) -> Msg:
+    def reset(self, loader: Loader) -> Msg:
         self._abandon()
         self._binding.bind(self)
         self.hooks = {}

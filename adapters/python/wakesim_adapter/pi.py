@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from .protocol import Clock, Link, ModuleLoader, Msg, drive
+from .protocol import Clock, Link, Loader, Msg, drive
 
 MARKER = re.compile(r"\[wakesim m(\d+)\]")
 DELIVER_AS = ("steer", "followUp", "nextTurn")
@@ -146,7 +146,7 @@ class PiFacade:
         self._send: Callable[..., Any] | None = None
         self._ctxs: dict[int, Ctx] = {}
 
-    def reset(self, loader: ModuleLoader) -> Msg:
+    def reset(self, loader: Loader) -> Msg:
         factory = loader.load_factory()
         self._pi = Pi(self._conn, self._clock)
         self._ctxs = {}

@@ -394,10 +394,18 @@ class ModuleLoader:
         return module
 
 
+class Loader(Protocol):
+    """What a facade loads the user's module with at each reset (`ModuleLoader`)."""
+
+    def load(self) -> ModuleType: ...
+
+    def load_factory(self) -> Callable[..., Any]: ...
+
+
 class Facade(Protocol):
     """A host family's face of the adapter (`pi.PiFacade`, `gptme.ServerFacade`, ...)."""
 
-    def reset(self, loader: ModuleLoader) -> Msg: ...
+    def reset(self, loader: Loader) -> Msg: ...
 
     def dispatch(self, ev: Msg) -> Msg | None: ...
 
