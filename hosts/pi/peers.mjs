@@ -26,6 +26,9 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
+/** Load and install the fake peer `name` (hosts/pi/peers/NAME.mjs) against the driver's `host`.
+ * @param {string} name @param {object} host
+ * @returns {Promise<{install: Function, reset: Function, begin: Function, [k: string]: any}>} */
 export async function load(name, host) {
   if (!/^[A-Za-z0-9-]+$/.test(name)) throw new Error(`no fake peer ${name}`);
   const mod = await import(pathToFileURL(path.join(here, "peers", `${name}.mjs`)).href);

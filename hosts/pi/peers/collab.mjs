@@ -25,7 +25,7 @@ const watchers = new Map(); // watched path → listener
 
 export function install() {
   const realWatch = fs.watch;
-  fs.watch = (p, ...rest) => {
+  /** @type {any} */ (fs).watch = (/** @type {any} */ p, /** @type {any[]} */ ...rest) => {
     const target = path.resolve(String(p));
     if (!base || !target.startsWith(base + path.sep)) return realWatch(p, ...rest);
     const listener = rest.find((r) => typeof r === "function");

@@ -71,7 +71,7 @@ export function install() {
     const child = live.get(Math.abs(Number(pid)));
     if (Math.abs(Number(pid)) < PID_BASE) return realKill(pid, signal);
     if (!child) {
-      const e = new Error("kill ESRCH");
+      const e = /** @type {NodeJS.ErrnoException} */ (new Error("kill ESRCH"));
       e.code = "ESRCH";
       throw e;
     }
@@ -81,7 +81,7 @@ export function install() {
   // The manager names processes `proc_<4 hex>` from crypto.randomBytes: drawn from the run's
   // seeded Math.random instead, so names and ordering are the same in every run of a seed.
   const realRandomBytes = crypto.randomBytes;
-  crypto.randomBytes = (n, cb) => {
+  /** @type {any} */ (crypto).randomBytes = (/** @type {number} */ n, /** @type {any} */ cb) => {
     if (cb) return realRandomBytes(n, cb);
     const b = Buffer.alloc(n);
     for (let i = 0; i < n; i++) b[i] = Math.floor(Math.random() * 256);
@@ -100,6 +100,7 @@ export function begin(run) {
     const child = new FakeChild(PID_BASE + k + 1);
     live.set(child.pid, child);
     const tag = `j${k + 1}`;
+    /** @type {any} the reply the handler gives (set in its callback) */
     let adopted = null;
     run.pi.events.emit("processes:command:adopt", {
       name: `job ${k + 1} [wakesim ${tag}]`,

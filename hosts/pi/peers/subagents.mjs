@@ -103,7 +103,7 @@ function writeJson(file, data) {
 
 export function install() {
   const realSpawn = childProcess.spawn;
-  childProcess.spawn = (command, args, options) => {
+  /** @type {any} */ (childProcess).spawn = (/** @type {any} */ command, /** @type {any} */ args, /** @type {any} */ options) => {
     const list = Array.isArray(args) ? args : [];
     if (!list.some((a) => typeof a === "string" && /[\\/]subagent-runner\.ts$/.test(a))) return realSpawn(command, args, options);
     const runner = new FakeRunner(PID_BASE + ++nextPid, list[list.length - 1]);
@@ -117,7 +117,7 @@ export function install() {
     if (n < PID_BASE) return realKill(pid, signal);
     const child = live.get(n);
     if (!child) {
-      const e = new Error("kill ESRCH");
+      const e = /** @type {NodeJS.ErrnoException} */ (new Error("kill ESRCH"));
       e.code = "ESRCH";
       throw e;
     }
@@ -125,10 +125,11 @@ export function install() {
     return true;
   };
   const realWatch = fs.watch;
-  fs.watch = (p, ...rest) => {
-    if (!ownedPath(p)) return realWatch(p, ...rest);
+  /** @type {any} */ (fs).watch = (/** @type {any} */ p, /** @type {any[]} */ ...rest) => {
+    if (!ownedPath(p)) return realWatch(p, .../** @type {[any]} */ (rest));
     const target = canonical(p);
     const listener = rest.find((r) => typeof r === "function");
+    /** @type {any} */
     const w = new EventEmitter();
     w.close = () => {
       if (watchers.get(target) === listener) watchers.delete(target);
