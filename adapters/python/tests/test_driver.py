@@ -230,7 +230,7 @@ class Driver(unittest.TestCase):
             w.close()
 
     def test_the_uniform_reduction_rejects_as_wakesim_does(self) -> None:
-        from wakesim_adapter.real_driver import below
+        from wakesim_adapter.real_wire import below
         # Word 0 times 3 leaves a low half of 0, under 2^64 mod 3 = 1: rejected, the next
         # word is read (as `below` in src/sim/choice.rs).
         self.assertEqual(below([0, 1 << 63], 0, 3), (1, 2))
