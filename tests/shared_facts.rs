@@ -8,7 +8,7 @@
 //! adapter's tables. The virtual epoch (2026-01-01T00:00:00Z) has no Rust counterpart: its four
 //! copies (Node adapter, Python adapter, Python scheduler, the drivers' virtual clock) are checked
 //! equal to it. The line framing is not a copy at all: the test checks that the Node adapter and the
-//! drivers' wire both use `hosts/lib/lines.mjs` and read stdin nowhere else.
+//! drivers' wire both use `adapters/node/lib/lines.mjs` and read stdin nowhere else.
 //!
 //! Each side's value is read from its file by a small pattern written out below; a file that no
 //! longer matches the pattern fails with its name, so the check cannot pass by finding nothing.
@@ -234,12 +234,12 @@ fn the_node_adapter_and_the_drivers_frame_lines_in_one_module() {
         let text = read(path);
         assert!(
             text.contains("/lines.mjs\"") && text.contains("LineReader"),
-            "{path}: does not read its lines with hosts/lib/lines.mjs"
+            "{path}: does not read its lines with adapters/node/lib/lines.mjs"
         );
         for own in ["fs.readSync(", "new StringDecoder(", "fs.writeSync(1"] {
             assert!(
                 !text.contains(own),
-                "{path}: frames lines itself ({own}); use hosts/lib/lines.mjs"
+                "{path}: frames lines itself ({own}); use adapters/node/lib/lines.mjs"
             );
         }
     }

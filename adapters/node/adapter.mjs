@@ -23,7 +23,7 @@ import fs from "node:fs";
 import path from "node:path";
 import vm from "node:vm";
 import { createRequire } from "node:module";
-import { LineReader, sleepMs, writeAll } from "../../hosts/lib/lines.mjs";
+import { LineReader, sleepMs, writeAll } from "./lib/lines.mjs";
 
 const PROTOCOL = 1;
 const NAME = "wakesim-node/0.1.0";
@@ -39,7 +39,7 @@ function fatal(message, kind) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Blocking line IO on fds 0 and 1 (hosts/lib/lines.mjs).
+// Blocking line IO on fds 0 and 1 (lib/lines.mjs).
 
 // Lines are gathered and written when the loop is about to block on stdin (or exit): events sent
 // ahead arrive several in one read, and their answers leave in one write.

@@ -3,7 +3,7 @@
 // so a draw happens at exactly the point of the host's code that asks for it.
 
 import fs from "node:fs";
-import { LineReader, writeAll } from "./lines.mjs";
+import { LineReader, writeAll } from "../../adapters/node/lib/lines.mjs";
 
 /** A message of the protocol, decoded. @typedef {Record<string, any>} Msg */
 

@@ -1,4 +1,4 @@
-// hosts/lib/lines.mjs, the one line framing of the Node adapter and the drivers: lines split at
+// adapters/node/lib/lines.mjs, the one line framing of the Node adapter and the drivers: lines split at
 // "\n" only, a UTF-8 character cut by a read boundary decoded whole, an unterminated last line
 // dropped, the before-block hook called each time the reader needs more input, and writeAll
 // writing every byte. Files stand in for the pipes (a read at end of file is the pipe's EOF).
@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { LineReader, writeAll } from "../../hosts/lib/lines.mjs";
+import { LineReader, writeAll } from "../../adapters/node/lib/lines.mjs";
 
 function tempFile(content) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "wakesim-lines-"));

@@ -2,6 +2,8 @@
 // JavaScript, shared by the Node adapter (adapters/node/adapter.mjs, docs/protocol.md) and the
 // real hosts' drivers (hosts/lib/wire.mjs, docs/remote-host.md). A line is UTF-8 text up to a
 // "\n" (which is not part of it); a multi-byte character split across two reads is decoded whole.
+// It lives beside the adapter because the adapter's directory is self-contained (it runs from a
+// copy of adapters/node, as a fresh clone's is tested); the drivers import it from here.
 //
 // Reads and writes block the thread on purpose: the loops that use them never yield to Node's
 // event loop, so nothing but wakesim moves the code under test forward. A descriptor Node made
