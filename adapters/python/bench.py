@@ -47,6 +47,9 @@ def main() -> int:
         def send(self, obj: Any) -> None:
             pass
 
+        def line(self, text: str, answered: bool) -> None:
+            pass
+
     for family, variant in (("gptme-server", "w2"), ("gptme-cli", "b1")):
         d = D.Driver(Quiet())  # type: ignore[arg-type]  # a Wire that writes nothing
         d.family = family
