@@ -9,8 +9,13 @@ import os from "node:os";
 import path from "node:path";
 import { LineReader, writeAll } from "../../adapters/node/lib/lines.mjs";
 
+// Removed when the test process ends.
+const dirs = [];
+process.on("exit", () => dirs.forEach((d) => fs.rmSync(d, { recursive: true, force: true })));
+
 function tempFile(content) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "wakesim-lines-"));
+  dirs.push(dir);
   const file = path.join(dir, "data");
   fs.writeFileSync(file, content);
   return file;

@@ -12,6 +12,7 @@ import path from "node:path";
 import * as peers from "../../hosts/pi/peers.mjs";
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "wakesim-subagents-"));
+process.on("exit", () => fs.rmSync(root, { recursive: true, force: true }));
 process.env.PI_SUBAGENTS_TEMP_ROOT = root;
 const subagents = await peers.load("subagents", {});
 subagents.reset();

@@ -19,6 +19,7 @@ test("the loader refuses what is not a peer", async () => {
 
 test("collab: a message file in the one watched inbox, then its watch event", async () => {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), "wakesim-collab-"));
+  process.on("exit", () => fs.rmSync(home, { recursive: true, force: true }));
   process.env.COLLABORATING_AGENTS_DIR = path.join(home, "collab");
   const collab = await peers.load("collab", {});
   collab.reset();
