@@ -23,7 +23,7 @@ import fs from "node:fs";
 import path from "node:path";
 import vm from "node:vm";
 import { createRequire } from "node:module";
-import { StringDecoder } from "node:string_decoder";
+import { LineReader, sleepMs, writeAll } from "./lib/lines.mjs";
 
 const PROTOCOL = 1;
 const NAME = "wakesim-node/0.1.0";
@@ -31,6 +31,7 @@ const here = path.dirname(new URL(import.meta.url).pathname);
 const requireHere = createRequire(import.meta.url);
 
 // `kind` "load": the module under test did not load (bad input: wakesim exits 2, saves nothing).
+/** @param {string} message @param {string} [kind] @returns {never} */
 function fatal(message, kind) {
   write(JSON.stringify(kind ? { type: "error", message, kind } : { type: "error", message }) + "\n");
   flush();
@@ -38,46 +39,13 @@ function fatal(message, kind) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Blocking line IO on fds 0 and 1.
-
-const chunk = Buffer.alloc(1 << 16);
-const decoder = new StringDecoder("utf8");
-let pending = "";
-
-function sleepMs(ms) {
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
-}
-
-function readLine() {
-  for (;;) {
-    const i = pending.indexOf("\n");
-    if (i >= 0) {
-      const line = pending.slice(0, i);
-      pending = pending.slice(i + 1);
-      return line;
-    }
-    // About to block: what is written so far goes out first.
-    flush();
-    let n;
-    try {
-      n = fs.readSync(0, chunk, 0, chunk.length, null);
-    } catch (e) {
-      if (e.code === "EAGAIN") {
-        sleepMs(1);
-        continue;
-      }
-      if (e.code === "EOF") return null;
-      throw e;
-    }
-    if (n === 0) return null;
-    pending += decoder.write(chunk.subarray(0, n));
-  }
-}
+// Blocking line IO on fds 0 and 1 (lib/lines.mjs).
 
 // Lines are gathered and written when the loop is about to block on stdin (or exit): events sent
 // ahead arrive several in one read, and their answers leave in one write.
 let outText = "";
 
+/** @param {string} text */
 function write(text) {
   outText += text;
 }
@@ -86,33 +54,28 @@ function flush() {
   if (outText === "") return;
   const text = outText;
   outText = "";
-  writeNow(text);
+  writeAll(1, text);
 }
 
-function writeNow(text) {
-  const n = fs.writeSync(1, text);
-  if (n === Buffer.byteLength(text)) return;
-  let buf = Buffer.from(text, "utf8").subarray(n);
-  while (buf.length) {
-    try {
-      const n = fs.writeSync(1, buf);
-      buf = buf.subarray(n);
-    } catch (e) {
-      if (e.code !== "EAGAIN") throw e;
-      sleepMs(1);
-    }
-  }
+// About to block on stdin: what is written so far goes out first.
+const reader = new LineReader(0, flush);
+
+/** @returns {string | null} */
+function readLine() {
+  return reader.read();
 }
 
 // ---------------------------------------------------------------------------------------------
 // Arguments.
 
 const argv = process.argv.slice(2);
+/** @type {string | null} */
 let entryArg = null;
+/** @type {string | null} */
 let exportName = null;
 let waitAll = false;
 for (let i = 0; i < argv.length; i++) {
-  if (argv[i] === "--export") exportName = argv[++i];
+  if (argv[i] === "--export") exportName = argv[++i] ?? fatal("--export needs a NAME");
   else if (argv[i] === "--wait") waitAll = true;
   else if (entryArg === null) entryArg = argv[i];
   else fatal(`unexpected argument ${JSON.stringify(argv[i])}; usage: adapter.mjs MODULE [--export NAME] [--wait]`);
@@ -142,6 +105,16 @@ function loadable() {
   }
 }
 
+/** @param {unknown} e @returns {string | undefined} */
+function errorCode(e) {
+  return e instanceof Error && "code" in e && typeof e.code === "string" ? e.code : undefined;
+}
+
+/** @param {unknown} e @returns {string} */
+function messageOf(e) {
+  return e instanceof Error ? e.message : String(e);
+}
+
 function lockHolderGone() {
   let pid = NaN;
   try {
@@ -158,7 +131,7 @@ function lockHolderGone() {
     process.kill(pid, 0);
     return false;
   } catch (e) {
-    return e.code === "ESRCH";
+    return errorCode(e) === "ESRCH";
   }
 }
 
@@ -169,8 +142,8 @@ function installPinned() {
       fs.mkdirSync(INSTALL_LOCK);
       break;
     } catch (e) {
-      if (e.code !== "EEXIST") {
-        throw new Error(`cannot take the install lock ${INSTALL_LOCK}: ${e.message}`);
+      if (errorCode(e) !== "EEXIST") {
+        throw new Error(`cannot take the install lock ${INSTALL_LOCK}: ${messageOf(e)}`);
       }
       if (lockHolderGone()) {
         fs.rmSync(INSTALL_LOCK, { recursive: true, force: true });
@@ -200,7 +173,10 @@ function installPinned() {
   }
 }
 
+/** @type {{transform(code: string, options: object): {code: string}} | null} */
 let sucrase = null;
+/** The module's source as the realm runs it (CommonJS, no types).
+ * @param {string} code @param {string} filename @returns {string} */
 function transform(code, filename) {
   const ext = path.extname(filename);
   const ts = [".ts", ".mts", ".cts"].includes(ext);
@@ -211,11 +187,12 @@ function transform(code, filename) {
       sucrase = requireHere("sucrase");
     } catch (e) {
       throw new Error(
-        `cannot load sucrase to transpile ${path.relative(cwd, filename)} (${e.message}): run \`npm ci --prefix adapters/node\` once`
+        `cannot load sucrase to transpile ${path.relative(cwd, filename)} (${messageOf(e)}): run \`npm ci --prefix adapters/node\` once`
       );
     }
   }
   const transforms = ts ? ["typescript", "imports"] : ["imports"];
+  if (sucrase === null) throw new Error("unreachable: sucrase loaded above");
   return sucrase.transform(code, { transforms, filePath: filename, production: true }).code;
 }
 
@@ -225,8 +202,11 @@ const BUILTINS = new Set(["path", "util", "events", "assert"]);
 // Resolutions are kept for the process: a module's files are read and compiled once (see
 // `compile`), so the same specifier from the same directory names the same file in every run,
 // and a reset need not stat the file system again.
+/** @typedef {{filename: string, dirname: string} | {builtin: string}} Resolved */
+/** @type {Map<string, Resolved>} */
 const resolved = new Map();
 
+/** @param {string} spec @param {string} fromDir @returns {Resolved} */
 function resolve(spec, fromDir) {
   const key = fromDir + "\0" + spec;
   let r = resolved.get(key);
@@ -237,6 +217,7 @@ function resolve(spec, fromDir) {
   return r;
 }
 
+/** @param {string} spec @param {string} fromDir @returns {Resolved} */
 function resolveUncached(spec, fromDir) {
   const bare = spec.startsWith("node:") ? spec.slice(5) : spec;
   if (BUILTINS.has(bare)) return { builtin: bare };
@@ -268,7 +249,9 @@ function resolveUncached(spec, fromDir) {
 // `process._tickCallback` (which runs the microtask checkpoint, to empty) costs 0.2 us. That
 // drain works only outside a microtask, so the loop starts from a macrotask (`setImmediate`),
 // not from the module's evaluation. A Node without `_tickCallback` gets the context's own queue.
-const drainMicrotasks = typeof process._tickCallback === "function" ? process._tickCallback : null;
+/** Node's own, undocumented: what it runs between two macrotasks. @type {{_tickCallback?: () => void}} */
+const nodeProcess = /** @type {any} */ (process);
+const drainMicrotasks = typeof nodeProcess._tickCallback === "function" ? nodeProcess._tickCallback : null;
 const context = vm.createContext(
   vm.constants?.DONT_CONTEXTIFY ?? {},
   drainMicrotasks ? { name: "wakesim" } : { name: "wakesim", microtaskMode: "afterEvaluate" }
@@ -276,8 +259,10 @@ const context = vm.createContext(
 // A promise the module rejects and never handles is ignored, as it is with the context's own
 // queue (whose rejections Node never reports while this loop runs): never a crash of the adapter.
 process.on("unhandledRejection", () => {});
+/** @type {Map<string, Function>} */
 const compiled = new Map();
 
+/** @param {string} filename @returns {Function} */
 function compile(filename) {
   let fn = compiled.get(filename);
   if (!fn) {
@@ -293,18 +278,20 @@ function compile(filename) {
 
 const host = {
   write,
+  /** @param {string} text */
   query(text) {
     write(text);
     const line = readLine();
     if (line === null) process.exit(0);
     return line;
   },
+  /** @param {string} text */
   log(text) {
     fs.writeSync(2, text);
   },
   resolve,
   compile,
-  builtin: (name) => requireHere(name),
+  builtin: (/** @type {string} */ name) => requireHere(name),
 };
 
 const prelude = fs.readFileSync(path.join(here, "lib", "realm.js"), "utf8");
@@ -329,6 +316,7 @@ function resetModule() {
   return ready;
 }
 
+/** @param {string} line @returns {string} */
 function handle(line) {
   if (!drainMicrotasks) {
     context.__wakesim_line = line;
@@ -364,7 +352,8 @@ function serve() {
       try {
         ready = resetModule();
       } catch (e) {
-        const msg = e && e.stack ? String(e.stack).split("\n").filter((l) => !/node:|wakesim-|adapter\.mjs|Immediate\./.test(l)).slice(0, 6).join("\n") : String(e);
+        const stack = e instanceof Error || (e && typeof e === "object" && "stack" in e) ? /** @type {{stack?: unknown}} */ (e).stack : undefined;
+        const msg = stack ? String(stack).split("\n").filter((l) => !/node:|wakesim-|adapter\.mjs|Immediate\./.test(l)).slice(0, 6).join("\n") : String(e);
         fatal(`the module failed to load: ${msg}`, "load");
       }
       write(ready);
@@ -375,6 +364,7 @@ function serve() {
       context.__wakesim_options = hello.options || {};
       greeted = true;
       // `speculate`: events marked `spec` are answered without blocking (lib/realm.js).
+      /** @type {Record<string, unknown>} */
       const ours = { type: "hello", protocol: PROTOCOL, adapter: NAME };
       if (!waitAll) ours.speculate = true;
       write(JSON.stringify(ours) + "\n");

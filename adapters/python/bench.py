@@ -11,23 +11,30 @@ in a recorded run (`WAKESIM_DRIVER_TRANSCRIPT=T`, see `real_driver.py`) into the
 process: its CPU time a seed without wakesim and the pipes, and with `T.out` whether it writes
 the same bytes as in the recording (exit 1 if not).
 """
+from __future__ import annotations
+
 import os
 import sys
+from types import ModuleType
+from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 
-def main():
+def main() -> int:
     from wakesim_adapter import venv
     if os.path.realpath(sys.prefix) != os.path.realpath(venv.VENV) or \
             os.environ.get("PYTHONHASHSEED") != "0":
         python = venv.ensure()
         os.execve(python, [python, os.path.abspath(__file__), *sys.argv[1:]],
                   {**os.environ, "PYTHONHASHSEED": "0"})
-    from wakesim_adapter import real_driver as D, real_gptme as R, sched
     import threading
     import time
+
+    from wakesim_adapter import real_driver as D
+    from wakesim_adapter import real_gptme as R
+    from wakesim_adapter import sched
     pc = sched._REAL_TIME["perf_counter"]
     if sys.argv[1:2] == ["--replay"]:
         return replay(D, *sys.argv[2:4])
@@ -37,11 +44,14 @@ def main():
     print(f"import and patch gptme: {pc() - t0:.2f} s (once per process)")
 
     class Quiet:
-        def send(self, obj):
+        def send(self, obj: Any) -> None:
+            pass
+
+        def line(self, text: str, answered: bool) -> None:
             pass
 
     for family, variant in (("gptme-server", "w2"), ("gptme-cli", "b1")):
-        d = D.Driver(Quiet())
+        d = D.Driver(Quiet())  # type: ignore[arg-type]  # a Wire that writes nothing
         d.family = family
         d.variant = variant
         d.sections = D._merge(D.SERVER_DEFAULTS if family == "gptme-server" else D.CLI_DEFAULTS, {})
@@ -59,11 +69,11 @@ def main():
               f"{points / n:.0f} scheduling points/seed, {dt / points * 1e6:.1f} us/point")
 
     class Alternate:
-        def choose(self, bound, label):
+        def choose(self, bound: int, label: str) -> int:
             return 1   # candidate 0 is the running thread: always the other one
 
-    def ping_pong():
-        def w():
+    def ping_pong() -> None:
+        def w() -> None:
             for _ in range(5000):
                 time.sleep(0)
         ts = [threading.Thread(target=w) for _ in range(2)]
@@ -76,14 +86,14 @@ def main():
     out = sched.SCHED.run(ping_pong, Alternate())
     print(f"a switch between two threads: {(pc() - t0) / out.points * 1e6:.1f} us")
 
-    def alone():
+    def alone() -> None:
         for _ in range(20000):
             time.sleep(0)
     t0 = pc()
     out = sched.SCHED.run(alone, sched.FirstChooser())
     print(f"a scheduling point without a switch: {(pc() - t0) / out.points * 1e6:.2f} us")
 
-    def spawner():
+    def spawner() -> None:
         for _ in range(2000):
             t = threading.Thread(target=lambda: None)
             t.start()
@@ -91,9 +101,10 @@ def main():
     t0 = pc()
     sched.SCHED.run(spawner, sched.FirstChooser())
     print(f"a thread start and join: {(pc() - t0) / 2000 * 1e6:.1f} us")
+    return 0
 
 
-def replay(D, lines_in, lines_out=None):
+def replay(D: ModuleType, lines_in: str, lines_out: str | None = None) -> int:
     """`bench.py --replay T.in [T.out]`: the driver's own CPU time a seed on the lines wakesim
     sent it in a recorded run (`WAKESIM_DRIVER_TRANSCRIPT=T wakesim run ... --threads 1` writes
     T.PID.in and T.PID.out), without wakesim and the pipes; with T.out, whether the driver
@@ -102,10 +113,10 @@ def replay(D, lines_in, lines_out=None):
     import io
 
     class Out:
-        def __init__(self):
+        def __init__(self) -> None:
             self.sha = hashlib.sha256()
 
-        def write(self, data):
+        def write(self, data: bytes) -> None:
             self.sha.update(data)
 
     with open(lines_in, "rb") as f:

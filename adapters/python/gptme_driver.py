@@ -12,7 +12,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 
-def main():
+def main() -> None:
     from wakesim_adapter import venv
     python = venv.python_path()
     here_python = os.path.realpath(sys.executable) == os.path.realpath(python) or \

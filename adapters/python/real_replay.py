@@ -14,14 +14,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 
-def main(argv):
+def main(argv: list[str]) -> int:
     from wakesim_adapter import venv
     if os.path.realpath(sys.prefix) != os.path.realpath(venv.VENV) or \
             os.environ.get("PYTHONHASHSEED") != "0":
         python = venv.ensure()
         os.execve(python, [python, os.path.abspath(__file__), *argv],
                   {**os.environ, "PYTHONHASHSEED": "0"})
-    from wakesim_adapter import real_gptme as R, real_scenarios as S, real_variants
+    from wakesim_adapter import real_gptme as R
+    from wakesim_adapter import real_scenarios as S
+    from wakesim_adapter import real_variants
     name, seed, variant = None, 0, None
     it = iter(argv)
     for a in it:

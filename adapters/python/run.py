@@ -17,12 +17,16 @@ from wakesim_adapter.pi import PiFacade  # noqa: E402
 from wakesim_adapter.protocol import serve  # noqa: E402
 
 
-def main(argv):
-    module, export = None, "wake"
+def main(argv: list[str]) -> None:
+    module: str | None = None
+    export = "wake"
     it = iter(argv)
     for a in it:
         if a == "--export":
-            export = next(it, None)
+            given = next(it, None)
+            if given is None:
+                sys.exit("--export needs a NAME; usage: run.py MODULE.py [--export NAME]")
+            export = given
         elif module is None:
             module = a
         else:

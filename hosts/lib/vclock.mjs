@@ -115,9 +115,10 @@ const vClear = (realClear) => (h) => {
 };
 
 class VDate extends real.Date {
+  /** @param {any[]} args */
   constructor(...args) {
     if (args.length === 0) super(EPOCH_MS + now);
-    else super(...args);
+    else super(.../** @type {[any]} */ (args));
   }
   static now() {
     return EPOCH_MS + now;
@@ -128,7 +129,7 @@ const VDateCallable = new Proxy(VDate, { apply: () => new real.Date(EPOCH_MS + n
 
 // Promise timers (`node:timers/promises`), on the virtual clock while a run is on.
 function abortError(signal) {
-  const e = new Error("The operation was aborted", { cause: signal?.reason });
+  const e = /** @type {NodeJS.ErrnoException} */ (new Error("The operation was aborted", { cause: signal?.reason }));
   e.name = "AbortError";
   e.code = "ABORT_ERR";
   return e;
@@ -280,10 +281,10 @@ export function install() {
   timersPromises.setTimeout = vSleep;
   timersPromises.setImmediate = vImmediateP;
   AbortSignal.timeout = vAbortTimeout;
-  globalThis.Date = VDateCallable;
+  globalThis.Date = /** @type {DateConstructor} */ (/** @type {unknown} */ (VDateCallable));
   performance.now = () => now;
   Object.defineProperty(performance, "timeOrigin", { value: EPOCH_MS, configurable: true, enumerable: true });
-  process.hrtime = vHrtime;
+  process.hrtime = /** @type {NodeJS.HRTime} */ (/** @type {unknown} */ (vHrtime));
   process.uptime = () => now / 1000;
   // The named ESM exports of node:crypto and node:timers(/promises) follow the replacements.
   module.syncBuiltinESMExports();
@@ -300,7 +301,7 @@ export function strict() {
     .createHook({
       init(_id, type) {
         if (!virtualOn || OWN.has(type) || (type === "Immediate" && inSettle)) return;
-        if (escapes.length < 5) escapes.push(`${type} at virtual ${now} ms:${new Error().stack.split("\n").slice(3, 9).join("\n")}`);
+        if (escapes.length < 5) escapes.push(`${type} at virtual ${now} ms:${(new Error().stack ?? "").split("\n").slice(3, 9).join("\n")}`);
       },
     })
     .enable();

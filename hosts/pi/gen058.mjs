@@ -19,13 +19,25 @@
 
 import { watchField } from "./watch.mjs";
 
+/** pi's objects (its session, agent, messages): not typed here. @typedef {any} PiObject */
+/**
+ * What the driver hands a version's part (driver.mjs).
+ * @typedef {object} DriverContext
+ * @property {(ev: string, fields?: Record<string, unknown>) => void} obs
+ * @property {(text: string) => void} note
+ * @property {import("node:async_hooks").AsyncLocalStorage<Record<string, any>>} als
+ * @property {() => Record<string, any>} R the run's state
+ * @property {(run: number) => void} drawToolTurns
+ * @property {(content: unknown) => number[]} carried
+ */
+
 /**
  * The run flag, starters and runs of a 0.58 session. `cx`: `obs`, `note`, `als` (the driver's
  * async-local store: `{ prompt, promptStarted }` inside a prompt, `{ run }` inside a run), `R()`
  * (the run's state: `runs`, `livePrompts`), `drawToolTurns`, `carried` (the producer ids in
  * content).
  */
-export function instrument(session, cx) {
+export function instrument(/** @type {PiObject} */ session, /** @type {DriverContext} */ cx) {
   const agent = session.agent;
   const { obs, note, als } = cx;
   // A message enters the context the model reads when the agent emits its message_end: the
@@ -35,14 +47,15 @@ export function instrument(session, cx) {
   // emitted to the session's subscribers only: the driver's subscriber observes those
   // (`appendedBySession`), and skips what the agent already reported.
   const seen = new WeakSet();
-  agent.subscribe((ev) => {
+  agent.subscribe((/** @type {PiObject} */ ev) => {
     if (ev.type !== "message_end") return;
     seen.add(ev.message);
     appended(ev.message);
   });
-  cx.R().appendedBySession = (m) => {
+  cx.R().appendedBySession = (/** @type {PiObject} */ m) => {
     if (!seen.has(m)) appended(m);
   };
+  /** @param {PiObject} m */
   function appended(m) {
     if (m.role === "user" || m.role === "custom") for (const id of cx.carried(m.content)) obs("appended", { msg: id });
   }
@@ -54,9 +67,10 @@ export function instrument(session, cx) {
 
   // A retry's continue() belongs to the run whose agent_end scheduled it (the queue's handler
   // runs in that run's async context); the timer that calls it does not carry the context.
+  /** @type {(number | undefined)[]} */
   const continues = [];
   const origRetry = session._handleRetryableError.bind(session);
-  session._handleRetryableError = async (message) => {
+  session._handleRetryableError = async (/** @type {PiObject} */ message) => {
     const run = als.getStore()?.run;
     const did = await origRetry(message);
     if (did) continues.push(run);
@@ -64,7 +78,7 @@ export function instrument(session, cx) {
   };
 
   const origPrompt = agent.prompt.bind(agent);
-  agent.prompt = (input, images) => {
+  agent.prompt = (/** @type {PiObject} */ input, /** @type {PiObject} */ images) => {
     const R = cx.R();
     const run = ++R.runs;
     const store = als.getStore() || {};
@@ -73,8 +87,8 @@ export function instrument(session, cx) {
     if (fromPrompt) {
       store.promptStarted = true;
       R.livePrompts--;
-      const ids = input.slice(1).flatMap((m) => cx.carried(m.content));
-      note(`P${store.prompt} takes nextTurn [${ids.map((i) => `m${i + 1}`).join(" ")}] and calls Agent.prompt`);
+      const ids = input.slice(1).flatMap((/** @type {PiObject} */ m) => cx.carried(m.content));
+      note(`P${store.prompt} takes nextTurn [${ids.map((/** @type {number} */ i) => `m${i + 1}`).join(" ")}] and calls Agent.prompt`);
       obs("starter", { who: "prompt", n: store.prompt, accepted });
     } else {
       note(`direct run R${run} (sendMessage triggerTurn)`);
@@ -102,6 +116,11 @@ export function instrument(session, cx) {
  * registry's `getApiKey`, failing when `auth_error` fires; pi then throws "No API key found"),
  * followed by the compaction check's await as on 0.99; the agent's per-request key (no await);
  * the model (`streamFn`).
+ */
+/**
+ * @param {PiObject} session @param {PiObject} registry
+ * @param {{fires: (fault: string) => boolean, stepDelay: () => number,
+ *   sleep: (ms: number) => Promise<void>, stream: Function}} services
  */
 export function services(session, registry, { fires, stepDelay, sleep, stream }) {
   registry.getApiKey = async () => {

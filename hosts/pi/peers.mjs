@@ -26,6 +26,26 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
+/**
+ * A planned producer message, as the driver hands it to a peer (`run.messages`, `arrive`).
+ * @typedef {{kind: "completion" | "notification" | "orchestrator", source: number}} Planned
+ */
+/**
+ * What `begin(run)` gets (driver.mjs): pi's extension API (its `events` bus), the session, the
+ * plan's producer messages, and the driver's narration and tag binding.
+ * @typedef {object} PeerRun
+ * @property {any} pi
+ * @property {any} [session]
+ * @property {Planned[]} messages
+ * @property {(text: string) => void} note
+ * @property {(tag: string, id: number) => void} tag
+ */
+/** What `arrive` gets besides the message: its produced id, its name and its marker.
+ * @typedef {{id: number, name: string, marker: string}} Arrival */
+
+/** Load and install the fake peer `name` (hosts/pi/peers/NAME.mjs) against the driver's `host`.
+ * @param {string} name @param {object} host
+ * @returns {Promise<{install: Function, reset: Function, begin: Function, [k: string]: any}>} */
 export async function load(name, host) {
   if (!/^[A-Za-z0-9-]+$/.test(name)) throw new Error(`no fake peer ${name}`);
   const mod = await import(pathToFileURL(path.join(here, "peers", `${name}.mjs`)).href);

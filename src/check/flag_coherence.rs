@@ -43,3 +43,60 @@ impl Checker for FlagCoherence {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Controls: the run flag cleared, or agent_settled emitted, while an agent run is on fires
+    //! FLAG-COHERENCE; the same after the agent run ended passes.
+    use super::*;
+    use crate::check::CheckParams;
+    use crate::check::testkit::feed;
+
+    #[test]
+    fn the_flag_cleared_or_settled_mid_run_fires() {
+        let cleared = [
+            (0, Ev::AgentRun { on: true }),
+            (0, Ev::RunFlag { on: true }),
+            (10, Ev::RunFlag { on: false }),
+        ];
+        let out = feed(
+            &mut FlagCoherence::default(),
+            CheckParams::default(),
+            &cleared,
+            100,
+        );
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!(
+            (out[0].invariant, out[0].t),
+            (Invariant::FlagCoherence, Ms(10))
+        );
+        let settled = [(0, Ev::AgentRun { on: true }), (10, Ev::Settled)];
+        let out = feed(
+            &mut FlagCoherence::default(),
+            CheckParams::default(),
+            &settled,
+            100,
+        );
+        assert!(out[0].detail.contains("agent_settled"), "{out:?}");
+    }
+
+    #[test]
+    fn the_flag_cleared_after_the_run_passes() {
+        let events = [
+            (0, Ev::AgentRun { on: true }),
+            (0, Ev::RunFlag { on: true }),
+            (10, Ev::AgentRun { on: false }),
+            (10, Ev::RunFlag { on: false }),
+            (12, Ev::Settled),
+        ];
+        assert_eq!(
+            feed(
+                &mut FlagCoherence::default(),
+                CheckParams::default(),
+                &events,
+                100
+            ),
+            vec![]
+        );
+    }
+}

@@ -40,3 +40,40 @@ impl Checker for Harness {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Controls: a model request made outside prompt() (no before_agent_start) fires HARNESS,
+    //! naming the message it carried; a harness request passes.
+    use super::*;
+    use crate::check::CheckParams;
+    use crate::check::testkit::feed;
+    use crate::sim::msg::MsgId;
+
+    fn request(harness: bool) -> Vec<(u64, Ev<()>)> {
+        vec![
+            (0, Ev::Produced { msg: MsgId(0) }),
+            (5, Ev::Appended { msg: MsgId(0) }),
+            (10, Ev::Request { req: 3, harness }),
+        ]
+    }
+
+    #[test]
+    fn a_request_outside_prompt_fires() {
+        let out = feed(&mut Harness, CheckParams::default(), &request(false), 100);
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!(
+            (out[0].invariant, out[0].msg),
+            (Invariant::Harness, Some(MsgId(0)))
+        );
+        assert!(out[0].detail.contains("#3"), "{}", out[0].detail);
+    }
+
+    #[test]
+    fn a_harness_request_passes() {
+        assert_eq!(
+            feed(&mut Harness, CheckParams::default(), &request(true), 100),
+            vec![]
+        );
+    }
+}

@@ -50,3 +50,59 @@ impl Checker for Isolation {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Controls: another conversation's message appended here fires ISOLATION, and so does a wait
+    //! held open only by another conversation's jobs; this conversation's own messages, and a wait
+    //! with work of its own, pass.
+    use super::*;
+    use crate::check::CheckParams;
+    use crate::check::testkit::{feed, feed_messages, info};
+    use crate::sim::msg::{MsgId, MsgInfo};
+
+    #[test]
+    fn a_foreign_message_appended_here_fires() {
+        let foreign = |id: MsgId, t: Ms| MsgInfo {
+            conv: 1,
+            ..info(id, t)
+        };
+        let events = [
+            (0, Ev::Produced { msg: MsgId(0) }),
+            (10, Ev::Appended { msg: MsgId(0) }),
+        ];
+        let out = feed_messages(
+            &mut Isolation,
+            CheckParams::default(),
+            &events,
+            100,
+            foreign,
+        );
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!(
+            (out[0].invariant, out[0].msg),
+            (Invariant::Isolation, Some(MsgId(0)))
+        );
+        // The same message of this conversation passes.
+        assert_eq!(
+            feed(&mut Isolation, CheckParams::default(), &events, 100),
+            vec![]
+        );
+    }
+
+    #[test]
+    fn a_wait_held_open_by_foreign_jobs_only_fires() {
+        let held = [(10, Ev::Waiting { own: 0, foreign: 2 })];
+        let out = feed(&mut Isolation, CheckParams::default(), &held, 100);
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert!(out[0].detail.contains("2 job(s)"), "{}", out[0].detail);
+        let own = [
+            (10, Ev::Waiting { own: 1, foreign: 2 }),
+            (20, Ev::Waiting { own: 0, foreign: 0 }),
+        ];
+        assert_eq!(
+            feed(&mut Isolation, CheckParams::default(), &own, 100),
+            vec![]
+        );
+    }
+}

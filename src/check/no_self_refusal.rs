@@ -71,3 +71,73 @@ impl Checker for NoSelfRefusal {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Controls: a wake refused as busy with a wake the same pass accepted fires NO-SELF-REFUSAL;
+    //! a refusal by a wake of an earlier pass, or for another reason, passes.
+    use super::*;
+    use crate::check::CheckParams;
+    use crate::check::testkit::feed;
+    use crate::sim::msg::{MsgId, Payload};
+    use crate::sim::record::Reason;
+
+    fn wake(pass: u32, wake: u32, msg: u32, refused: Option<Refusal>) -> Ev<()> {
+        Ev::Wake {
+            pass,
+            wake,
+            msgs: Payload::One(MsgId(msg)),
+            refused,
+        }
+    }
+
+    #[test]
+    fn a_drain_refused_by_its_own_wake_fires() {
+        let events = [
+            (0, Ev::Produced { msg: MsgId(0) }),
+            (0, Ev::Produced { msg: MsgId(1) }),
+            (10, Ev::Pass { pass: 1, on: true }),
+            (10, wake(1, 1, 0, None)),
+            (10, wake(1, 2, 1, Some(Refusal::Wake(1)))),
+            (10, Ev::Pass { pass: 1, on: false }),
+        ];
+        let out = feed(
+            &mut NoSelfRefusal::default(),
+            CheckParams::default(),
+            &events,
+            100,
+        );
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!(
+            (out[0].invariant, out[0].msg),
+            (Invariant::NoSelfRefusal, Some(MsgId(1)))
+        );
+    }
+
+    #[test]
+    fn a_refusal_by_an_earlier_pass_or_another_reason_passes() {
+        let events = [
+            (0, Ev::Produced { msg: MsgId(0) }),
+            (0, Ev::Produced { msg: MsgId(1) }),
+            (10, Ev::Pass { pass: 1, on: true }),
+            (10, wake(1, 1, 0, None)),
+            (10, Ev::Pass { pass: 1, on: false }),
+            (20, Ev::Pass { pass: 2, on: true }),
+            (20, wake(2, 2, 1, Some(Refusal::Wake(1)))),
+            (
+                20,
+                wake(2, 3, 1, Some(Refusal::Other(Reason::new(1, "tools")))),
+            ),
+            (20, Ev::Pass { pass: 2, on: false }),
+        ];
+        assert_eq!(
+            feed(
+                &mut NoSelfRefusal::default(),
+                CheckParams::default(),
+                &events,
+                100
+            ),
+            vec![]
+        );
+    }
+}

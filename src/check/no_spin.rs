@@ -43,3 +43,40 @@ impl Checker for NoSpin {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Controls: the same unchanged input interrupting the wait twice fires NO-SPIN at the second;
+    //! two different inputs pass.
+    use super::*;
+    use crate::check::CheckParams;
+    use crate::check::testkit::feed;
+
+    #[test]
+    fn the_same_input_twice_fires() {
+        let events = [
+            (10, Ev::InputInterrupt { input: 0xabc }),
+            (20, Ev::InputInterrupt { input: 0xabc }),
+        ];
+        let out = feed(&mut NoSpin::default(), CheckParams::default(), &events, 100);
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!((out[0].invariant, out[0].t), (Invariant::NoSpin, Ms(20)));
+        assert!(
+            out[0].detail.contains("first did at 10 ms"),
+            "{}",
+            out[0].detail
+        );
+    }
+
+    #[test]
+    fn changed_input_passes() {
+        let events = [
+            (10, Ev::InputInterrupt { input: 1 }),
+            (20, Ev::InputInterrupt { input: 2 }),
+        ];
+        assert_eq!(
+            feed(&mut NoSpin::default(), CheckParams::default(), &events, 100),
+            vec![]
+        );
+    }
+}

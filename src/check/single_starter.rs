@@ -53,3 +53,78 @@ impl Checker for SingleStarter {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Controls: a starter rejected while another run is active fires SINGLE-STARTER, naming the
+    //! run that held the agent; accepted starters one after another pass.
+    use super::*;
+    use crate::check::CheckParams;
+    use crate::check::testkit::feed;
+
+    #[test]
+    fn a_rejected_starter_fires() {
+        let events = [
+            (
+                0,
+                Ev::Starter {
+                    who: Starter::Prompt(1),
+                    accepted: true,
+                },
+            ),
+            (
+                10,
+                Ev::Starter {
+                    who: Starter::Direct(2),
+                    accepted: false,
+                },
+            ),
+        ];
+        let out = feed(
+            &mut SingleStarter::default(),
+            CheckParams::default(),
+            &events,
+            100,
+        );
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!(
+            (out[0].invariant, out[0].t),
+            (Invariant::SingleStarter, Ms(10))
+        );
+        assert!(
+            out[0].detail.contains("direct run R2")
+                && out[0].detail.contains("prompt P1 (started at 0 ms)"),
+            "{}",
+            out[0].detail
+        );
+    }
+
+    #[test]
+    fn accepted_starters_pass() {
+        let events = [
+            (
+                0,
+                Ev::Starter {
+                    who: Starter::Prompt(1),
+                    accepted: true,
+                },
+            ),
+            (
+                50,
+                Ev::Starter {
+                    who: Starter::Continue(1),
+                    accepted: true,
+                },
+            ),
+        ];
+        assert_eq!(
+            feed(
+                &mut SingleStarter::default(),
+                CheckParams::default(),
+                &events,
+                100
+            ),
+            vec![]
+        );
+    }
+}

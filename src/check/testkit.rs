@@ -7,8 +7,8 @@ use crate::sim::msg::{MsgId, MsgInfo, MsgKind};
 use crate::sim::record::Ev;
 use crate::sim::time::Ms;
 
-/// A message of subagent `a` produced at `t`.
-fn info(id: MsgId, t: Ms) -> MsgInfo {
+/// A message of subagent `a` produced at `t`, in the conversation under test.
+pub(super) fn info(id: MsgId, t: Ms) -> MsgInfo {
     MsgInfo {
         id,
         kind: MsgKind::Completion,
@@ -28,13 +28,24 @@ pub(super) fn feed<C: Checker>(
     events: &[(u64, Ev<()>)],
     end: u64,
 ) -> Vec<Violation> {
+    feed_messages(c, params, events, end, info)
+}
+
+/// `feed`, with each message's `MsgInfo` made by `make` (its source, conversation ...).
+pub(super) fn feed_messages<C: Checker>(
+    c: &mut C,
+    params: CheckParams,
+    events: &[(u64, Ev<()>)],
+    end: u64,
+    make: impl Fn(MsgId, Ms) -> MsgInfo,
+) -> Vec<Violation> {
     let mut messages = Vec::new();
     let mut ledger = Ledger::default();
     let mut out = Vec::new();
     for (t, ev) in events {
         let t = Ms(*t);
         if let Ev::Produced { msg } = *ev {
-            messages.push(info(msg, t));
+            messages.push(make(msg, t));
         }
         if C::READS & (1 << ev.kind() as u32) != 0 {
             let view = View {

@@ -29,7 +29,7 @@ pub enum MsgKind {
     Watch,
     /// A background job finishing (gptme: `_notify_completion`).
     Job,
-    /// A record an outside writer put in the logdir's `prompt-queue.jsonl` (gptme).
+    /// A record an outside writer put in the conversation's queue file (gptme's prompt queue).
     Prompt,
 }
 
@@ -104,7 +104,9 @@ impl MsgInfo {
             MsgKind::Job => format!("job #{}", self.origin + 1),
             MsgKind::Prompt if self.origin == 0 => "prompt-queue.jsonl".to_string(),
             MsgKind::Prompt => "prompt-queue.jsonl, steer".to_string(),
-            _ => format!("subagent {}", (b'a' + self.origin % 26) as char),
+            MsgKind::Completion | MsgKind::Notification => {
+                format!("subagent {}", (b'a' + self.origin % 26) as char)
+            }
         };
         match self.conv {
             0 => who,

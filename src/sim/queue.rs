@@ -102,7 +102,7 @@ impl<E> Queue<E> {
 
     /// The time of the next event, if any.
     pub fn peek_time(&self) -> Option<Ms> {
-        debug_assert!(!self.planning, "the queue is peeked during a plan");
+        assert!(!self.planning, "the queue is peeked during a plan");
         match (self.micro.first(), self.events.last()) {
             (Some((t, _)), _) | (None, Some((t, _))) => Some(*t),
             (None, None) => None,
@@ -112,7 +112,7 @@ impl<E> Queue<E> {
     /// Remove and return the next event; among events due at the same instant the choice picks.
     #[inline]
     pub fn pop(&mut self, choices: &mut Choices) -> Option<(Ms, E)> {
-        debug_assert!(!self.planning, "the queue is popped during a plan");
+        assert!(!self.planning, "the queue is popped during a plan");
         if let Some(&(t, _)) = self.micro.first() {
             let micros = self.micro.len() as u64;
             let others = self.events.last().is_some_and(|(u, _)| *u == t);

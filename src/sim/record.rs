@@ -70,7 +70,8 @@ impl Eq for Reason {}
 /// Who tried to start an agent run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Starter {
-    /// A `prompt()` (wake or user) reaching `Agent.prompt` at step 12; the number is the prompt's.
+    /// A prompt (a wake's or a user's) reaching the host's run starter; the number is the
+    /// prompt's. (The families' pages name each host's starter: docs/hosts/.)
     Prompt(u32),
     /// A direct `_runAgentPrompt` from `sendMessage(triggerTurn)`; the number is the run's.
     Direct(u32),
@@ -193,7 +194,8 @@ pub enum Ev<N = Narration> {
     Dropped { msg: MsgId, reason: Reason },
     /// The host became idle (nothing running, preparing, compacting or settling) or stopped being.
     Idle { idle: bool },
-    /// An attempt to start an agent run; `accepted` is false when `Agent.prompt` rejected it.
+    /// An attempt to start an agent run; `accepted` is false when the host's run starter
+    /// rejected it (another run was active).
     Starter { who: Starter, accepted: bool },
     /// The session-level run flag (`_isAgentRunActive`) was written.
     RunFlag { on: bool },
@@ -241,13 +243,13 @@ pub enum Ev<N = Narration> {
     /// blocked with nothing timed to wake it, or waits for a lock whose holder died. A real host
     /// under a thread scheduler reports it as its run's end; the run cannot go on.
     Deadlock { threads: u32 },
-    /// A prompt was sent into the host: by the wake logic (`from_wake`, pi's
-    /// `sendUserMessage`) or by the user. `Starter::Prompt(prompt)` names it when it reaches
-    /// `Agent.prompt`. NO-WASTED-WAKE reads it.
+    /// A prompt was sent into the host: by the wake logic (`from_wake`) or by the user.
+    /// `Starter::Prompt(prompt)` names it when it reaches the host's run starter. NO-WASTED-WAKE
+    /// reads it.
     PromptSent { prompt: u32, from_wake: bool },
-    /// Outside input the idle wait polls for changed: records written to the prompt-queue file
-    /// (regular or steer), `control.jsonl` written with new contents (of the same size too), a
-    /// subagent report. `input` fingerprints it as `InputInterrupt` does. INPUT-HEARD reads it.
+    /// Outside input the idle wait polls for changed: records an outside writer added to the
+    /// conversation's queue file (regular or steer), a control file written with new contents
+    /// (of the same size too), a subagent report. `input` fingerprints it as `InputInterrupt` does. INPUT-HEARD reads it.
     InputChanged { input: u64 },
     /// The idle wait's hook returned (it yielded what ended the wait, or nothing): the session
     /// is no longer waiting. INPUT-HEARD reads it.

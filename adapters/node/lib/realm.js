@@ -10,7 +10,23 @@
 // `host` is the bridge to the main realm: write(text), query(text) -> line, log(text),
 // resolve(specifier, fromDir) -> {filename, dirname} | {builtin}, compile(filename) -> function,
 // builtin(name) -> module.
-(function wakesimRealm(host) {
+
+/**
+ * The bridge to the main realm (adapter.mjs).
+ * @typedef {object} RealmHost
+ * @property {(text: string) => void} write
+ * @property {(text: string) => string} query write `text`, block for the answer line
+ * @property {(text: string) => void} log
+ * @property {(spec: string, fromDir: string) => Resolved} resolve
+ * @property {(filename: string) => Function} compile
+ * @property {(name: string) => unknown} builtin
+ */
+/** @typedef {{filename: string, dirname: string, builtin?: undefined} | {builtin: string, filename?: undefined, dirname?: undefined}} Resolved */
+/** A message of the protocol, decoded. @typedef {Record<string, any>} Msg */
+/** A handler or callback of the module's (any shape: the module is not typed here).
+ * @typedef {(...args: any[]) => any} Fn */
+
+(/** @param {RealmHost} host */ function wakesimRealm(host) {
   "use strict";
 
   const STALE_CTX =
@@ -21,51 +37,83 @@
   const RealDate = Date;
   const realMath = Math;
 
-  // Per run.
-  let now = 0;
-  let session = 1;
-  let out = [];
-  let handlers = new Map();
-  let deliverFn = null;
-  let ctxs = new Map();
-  let timers = new Map(); // wire id -> timer record
-  let nextTimerId = 1;
-  let pendingError = null;
-  let inputAction = null;
-  let loading = false;
-  let moduleCache = new Map();
-  let rngState = 0;
+  /**
+   * Everything one run changes, in one object made afresh at each reset (`freshRun`): nothing of
+   * a run can leak into the next by a field a reset forgot.
+   * @typedef {object} RunState
+   * @property {number} now virtual time, ms
+   * @property {number} session the ctx of the event being handled
+   * @property {string[]} out calls buffered until the next query or `done`
+   * @property {Map<string, Fn[]>} handlers `pi.on` registrations, by event
+   * @property {Fn | null} deliverFn the module's send(message, options)
+   * @property {Map<number, object>} ctxs the ctx objects handed out, by session
+   * @property {Map<number, Timeout | {micro: Fn}>} timers wire id -> timer record
+   * @property {number} nextTimerId
+   * @property {unknown} pendingError what the handler (or its promise) threw
+   * @property {string | null} inputAction the input event's answer
+   * @property {boolean} loading the module's factory is running
+   * @property {Map<string, {exports: any, filename: string, id: string, loaded: boolean}>} moduleCache
+   * @property {number} rngState Math.random's state (mulberry32)
+   * @property {boolean | null} hint the event's `idle` (null: the ctx is stale)
+   * @property {number} hintCtx the ctx `hint` is about
+   * @property {boolean} hintValid `hint` holds (until the handler's first send)
+   * @property {boolean} speculative the event was sent ahead
+   */
+
+  /** @returns {RunState} */
+  function freshRun() {
+    return {
+      now: 0,
+      session: 1,
+      out: [],
+      handlers: new Map(),
+      deliverFn: null,
+      ctxs: new Map(),
+      timers: new Map(),
+      nextTimerId: 1,
+      pendingError: null,
+      inputAction: null,
+      loading: false,
+      moduleCache: new Map(),
+      rngState: 0x5eed,
+      hint: null,
+      hintCtx: 0,
+      hintValid: false,
+      speculative: false,
+    };
+  }
+
+  let run = freshRun();
 
   // ---------------------------------------------------------------------------------------------
   // Output: calls are buffered and written before the next query or with `done`.
 
+  /** @param {Msg} obj */
   function call(obj) {
-    out.push(JSON.stringify(obj) + "\n");
+    run.out.push(JSON.stringify(obj) + "\n");
   }
 
   // The event's `idle`: what isIdle() on the event's ctx answers, until this handler's first send
   // (the only calls that can change it). While it holds, isIdle() is answered here and the
   // simulator checks the answer instead of sending one: a round trip less.
-  let hint = null;
-  let hintCtx = 0;
-  let hintValid = false;
 
+  /** The buffered calls, then `line`. @param {string} line @returns {string} */
   function flushWith(line) {
-    if (out.length === 0) return line;
-    out.push(line);
-    const text = out.join("");
-    out = [];
+    if (run.out.length === 0) return line;
+    run.out.push(line);
+    const text = run.out.join("");
+    run.out = [];
     return text;
   }
 
   // An event sent ahead (`spec`): the simulator goes on without waiting for this handler, and
   // re-runs the seed if it turns out to call anything. A query cannot be answered then: it is
   // written (the simulator sees a call: a mispredict) and the handler abandoned.
-  let speculative = false;
   const ABANDONED = "wakesim: handler abandoned (a query in an event sent ahead)";
 
+  /** @param {Msg} obj @returns {Msg} */
   function query(obj) {
-    if (speculative) {
+    if (run.speculative) {
       call(obj);
       throw new Error(ABANDONED);
     }
@@ -83,6 +131,7 @@
 
   const MARKER = /\[wakesim m(\d+)\]/g;
 
+  /** @param {unknown} x @returns {number[]} */
   function carriesOf(x) {
     let text;
     if (typeof x === "string") {
@@ -91,10 +140,11 @@
       try {
         text = JSON.stringify(x);
       } catch {
-        text = String(x && x.content);
+        text = String(x && /** @type {{content?: unknown}} */ (x).content);
       }
     }
     if (typeof text !== "string" || text.indexOf("[wakesim m") < 0) return [];
+    /** @type {number[]} */
     const ids = [];
     for (const m of text.matchAll(MARKER)) {
       const id = Number(m[1]) - 1;
@@ -105,10 +155,12 @@
 
   const DELIVER_AS = new Set(["steer", "followUp", "nextTurn"]);
 
+  /** @param {{deliverAs?: unknown} | null | undefined} options @param {string} fn
+   * @returns {string | null} */
   function deliverAsOf(options, fn) {
     const d = options == null ? undefined : options.deliverAs;
     if (d === undefined || d === null) return null;
-    if (!DELIVER_AS.has(d)) {
+    if (typeof d !== "string" || !DELIVER_AS.has(d)) {
       throw new TypeError(`${fn}: deliverAs must be "steer", "followUp" or "nextTurn", not ${JSON.stringify(d)}`);
     }
     return d;
@@ -121,14 +173,16 @@
 
   // A fresh facade for every run, so a module that decorates it cannot carry that over.
   const makePi = () => ({
+    /** @param {string} event @param {Fn} handler */
     on(event, handler) {
       if (typeof handler !== "function") throw new TypeError("pi.on: the handler must be a function");
-      let list = handlers.get(event);
-      if (!list) handlers.set(event, (list = []));
+      let list = run.handlers.get(event);
+      if (!list) run.handlers.set(event, (list = []));
       list.push(handler);
     },
+    /** @param {any} message @param {any} [options] */
     sendMessage(message, options) {
-      hintValid = false;
+      run.hintValid = false;
       const customType = message && message.customType != null ? String(message.customType) : null;
       call({
         type: "send_message",
@@ -138,8 +192,9 @@
         trigger_turn: !!(options && options.triggerTurn),
       });
     },
+    /** @param {unknown} content @param {any} [options] */
     sendUserMessage(content, options) {
-      hintValid = false;
+      run.hintValid = false;
       call({
         type: "send_user_message",
         carries: carriesOf(content),
@@ -157,16 +212,17 @@
 
   const ui = new Proxy({}, { get: () => noop });
 
+  /** @param {number} id */
   function ctxFor(id) {
-    let c = ctxs.get(id);
+    let c = run.ctxs.get(id);
     if (!c) {
       c = Object.freeze({
         isIdle() {
-          if (loading) throw new Error("wakesim: ctx.isIdle() called while the module loads");
-          if (hintValid && id === hintCtx) {
-            call({ type: "is_idle", ctx: id, known: hint === null ? "stale_ctx" : hint });
-            if (hint === null) throw new Error(STALE_CTX);
-            return hint;
+          if (run.loading) throw new Error("wakesim: ctx.isIdle() called while the module loads");
+          if (run.hintValid && id === run.hintCtx) {
+            call({ type: "is_idle", ctx: id, known: run.hint === null ? "stale_ctx" : run.hint });
+            if (run.hint === null) throw new Error(STALE_CTX);
+            return run.hint;
           }
           const r = query({ type: "is_idle", ctx: id });
           if (r.error === "stale_ctx") throw new Error(STALE_CTX);
@@ -175,7 +231,7 @@
         hasUI: false,
         ui,
       });
-      ctxs.set(id, c);
+      run.ctxs.set(id, c);
     }
     return c;
   }
@@ -184,9 +240,10 @@
   // Virtual time: Date, performance.now(), timers and queueMicrotask all follow the simulation.
 
   function virtualNow() {
-    return EPOCH_MS + now;
+    return EPOCH_MS + run.now;
   }
 
+  /** @param {any[]} args */
   function VirtualDate(...args) {
     if (!new.target) return new RealDate(virtualNow()).toString();
     return Reflect.construct(RealDate, args.length ? args : [virtualNow()], new.target);
@@ -197,8 +254,9 @@
   VirtualDate.UTC = RealDate.UTC;
   Object.defineProperty(RealDate.prototype, "constructor", { value: VirtualDate, writable: true, configurable: true });
 
-  const performance = Object.freeze({ now: () => now, timeOrigin: EPOCH_MS });
+  const performance = Object.freeze({ now: () => run.now, timeOrigin: EPOCH_MS });
 
+  /** @param {unknown} ms @returns {number} */
   function delayOf(ms) {
     const n = Math.floor(Number(ms));
     if (!(n >= 0)) return 0;
@@ -207,6 +265,7 @@
   }
 
   class Timeout {
+    /** @param {Fn} fn @param {unknown[]} args @param {number} ms @param {boolean} repeat */
     constructor(fn, args, ms, repeat) {
       this._fn = fn;
       this._args = args;
@@ -217,17 +276,17 @@
       this._cleared = false;
     }
     _arm() {
-      this._id = nextTimerId++;
+      this._id = run.nextTimerId++;
       this._live = true;
       this._cleared = false;
-      timers.set(this._id, this);
+      run.timers.set(this._id, this);
       call({ type: "set_timeout", timer: this._id, ms: this._ms });
     }
     _cancel() {
       this._cleared = true;
       if (!this._live) return;
       this._live = false;
-      timers.delete(this._id);
+      run.timers.delete(this._id);
       call({ type: "clear_timeout", timer: this._id });
     }
     ref() {
@@ -253,10 +312,12 @@
     }
   }
 
+  /** @param {unknown} fn @param {string} name @returns {asserts fn is Fn} */
   function checkFn(fn, name) {
     if (typeof fn !== "function") throw new TypeError(`${name}: the callback must be a function`);
   }
 
+  /** @param {Fn} fn @param {unknown} ms @param {unknown[]} args */
   function setTimeout(fn, ms, ...args) {
     checkFn(fn, "setTimeout");
     const t = new Timeout(fn, args, delayOf(ms), false);
@@ -264,6 +325,7 @@
     return t;
   }
 
+  /** @param {Fn} fn @param {unknown} ms @param {unknown[]} args */
   function setInterval(fn, ms, ...args) {
     checkFn(fn, "setInterval");
     const t = new Timeout(fn, args, Math.max(1, delayOf(ms)), true);
@@ -271,26 +333,29 @@
     return t;
   }
 
+  /** @param {unknown} t */
   function clearTimeout(t) {
     if (t instanceof Timeout) {
       t._cancel();
     } else if (t != null) {
-      const rec = timers.get(Number(t));
+      const rec = run.timers.get(Number(t));
       if (rec instanceof Timeout) rec._cancel();
     }
   }
 
+  /** @param {Fn} fn */
   function queueMicrotask(fn) {
     checkFn(fn, "queueMicrotask");
-    const id = nextTimerId++;
-    timers.set(id, { micro: fn });
+    const id = run.nextTimerId++;
+    run.timers.set(id, { micro: fn });
     call({ type: "queue_microtask", timer: id });
   }
 
+  /** @param {number} id */
   function fire(id) {
-    const t = timers.get(id);
+    const t = run.timers.get(id);
     if (!t) return;
-    timers.delete(id);
+    run.timers.delete(id);
     if (!(t instanceof Timeout)) {
       t.micro();
       return;
@@ -307,14 +372,15 @@
 
   // A deterministic Math.random and crypto: the same sequence in every run (mulberry32).
   function random() {
-    rngState = (rngState + 0x6d2b79f5) | 0;
-    let x = rngState;
+    run.rngState = (run.rngState + 0x6d2b79f5) | 0;
+    let x = run.rngState;
     x = Math.imul(x ^ (x >>> 15), x | 1);
     x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
     return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
   }
 
   const crypto = Object.freeze({
+    /** @template {{length: number, [i: number]: number}} T @param {T} a @returns {T} */
     getRandomValues(a) {
       for (let i = 0; i < a.length; i++) a[i] = Math.floor(random() * 2 ** 32);
       return a;
@@ -329,6 +395,7 @@
     },
   });
 
+  /** @param {unknown[]} args */
   function format(args) {
     return args
       .map((a) => {
@@ -343,16 +410,17 @@
   }
 
   // stdout is the protocol: the module's console writes to stderr.
-  const log = (...args) => host.log(format(args) + "\n");
+  const log = (/** @type {unknown[]} */ ...args) => host.log(format(args) + "\n");
   const console = Object.freeze({ log, info: log, warn: log, error: log, debug: log, trace: log });
 
   const process = Object.freeze({
     env: Object.freeze({}),
     platform: "wakesim",
-    nextTick: (fn, ...args) => queueMicrotask(() => fn(...args)),
+    nextTick: (/** @type {Fn} */ fn, /** @type {unknown[]} */ ...args) => queueMicrotask(() => fn(...args)),
     cwd: () => "/",
   });
 
+  /** The realm's global object, written by name. @type {Record<string, any>} */
   const g = globalThis;
   Object.assign(g, {
     setTimeout,
@@ -404,14 +472,16 @@
   // ---------------------------------------------------------------------------------------------
   // Modules: CommonJS inside the realm (TypeScript and ES modules are transpiled by the host).
 
+  /** @param {string} fromDir */
   function makeRequire(fromDir) {
+    /** @param {unknown} spec @returns {any} */
     return function require(spec) {
       const r = host.resolve(String(spec), fromDir);
-      if (r.builtin) return host.builtin(r.builtin);
-      const cached = moduleCache.get(r.filename);
+      if (r.builtin !== undefined) return host.builtin(r.builtin);
+      const cached = run.moduleCache.get(r.filename);
       if (cached) return cached.exports;
       const module = { exports: {}, filename: r.filename, id: r.filename, loaded: false };
-      moduleCache.set(r.filename, module);
+      run.moduleCache.set(r.filename, module);
       const fn = host.compile(r.filename);
       fn.call(module.exports, module.exports, makeRequire(r.dirname), module, r.filename, r.dirname);
       module.loaded = true;
@@ -419,16 +489,18 @@
     };
   }
 
+  /** @param {any} e @returns {string} */
   function describeError(e) {
     if (e && typeof e.stack === "string") {
       const lines = e.stack.split("\n");
-      const head = lines.filter((l) => !/^\s+at /.test(l));
-      const frames = lines.filter((l) => /^\s+at /.test(l) && !/wakesim-(realm|adapter)/.test(l) && !/node:/.test(l));
+      const head = lines.filter((/** @type {string} */ l) => !/^\s+at /.test(l));
+      const frames = lines.filter((/** @type {string} */ l) => /^\s+at /.test(l) && !/wakesim-(realm|adapter)/.test(l) && !/node:/.test(l));
       return head.concat(frames.slice(0, 3)).join("\n");
     }
     return String(e);
   }
 
+  /** @type {Record<string, {deliverAs: string, triggerTurn: boolean}>} */
   const DEFAULT_OPTIONS = {
     completion: { deliverAs: "steer", triggerTurn: true },
     notification: { deliverAs: "steer", triggerTurn: true },
@@ -439,24 +511,14 @@
   // The adapter's entry points.
 
   // A fresh module instance: returns the `ready` line, or throws with why the module cannot run.
+  /** @param {string} entry @param {string | null} exportName @param {unknown} options
+   * @returns {string} */
   function reset(entry, exportName, options) {
     restoreGlobals();
-    now = 0;
-    session = 1;
-    out = [];
-    handlers = new Map();
-    deliverFn = null;
-    ctxs = new Map();
-    timers = new Map();
-    nextTimerId = 1;
-    pendingError = null;
-    inputAction = null;
-    moduleCache = new Map();
-    rngState = 0x5eed;
+    run = freshRun();
     realMath.random = random;
     const pi = makePi();
-    hintValid = false;
-    loading = true;
+    run.loading = true;
     let exports;
     try {
       exports = makeRequire("/")(entry);
@@ -480,13 +542,13 @@
             "calls for each producer message"
         );
       }
-      deliverFn = ret;
+      run.deliverFn = ret;
     } finally {
-      loading = false;
+      run.loading = false;
     }
     // Calls the module made while loading (timers, say) go out with the first event.
     const events = ["message", "session_start"];
-    for (const name of handlers.keys()) {
+    for (const name of run.handlers.keys()) {
       const wire = name === "session_compact_failed" ? "session_compact" : name;
       if (!events.includes(wire)) events.push(wire);
     }
@@ -494,15 +556,17 @@
   }
 
   // Run the handlers of `name` one after another, awaiting those that return a promise.
+  /** @param {string} name @param {Msg} event @param {object} ctx
+   * @param {(r: any) => boolean} [onResult] */
   function runHandlers(name, event, ctx, onResult) {
-    const list = handlers.get(name);
+    const list = run.handlers.get(name);
     if (!list) return;
     let i = 0;
     const step = () => {
       while (i < list.length) {
         const r = list[i++](event, ctx);
         if (r && typeof r.then === "function") {
-          return r.then((v) => {
+          return r.then((/** @type {unknown} */ v) => {
             if (onResult && onResult(v)) return undefined;
             return step();
           });
@@ -513,23 +577,24 @@
     };
     const p = step();
     if (p) {
-      p.then(undefined, (e) => {
-        if (!pendingError) pendingError = e;
+      p.then(undefined, (/** @type {unknown} */ e) => {
+        if (!run.pendingError) run.pendingError = e;
       });
     }
   }
 
+  /** @param {string} line */
   function dispatch(line) {
     const ev = JSON.parse(line);
-    now = ev.now;
-    session = ev.ctx;
-    hintCtx = ev.ctx;
-    hint = ev.idle === undefined ? null : ev.idle;
-    hintValid = ev.idle !== undefined;
-    speculative = ev.spec === true;
-    pendingError = null;
-    inputAction = null;
-    const ctx = ctxFor(session);
+    run.now = ev.now;
+    run.session = ev.ctx;
+    run.hintCtx = ev.ctx;
+    run.hint = ev.idle === undefined ? null : ev.idle;
+    run.hintValid = ev.idle !== undefined;
+    run.speculative = ev.spec === true;
+    run.pendingError = null;
+    run.inputAction = null;
+    const ctx = ctxFor(run.session);
     try {
       switch (ev.event) {
         case "message": {
@@ -540,10 +605,11 @@
             display: true,
             details: { id: m.name, kind: m.kind, source: m.source },
           };
-          const r = deliverFn(message, { ...DEFAULT_OPTIONS[m.kind] });
+          if (run.deliverFn === null) throw new Error("wakesim: an event before the module loaded");
+          const r = run.deliverFn(message, { ...DEFAULT_OPTIONS[m.kind] });
           if (r && typeof r.then === "function") {
-            r.then(undefined, (e) => {
-              if (!pendingError) pendingError = e;
+            r.then(undefined, (/** @type {unknown} */ e) => {
+              if (!run.pendingError) run.pendingError = e;
             });
           }
           break;
@@ -552,14 +618,14 @@
           fire(ev.timer);
           break;
         case "input":
-          inputAction = "continue";
+          run.inputAction = "continue";
           runHandlers(
             "input",
             { type: "input", text: "", source: ev.input.source, streamingBehavior: ev.input.streaming_behavior ?? undefined },
             ctx,
-            (r) => {
+            (/** @type {any} */ r) => {
               if (r && r.action === "handled") {
-                inputAction = "handled";
+                run.inputAction = "handled";
                 return true;
               }
               return false;
@@ -575,16 +641,17 @@
           runHandlers(ev.event, { type: ev.event }, ctx);
       }
     } catch (e) {
-      if (!pendingError) pendingError = e;
+      if (!run.pendingError) run.pendingError = e;
     }
   }
 
   // After the context's microtasks ran: the buffered calls and `done`.
   function finish() {
-    if (!inputAction && !pendingError) return flushWith('{"type":"done"}\n');
+    if (!run.inputAction && !run.pendingError) return flushWith('{"type":"done"}\n');
+    /** @type {Msg} */
     const done = { type: "done" };
-    if (inputAction) done.action = inputAction;
-    if (pendingError) done.error = describeError(pendingError);
+    if (run.inputAction) done.action = run.inputAction;
+    if (run.pendingError) done.error = describeError(run.pendingError);
     return flushWith(JSON.stringify(done) + "\n");
   }
 

@@ -17,15 +17,17 @@ class FakeWakesim:
     def __init__(self):
         self.p = subprocess.Popen([sys.executable, DRIVER], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert self.p.stdin and self.p.stdout and self.p.stderr
+        self.stdin, self.stdout, self.stderr = self.p.stdin, self.p.stdout, self.p.stderr
 
     def send(self, obj):
-        self.p.stdin.write((json.dumps(obj) + "\n").encode())
-        self.p.stdin.flush()
+        self.stdin.write((json.dumps(obj) + "\n").encode())
+        self.stdin.flush()
 
     def line(self):
-        raw = self.p.stdout.readline()
+        raw = self.stdout.readline()
         if not raw:
-            raise AssertionError("driver exited: " + self.p.stderr.read().decode()[-2000:])
+            raise AssertionError("driver exited: " + self.stderr.read().decode()[-2000:])
         return json.loads(raw)
 
     def hello(self, host, wake=None, scenario=None):
@@ -66,10 +68,10 @@ class FakeWakesim:
                 raise AssertionError(f"unexpected line {m}")
 
     def close(self):
-        self.p.stdin.close()
+        self.stdin.close()
         self.p.wait(timeout=30)
-        self.p.stdout.close()
-        self.p.stderr.close()
+        self.stdout.close()
+        self.stderr.close()
 
 
 def _below(words, n):
@@ -171,7 +173,7 @@ def run_on(w, stream, ahead):
 
 
 class Driver(unittest.TestCase):
-    def test_server_runs_are_deterministic_across_processes(self):
+    def test_server_runs_are_deterministic_across_processes(self) -> None:
         traces = []
         for _ in range(2):
             w = FakeWakesim()
@@ -191,7 +193,7 @@ class Driver(unittest.TestCase):
         wakes = [m for t in traces[0] for m in t if m.get("ev") == "wake"]
         self.assertTrue(any(isinstance(m["refused"], dict) and m["pass"] for m in wakes))
 
-    def test_cli_run_reports_the_session_end(self):
+    def test_cli_run_reports_the_session_end(self) -> None:
         w = FakeWakesim()
         self.assertEqual(w.hello("gptme-cli")["type"], "hello")
         lines, produced = w.run(3)
@@ -201,7 +203,7 @@ class Driver(unittest.TestCase):
         self.assertEqual(produced, 1)
         w.close()
 
-    def test_draws_made_ahead_are_the_draws_asked_for(self):
+    def test_draws_made_ahead_are_the_draws_asked_for(self) -> None:
         # The same stream, every draw asked (a wakesim that sends no material) or the uniform
         # draws and chances made in the driver from the material sent ahead (a few words at a
         # time, so it runs out and asks mid-run): the same observations, notes, produced
@@ -227,8 +229,8 @@ class Driver(unittest.TestCase):
             self.assertGreater(orders, 0, host)
             w.close()
 
-    def test_the_uniform_reduction_rejects_as_wakesim_does(self):
-        from wakesim_adapter.real_driver import below
+    def test_the_uniform_reduction_rejects_as_wakesim_does(self) -> None:
+        from wakesim_adapter.real_wire import below
         # Word 0 times 3 leaves a low half of 0, under 2^64 mod 3 = 1: rejected, the next
         # word is read (as `below` in src/sim/choice.rs).
         self.assertEqual(below([0, 1 << 63], 0, 3), (1, 2))
@@ -236,7 +238,7 @@ class Driver(unittest.TestCase):
         self.assertEqual(below([(1 << 64) - 1], 0, 2), (1, 1))
         self.assertEqual(below([5, 6], 2, 2), None)
 
-    def test_a_deadlocking_patch_ends_its_runs_with_the_cause_deadlock(self):
+    def test_a_deadlocking_patch_ends_its_runs_with_the_cause_deadlock(self) -> None:
         # scenarios/real-gptme/patches/w2-step-lock-held.py holds step_lock across the retry,
         # which request_watch_wake takes again: the run ends `deadlock` (a verdict wakesim
         # judges, NO-DEADLOCK), with what each thread waits for in a note just before.
@@ -262,14 +264,14 @@ class Driver(unittest.TestCase):
         w.close()
         self.assertIn("deadlock", ends)
 
-    def test_a_fault_the_plan_cannot_act_on_is_refused(self):
+    def test_a_fault_the_plan_cannot_act_on_is_refused(self) -> None:
         w = FakeWakesim()
         m = w.hello("gptme-cli", {}, {"faults": [{"name": "sigterm", "share": [1, 1]}]})
         self.assertEqual(m["type"], "error")
         self.assertIn("does not implement the fault 'sigterm'", m["message"])
         w.close()
 
-    def test_bad_hello_is_an_error_line(self):
+    def test_bad_hello_is_an_error_line(self) -> None:
         w = FakeWakesim()
         m = w.hello("pi")
         self.assertEqual(m["type"], "error")

@@ -1,6 +1,7 @@
 """The deterministic thread scheduler on its own (standard library only, no gptme)."""
 
 import _thread
+import datetime
 import os
 import queue
 import subprocess
@@ -12,10 +13,10 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from wakesim_adapter import sched  # noqa: E402
+from wakesim_adapter import sched, sched_patch  # noqa: E402
 from wakesim_adapter.sched import SCHED, SeededChooser, Verdict  # noqa: E402
 
-sched.install()
+sched_patch.install()
 
 
 def bank(log):
@@ -48,14 +49,14 @@ def bank(log):
 
 
 def run_bank(seed):
-    log = []
-    rec = []
+    log: list[str] = []
+    rec: list[tuple[int, str, str, str]] = []
     out = SCHED.run(lambda: bank(log), SeededChooser(seed), record=rec)
     return out, log, rec
 
 
 class Determinism(unittest.TestCase):
-    def test_same_seed_same_schedule(self):
+    def test_same_seed_same_schedule(self) -> None:
         a = run_bank(7)
         b = run_bank(7)
         self.assertEqual(a[0].verdict, Verdict.QUIET)
@@ -63,9 +64,10 @@ class Determinism(unittest.TestCase):
         self.assertEqual(repr(a[2]), repr(b[2]))
         self.assertEqual(a[0].result, {"a": 92, "b": 8})
 
-    def test_same_seed_in_a_fresh_process(self):
-        code = ("import sys; sys.path.insert(0, %r); from tests.test_sched import run_bank; "
-                "o, log, rec = run_bank(7); print(repr(log)); print(repr(rec))") % os.path.dirname(HERE)
+    def test_same_seed_in_a_fresh_process(self) -> None:
+        code = (f"import sys; sys.path.insert(0, {os.path.dirname(HERE)!r}); "
+                "from tests.test_sched import run_bank; "
+                "o, log, rec = run_bank(7); print(repr(log)); print(repr(rec))")
         outs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                                env={**os.environ, "PYTHONHASHSEED": str(h)}, check=True).stdout
                 for h in (1, 2)]
@@ -73,11 +75,11 @@ class Determinism(unittest.TestCase):
         self.assertEqual(outs[0], outs[1])
         self.assertEqual(outs[0], repr(log) + "\n" + repr(rec) + "\n")
 
-    def test_different_seeds_different_interleavings(self):
+    def test_different_seeds_different_interleavings(self) -> None:
         logs = {tuple(run_bank(seed)[1]) for seed in range(20)}
         self.assertGreater(len(logs), 10)
 
-    def test_mutual_exclusion_holds_under_every_seed(self):
+    def test_mutual_exclusion_holds_under_every_seed(self) -> None:
         for seed in range(50):
             out, log, _ = run_bank(seed)
             self.assertEqual(out.verdict, Verdict.QUIET, out)
@@ -89,7 +91,7 @@ class Determinism(unittest.TestCase):
 class Deadlocks(unittest.TestCase):
     def abba(self):
         a, b = threading.Lock(), threading.Lock()
-        a.label, b.label = "A", "B"
+        a.label, b.label = "A", "B"  # type: ignore[attr-defined]  # a SimLock's name
 
         def one():
             with a:
@@ -107,8 +109,8 @@ class Deadlocks(unittest.TestCase):
         for t in ts:
             t.join()
 
-    def test_lock_order_inversion_is_found(self):
-        verdicts = {}
+    def test_lock_order_inversion_is_found(self) -> None:
+        verdicts: dict[str, sched.Outcome] = {}
         for seed in range(40):
             out = SCHED.run(self.abba, SeededChooser(seed))
             verdicts.setdefault(out.verdict, out)
@@ -120,7 +122,7 @@ class Deadlocks(unittest.TestCase):
         self.assertEqual(verdicts[Verdict.DEADLOCK].stuck, 3, detail)  # main joins them too
         self.assertEqual(verdicts[Verdict.QUIET].stuck, 0)
 
-    def test_no_thread_of_a_run_outlives_it(self):
+    def test_no_thread_of_a_run_outlives_it(self) -> None:
         before = _thread._count()
         for seed in range(40):
             SCHED.run(self.abba, SeededChooser(seed))
@@ -128,7 +130,7 @@ class Deadlocks(unittest.TestCase):
         # Unwound threads' OS threads are parked for reuse: at most one per thread of a run.
         self.assertLessEqual(_thread._count(), before + 3)
 
-    def test_waiting_on_a_never_set_event_is_a_deadlock(self):
+    def test_waiting_on_a_never_set_event_is_a_deadlock(self) -> None:
         ev = threading.Event()
 
         def main():
@@ -140,9 +142,9 @@ class Deadlocks(unittest.TestCase):
         self.assertEqual(out.verdict, Verdict.DEADLOCK)
         self.assertIn("waiter waits for Event", out.detail)
 
-    def test_a_lock_whose_holder_ended_blocks_forever(self):
+    def test_a_lock_whose_holder_ended_blocks_forever(self) -> None:
         lock = threading.Lock()
-        lock.label = "L"
+        lock.label = "L"  # type: ignore[attr-defined]  # a SimLock's name
 
         def main():
             t = threading.Thread(target=lock.acquire, name="taker")
@@ -159,7 +161,7 @@ class Deadlocks(unittest.TestCase):
 
 
 class ThreadState(unittest.TestCase):
-    def test_each_thread_starts_with_an_empty_context_and_its_own_locals(self):
+    def test_each_thread_starts_with_an_empty_context_and_its_own_locals(self) -> None:
         import contextvars
         var = contextvars.ContextVar("v", default=None)
         loc = threading.local()
@@ -185,7 +187,7 @@ class ThreadState(unittest.TestCase):
 
 
 class Time(unittest.TestCase):
-    def test_virtual_clock_jumps_to_deadlines(self):
+    def test_virtual_clock_jumps_to_deadlines(self) -> None:
         seen = []
 
         def main():
@@ -201,7 +203,7 @@ class Time(unittest.TestCase):
         self.assertEqual(seen, [30.0, False, 32.5])
         self.assertEqual(out.now_ms, 32_500)
 
-    def test_horizon_ends_a_polling_loop(self):
+    def test_horizon_ends_a_polling_loop(self) -> None:
         def main():
             while True:
                 time.sleep(1.0)
@@ -210,7 +212,7 @@ class Time(unittest.TestCase):
         self.assertEqual(out.verdict, Verdict.HORIZON)
         self.assertEqual(out.now_ms, 10_500)
 
-    def test_step_budget_ends_a_busy_loop(self):
+    def test_step_budget_ends_a_busy_loop(self) -> None:
         def main():
             while True:
                 time.monotonic()
@@ -218,16 +220,16 @@ class Time(unittest.TestCase):
         out = SCHED.run(main, SeededChooser(1), steps_max=500)
         self.assertEqual(out.verdict, Verdict.STEPS)
 
-    def test_datetime_now_is_virtual(self):
+    def test_datetime_now_is_virtual(self) -> None:
         def main():
             time.sleep(60)
-            return sched.SimDatetime.now(tz=sched._datetime.timezone.utc).isoformat()
+            return sched_patch.SimDatetime.now(tz=datetime.UTC).isoformat()
 
         self.assertEqual(SCHED.run(main, SeededChooser(0)).result, "2026-01-01T00:01:00+00:00")
 
 
 class Primitives(unittest.TestCase):
-    def test_condition_wait_notify_and_timeout(self):
+    def test_condition_wait_notify_and_timeout(self) -> None:
         def main():
             cond = threading.Condition(threading.RLock())
             box = []
@@ -251,9 +253,9 @@ class Primitives(unittest.TestCase):
             self.assertEqual(out.verdict, Verdict.QUIET)
             self.assertEqual(out.result, ([1], 3.0, False, 4.0))
 
-    def test_queue_producer_consumer_in_order(self):
+    def test_queue_producer_consumer_in_order(self) -> None:
         def main():
-            q = queue.Queue()
+            q: queue.Queue[object] = queue.Queue()
             got = []
 
             def consumer():
@@ -280,7 +282,7 @@ class Primitives(unittest.TestCase):
             out = SCHED.run(main, SeededChooser(seed))
             self.assertEqual(out.result, ([0, 1, 2, 3, 4, "empty"], 2.5))
 
-    def test_outside_a_run_primitives_are_plain(self):
+    def test_outside_a_run_primitives_are_plain(self) -> None:
         lock = threading.RLock()
         with lock:
             with lock:
@@ -292,7 +294,7 @@ class Primitives(unittest.TestCase):
             plain.acquire()
         plain.release()
 
-    def test_thread_exceptions_are_reported(self):
+    def test_thread_exceptions_are_reported(self) -> None:
         def boom():
             raise ValueError("boom")
 

@@ -13,14 +13,18 @@ session was replaced), and timers on virtual time: `pi.set_timeout(fn, ms)`,
 producer message whose marker "[wakesim mN]" appears in what it sends.
 """
 
+from __future__ import annotations
+
 import json
 import re
+from collections.abc import Callable
+from typing import Any
 
-from .protocol import drive
+from .protocol import Clock, Link, Loader, Msg, drive
 
 MARKER = re.compile(r"\[wakesim m(\d+)\]")
 DELIVER_AS = ("steer", "followUp", "nextTurn")
-DEFAULT_OPTIONS = {
+DEFAULT_OPTIONS: dict[str, dict[str, Any]] = {
     "completion": {"deliver_as": "steer", "trigger_turn": True},
     "notification": {"deliver_as": "steer", "trigger_turn": True},
     "orchestrator": {"deliver_as": "followUp", "trigger_turn": True},
@@ -32,9 +36,11 @@ class StaleCtx(Exception):
     """pi's stale-ctx error."""
 
 
-def carries(value):
+def carries(value: object) -> list[int]:
+    """The producer messages a value carries: its `[wakesim mN]` markers, as 0-based ids, in
+    order, each once."""
     text = value if isinstance(value, str) else json.dumps(value, default=str)
-    ids = []
+    ids: list[int] = []
     for m in MARKER.finditer(text):
         i = int(m.group(1)) - 1
         if i >= 0 and i not in ids:
@@ -42,7 +48,7 @@ def carries(value):
     return ids
 
 
-def deliver_as(options, fn):
+def deliver_as(options: dict[str, Any] | None, fn: str) -> str | None:
     d = (options or {}).get("deliver_as")
     if d is not None and d not in DELIVER_AS:
         raise ValueError(f"{fn}: deliver_as must be one of {DELIVER_AS}, not {d!r}")
@@ -50,11 +56,13 @@ def deliver_as(options, fn):
 
 
 class Ctx:
-    def __init__(self, pi, session):
+    """The `ctx` a handler gets: its session, asked whether it is idle."""
+
+    def __init__(self, pi: Pi, session: int) -> None:
         self._pi = pi
         self.session = session
 
-    def is_idle(self):
+    def is_idle(self) -> bool:
         pi = self._pi
         if pi._hint_valid and pi._hint_ctx == self.session:
             # The event's `idle` holds until the handler's first send: answered here, and the
@@ -65,7 +73,7 @@ class Ctx:
             if hint is None:
                 raise StaleCtx(STALE)
             return hint
-        r = pi._conn.query({"type": "is_idle", "ctx": self.session})
+        r: Msg = pi._conn.query({"type": "is_idle", "ctx": self.session})
         if r.get("error") == "stale_ctx":
             raise StaleCtx(STALE)
         return r.get("value") is True
@@ -74,23 +82,27 @@ class Ctx:
 class Pi:
     """One per run."""
 
-    def __init__(self, conn, clock):
+    def __init__(self, conn: Link, clock: Clock) -> None:
         self._conn = conn
         self._clock = clock
-        self._handlers = {}
+        self._handlers: dict[str, list[Callable[..., Any]]] = {}
         # The event's `idle` for its ctx, valid until a send (the only calls that change it).
-        self._hint = None
+        self._hint: bool | None = None
         self._hint_ctx = 0
         self._hint_valid = False
 
-    def on(self, event, handler=None):
+    def on(self, event: str, handler: Callable[..., Any] | None = None
+           ) -> Callable[[Callable[..., Any]], Callable[..., Any]] | None:
         """`pi.on("agent_end", fn)`, or as a decorator: `@pi.on("agent_end")`."""
         if handler is None:
-            return lambda fn: self.on(event, fn) or fn
+            def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+                self.on(event, fn)
+                return fn
+            return register
         self._handlers.setdefault(event, []).append(handler)
         return None
 
-    def send_message(self, message, options=None):
+    def send_message(self, message: Any, options: dict[str, Any] | None = None) -> None:
         self._hint_valid = False
         options = options or {}
         custom = message.get("custom_type") if isinstance(message, dict) else None
@@ -102,7 +114,7 @@ class Pi:
             "trigger_turn": bool(options.get("trigger_turn")),
         })
 
-    def send_user_message(self, content, options=None):
+    def send_user_message(self, content: Any, options: dict[str, Any] | None = None) -> None:
         self._hint_valid = False
         self._conn.call({
             "type": "send_user_message",
@@ -110,29 +122,31 @@ class Pi:
             "deliver_as": deliver_as(options, "pi.send_user_message"),
         })
 
-    def now(self):
+    def now(self) -> int:
         return self._clock.now_ms
 
-    def set_timeout(self, fn, ms, *args):
+    def set_timeout(self, fn: Callable[..., object], ms: float, *args: Any) -> int:
         return self._clock.set_timeout(fn, ms, *args)
 
-    def clear_timeout(self, tid):
+    def clear_timeout(self, tid: int) -> None:
         self._clock.clear_timeout(tid)
 
-    def queue_microtask(self, fn, *args):
+    def queue_microtask(self, fn: Callable[..., object], *args: Any) -> int:
         return self._clock.queue_microtask(fn, *args)
 
 
 class PiFacade:
-    def __init__(self, conn, clock, options):
+    """The pi family's facade: a fresh `Pi` per run, the module's factory called with it."""
+
+    def __init__(self, conn: Link, clock: Clock, options: Msg) -> None:
         self._conn = conn
         self._clock = clock
         self._options = options
-        self._pi = None
-        self._send = None
-        self._ctxs = {}
+        self._pi = Pi(conn, clock)
+        self._send: Callable[..., Any] | None = None
+        self._ctxs: dict[int, Ctx] = {}
 
-    def reset(self, loader):
+    def reset(self, loader: Loader) -> Msg:
         factory = loader.load_factory()
         self._pi = Pi(self._conn, self._clock)
         self._ctxs = {}
@@ -150,13 +164,13 @@ class PiFacade:
                 events.append(wire)
         return {"events": events}
 
-    def _ctx(self, session):
+    def _ctx(self, session: int) -> Ctx:
         c = self._ctxs.get(session)
         if c is None:
             c = self._ctxs[session] = Ctx(self._pi, session)
         return c
 
-    def _run(self, name, event, ctx):
+    def _run(self, name: str, event: Msg, ctx: Ctx) -> list[Any]:
         results = []
         for h in self._pi._handlers.get(name, ()):
             r = drive(h(event, ctx))
@@ -165,7 +179,7 @@ class PiFacade:
                 break
         return results
 
-    def dispatch(self, ev):
+    def dispatch(self, ev: Msg) -> Msg | None:
         pi = self._pi
         pi._hint_valid = "idle" in ev
         pi._hint = ev.get("idle")
@@ -180,6 +194,8 @@ class PiFacade:
                 "display": True,
                 "details": {"id": m["name"], "kind": m["kind"], "source": m["source"]},
             }
+            if self._send is None:
+                raise RuntimeError("an event before the reset that loads the module")
             drive(self._send(message, dict(DEFAULT_OPTIONS[m["kind"]])))
             return None
         if name == "timer":

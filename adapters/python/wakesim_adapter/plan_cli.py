@@ -19,10 +19,14 @@ A timed fault is played at its instant unless the session has ended or the activ
 (`CliHost::timed_fault`; the CLI's are never retried).
 """
 
+from __future__ import annotations
+
 import os
+from collections.abc import Callable
+from typing import Any
 
 from . import real_gptme as R
-from .plan_server import Opportunity, draw_faults, now_ms
+from .plan_server import Msg, Opportunity, Plan, PlanChooser, draw_faults, now_ms
 from .sched import SCHED
 
 # FIFO streams and their numbering (`gptme_cli/mod.rs`): job completions of A and B, prompt
@@ -35,11 +39,12 @@ JOB_STREAM_NAMES = {"A": "the job completions of conversation A",
 CONTROL_PATH = 0x636F6E74
 
 
-def _span(s):
+def _span(s: Any) -> tuple[int, int]:
     return (s["min"], s["max"]) if isinstance(s, dict) else (s, s)
 
 
-def produce_names(stream, conversation, kind, origin):
+def produce_names(stream: str, conversation: str, kind: str,
+                  origin: str | None) -> tuple[str | None, int, int]:
     """The model's stream name, FIFO source and origin of a CLI producer message."""
     if kind == "job":
         # origin: "job #N" -> N - 1, the model's `(id - 1)`.
@@ -54,12 +59,12 @@ class Control:
     fingerprint the wait reports is the model's (`CONTROL_PATH << 32 | version`) for the
     contents that version wrote."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.version = 0
         self.records = 0
-        self.by_contents = {}
+        self.by_contents: dict[bytes, int] = {}
 
-    def write(self, same_size):
+    def write(self, same_size: bool) -> None:
         self.version += 1
         if not (same_size and self.records):
             self.records += 1
@@ -69,11 +74,11 @@ class Control:
         R.write_control("A", body)
         self.by_contents[body.encode()] = CONTROL_PATH << 32 | self.version
 
-    def fingerprint(self, data):
+    def fingerprint(self, data: bytes) -> int:
         return self.by_contents.get(data, CONTROL_PATH << 32)
 
 
-def cli_plan(ch, sc, limits):
+def cli_plan(ch: PlanChooser, sc: Msg, limits: Msg) -> Plan:
     """Draw a CLI run as the model does; returns (plan, Run kwargs, setup(run))."""
     active = limits["active_ms"]
     faults = draw_faults(ch, sc.get("faults", []))
@@ -84,7 +89,7 @@ def cli_plan(ch, sc, limits):
     p, t = sc["producers"], sc["timing"]
     lo, hi = _span(p.get("jobs", {"min": 1, "max": 2}))
     jobs_planned = lo + ch.choose(hi - lo + 1, "jobs") if hi > lo else lo
-    timed = []
+    timed: list[tuple[int, str]] = []
     for f in faults.values():
         if f.timed and f.on and f.max > 0:
             count = 1 + ch.choose(f.max, "occurrences") if f.max > 1 else 1
@@ -102,7 +107,7 @@ def cli_plan(ch, sc, limits):
     control = Control()
     state = {"replies": 0, "jobs": 0}
 
-    def reply(cid):
+    def reply(cid: str) -> str:
         # `CliHost::reply`: the script, then a job (while fewer started than planned), a tool
         # call, or text.
         i = state["replies"]
@@ -119,26 +124,26 @@ def cli_plan(ch, sc, limits):
             state["jobs"] += 1
         return kind
 
-    def closed():
-        return os.path.exists(R.RUN.logs_dir / "A" / "prompt-queue-closed")
+    def closed() -> bool:
+        return os.path.exists(R.current().logs_dir / "A" / "prompt-queue-closed")
 
-    def write_prompts(steer):
+    def write_prompts(steer: bool) -> None:
         # An outside writer (a parent's steering, as `subagent/api.py` writes it): refused once
         # the loop has touched its closed sentinel.
         if closed():
-            R.RUN.note("fault", "outside writer: prompt-queue-closed is there, nothing written")
+            R.current().note("fault", "outside writer: prompt-queue-closed is there, nothing written")
             return
         n = records[0] + ch.choose(records[1] - records[0] + 1, "records") \
             if records[1] > records[0] else records[0]
         for _ in range(n):
             R.queue_prompt("A", "Also check the logs.", steer)
 
-    def occurrence(at, name):
-        def body():
+    def occurrence(at: int, name: str) -> Callable[[], None]:
+        def body() -> None:
             d = at - now_ms()
             if d > 0:
                 SCHED.sleep(d / 1000)
-            if now_ms() >= active or R.RUN.session_end is not None:
+            if now_ms() >= active or R.current().session_end is not None:
                 return
             if name == "prompt_writes":
                 write_prompts(False)
@@ -147,15 +152,15 @@ def cli_plan(ch, sc, limits):
             elif name == "control_writes":
                 same = control.records > 0 and ch.chance(1, 2, "same-size rewrite")
                 control.write(same)
-                R.RUN.note("fault", f"control.jsonl written ({'same size' if same else 'grows'})")
+                R.current().note("fault", f"control.jsonl written ({'same size' if same else 'grows'})")
             elif name == "teardown_reset":
-                R.RUN.note("fault", "reset_background_jobs(A)")
-                R.G.shell_background.reset_background_jobs("A", all_conversations=False)
+                R.current().note("fault", "reset_background_jobs(A)")
+                R.P.G.shell_background.reset_background_jobs("A", all_conversations=False)
             else:
                 raise RuntimeError(f"the CLI plan does not play the fault {name!r}")
         return body
 
-    def setup(run):
+    def setup(run: R.Run) -> None:
         run.reply_after = reply
         run.produce_names = produce_names
         run.drain_ms = drain_ms
@@ -164,12 +169,13 @@ def cli_plan(ch, sc, limits):
         run.cli_bg_tool = True
         run.emit_waiting = True
 
-    def plan():
+    def plan() -> None:
         if on.get("stale_control"):
             control.write(False)
         for at, name in timed:
             R.spawn(occurrence(at, name), name=f"fault-{name}")
         R.cli_session("A", ["Do the task."], idle_max_s=idle_max_s)
 
-    kwargs = dict(tools=tools, replies={}, model_ms=_span(t["model_ms"]), job_ms=_span(t["job_ms"]))
+    kwargs: dict[str, Any] = dict(tools=tools, replies={}, model_ms=_span(t["model_ms"]),
+                                  job_ms=_span(t["job_ms"]))
     return plan, kwargs, setup

@@ -8,7 +8,9 @@ reseeded at every reset. stdout is the protocol, so `sys.stdout` is pointed at s
 in the module cannot corrupt it.
 """
 
-import _frozen_importlib as _bootstrap
+from __future__ import annotations
+
+import _frozen_importlib
 import importlib.machinery
 import importlib.util
 import json
@@ -18,8 +20,18 @@ import sys
 import sysconfig
 import time
 import traceback
+from collections.abc import Callable, Mapping
+from importlib.machinery import ModuleSpec
+from types import CodeType, ModuleType
+from typing import Any, NoReturn, Protocol
 
 from . import NAME, PROTOCOL
+
+# A message of the protocol, decoded (docs/protocol.md).
+Msg = dict[str, Any]
+
+# The import system's own module, whose private `_find_and_load` is replaced below.
+_bootstrap: Any = _frozen_importlib
 
 # time.time() is this epoch plus virtual time: realistic, and the same in every run.
 EPOCH_S = 1767225600  # 2026-01-01T00:00:00Z
@@ -29,7 +41,7 @@ class Fatal(Exception):
     """The adapter itself cannot go on; reported as {"type":"error"}. `kind` "load": the module
     under test did not load (bad input: wakesim exits 2, saves nothing)."""
 
-    def __init__(self, message, kind=None):
+    def __init__(self, message: str, kind: str | None = None) -> None:
         super().__init__(message)
         self.kind = kind
 
@@ -39,9 +51,11 @@ _encode = json.JSONEncoder(separators=(",", ":")).encode
 _decode = json.JSONDecoder().decode
 
 
-def _parse(line):
+def _parse(line: bytes) -> Any:
     """A line of the simulator's (UTF-8 bytes), without `json.loads`'s encoding detection."""
     return _decode(line.decode())
+
+
 _DONE = '{"type":"done"}'
 
 
@@ -55,17 +69,17 @@ class Connection:
     and answers written when the loop is about to block on stdin: events sent ahead arrive
     several in one read, and their answers leave in one write."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._fd = sys.stdin.fileno()
         self._buf = b""
         self._out = os.fdopen(os.dup(1), "wb", buffering=0)
         sys.stdout = sys.stderr
-        self._pending = []
-        self._ready = []
+        self._pending: list[str] = []
+        self._ready: list[str] = []
         # The event being handled was sent ahead: a query cannot be answered.
         self.speculative = False
 
-    def read(self):
+    def read(self) -> bytes:
         while True:
             i = self._buf.find(b"\n")
             if i >= 0:
@@ -81,17 +95,17 @@ class Connection:
                 sys.exit(0)
             self._buf += chunk
 
-    def call(self, obj):
+    def call(self, obj: Msg) -> None:
         self._pending.append(_encode(obj))
 
-    def flush(self, last=None):
+    def flush(self, last: Msg | str | None = None) -> None:
         if last is not None:
-            self._pending.append(last if last.__class__ is str else _encode(last))
+            self._pending.append(last if isinstance(last, str) else _encode(last))
         if self._pending:
             self._ready.append("\n".join(self._pending) + "\n")
             self._pending = []
 
-    def write_out(self):
+    def write_out(self) -> None:
         if self._ready:
             data = "".join(self._ready).encode()
             self._ready = []
@@ -100,33 +114,41 @@ class Connection:
                 n = self._out.write(view)
                 view = view[n:]
 
-    def query(self, obj):
+    def query(self, obj: Msg) -> Msg:
         """A call whose answer the module waits for: the simulator answers at once."""
         if self.speculative:
             self.call(obj)
             raise Abandoned("wakesim: handler abandoned (a query in an event sent ahead)")
         self.flush(obj)
         answer = _parse(self.read())
-        if answer.get("type") != "result":
+        if not isinstance(answer, dict) or answer.get("type") != "result":
             raise Fatal(f"expected a result from the simulator, got {answer!r}")
         return answer
+
+
+class Link(Protocol):
+    """What a facade and the clock send through: `Connection`, or a test's fake."""
+
+    def call(self, obj: Msg) -> None: ...
+
+    def query(self, obj: Msg) -> Msg: ...
 
 
 class Clock:
     """Virtual time and the timers of one run. Timer ids are the adapter's, unique per run."""
 
-    def __init__(self, conn):
+    def __init__(self, conn: Link) -> None:
         self._conn = conn
         self.now_ms = 0
-        self._timers = {}
+        self._timers: dict[int, tuple[Callable[..., object], tuple[Any, ...]]] = {}
         self._next = 1
 
-    def reset(self):
+    def reset(self) -> None:
         self.now_ms = 0
         self._timers = {}
         self._next = 1
 
-    def set_timeout(self, fn, ms, *args):
+    def set_timeout(self, fn: Callable[..., object], ms: float, *args: Any) -> int:
         ms = max(0, int(ms))
         tid = self._next
         self._next += 1
@@ -134,25 +156,25 @@ class Clock:
         self._conn.call({"type": "set_timeout", "timer": tid, "ms": ms})
         return tid
 
-    def clear_timeout(self, tid):
+    def clear_timeout(self, tid: int) -> None:
         if self._timers.pop(tid, None) is not None:
             self._conn.call({"type": "clear_timeout", "timer": tid})
 
-    def queue_microtask(self, fn, *args):
+    def queue_microtask(self, fn: Callable[..., object], *args: Any) -> int:
         tid = self._next
         self._next += 1
         self._timers[tid] = (fn, args)
         self._conn.call({"type": "queue_microtask", "timer": tid})
         return tid
 
-    def fire(self, tid):
+    def fire(self, tid: int) -> None:
         entry = self._timers.pop(tid, None)
         if entry is not None:
             fn, args = entry
             drive(fn(*args))
 
 
-def drive(result):
+def drive(result: Any) -> Any:
     """Run a coroutine a handler returned to completion; it may not await real I/O."""
     if hasattr(result, "send") and hasattr(result, "throw"):
         for _ in range(100_000):
@@ -164,39 +186,38 @@ def drive(result):
     return result
 
 
-_clock = None
+def install_clock(clock: Clock) -> None:
+    """Replace the `time` module's clocks with virtual ones (before the module loads): they
+    read `clock`, the one the protocol loop keeps for the whole process."""
 
+    def virtual_s() -> float:
+        return EPOCH_S + clock.now_ms / 1000.0
 
-def _virtual_s():
-    return EPOCH_S + _clock.now_ms / 1000.0
-
-
-def install_clock(clock):
-    """Replace the `time` module's clocks with virtual ones (before the module loads)."""
-    global _clock
-    _clock = clock
-    time.time = _virtual_s
-    time.time_ns = lambda: int(_virtual_s() * 1e9)
-    time.monotonic = lambda: _clock.now_ms / 1000.0
-    time.monotonic_ns = lambda: _clock.now_ms * 1_000_000
+    time.time = virtual_s
+    time.time_ns = lambda: int(virtual_s() * 1e9)
+    time.monotonic = lambda: clock.now_ms / 1000.0
+    time.monotonic_ns = lambda: clock.now_ms * 1_000_000
     time.perf_counter = time.monotonic
     time.perf_counter_ns = time.monotonic_ns
 
 
-_code_cache = {}
+_code_cache: dict[str, CodeType] = {}
 _get_code = importlib.machinery.SourceFileLoader.get_code
 
 
-def _cached_get_code(self, fullname):
+def _cached_get_code(self: importlib.machinery.SourceFileLoader, fullname: str) -> CodeType:
     # Modules are executed afresh at every reset, but compiled once per process.
     path = self.get_filename(fullname)
     code = _code_cache.get(path)
     if code is None:
-        code = _code_cache[path] = _get_code(self, fullname)
+        got = _get_code(self, fullname)
+        if got is None:
+            raise ImportError(f"no code for {fullname} ({path})")
+        code = _code_cache[path] = got
     return code
 
 
-importlib.machinery.SourceFileLoader.get_code = _cached_get_code
+importlib.machinery.SourceFileLoader.get_code = _cached_get_code  # type: ignore[method-assign,assignment]
 
 
 # Modules from these directories (the standard library, site-packages) are imported once per
@@ -208,10 +229,10 @@ _SHARED_DIRS = tuple(sorted({
 }))
 
 
-_own_files = {}
+_own_files: dict[str, bool] = {}
 
 
-def _own(module):
+def _own(module: ModuleType) -> bool:
     """A module of the user's (imported from outside the shared directories): reloaded every run."""
     f = getattr(module, "__file__", None)
     if not f:
@@ -228,15 +249,15 @@ class _KnownModules:
     for each one again. Names resolve to the same files in every run, as the code compiled once
     per process (`_cached_get_code`) already assumes."""
 
-    def __init__(self):
-        self.specs = {}
+    def __init__(self) -> None:
+        self.specs: dict[str, ModuleSpec] = {}
 
-    def find_spec(self, name, path=None, target=None):
+    def find_spec(self, name: str, path: object = None, target: object = None) -> ModuleSpec | None:
         # The spec found the first time serves every later run (imports are sequential; a
         # spec's `cached` is computed once).
         return self.specs.get(name)
 
-    def remember(self, name, module):
+    def remember(self, name: str, module: ModuleType) -> None:
         spec = getattr(module, "__spec__", None)
         if spec is not None and spec.origin and name not in self.specs:
             self.specs[name] = spec
@@ -253,11 +274,12 @@ sys.meta_path.insert(0, _known)
 # `module_from_spec`'s generic path or `exec_module`'s look-ups: the same modules, a fifth of the
 # cost (each reset imports the user's modules afresh). Anything else takes the import system's
 # own path.
-_slow_find_and_load = _bootstrap._find_and_load
+_slow_find_and_load: Callable[[str, Callable[[str], object]], ModuleType] = \
+    _bootstrap._find_and_load
 _SourceFileLoader = importlib.machinery.SourceFileLoader
 
 
-def _lean_load(spec, code):
+def _lean_load(spec: ModuleSpec, code: CodeType) -> ModuleType:
     """`_load_unlocked` for a source module whose code is compiled already."""
     module = type(sys)(spec.name)
     module.__loader__ = spec.loader
@@ -268,8 +290,8 @@ def _lean_load(spec, code):
     module.__file__ = spec.origin
     cached = spec.cached
     if cached is not None:
-        module.__cached__ = cached
-    spec._initializing = True
+        module.__cached__ = cached  # type: ignore[attr-defined]
+    spec._initializing = True  # type: ignore[attr-defined]
     try:
         sys.modules[spec.name] = module
         try:
@@ -280,13 +302,14 @@ def _lean_load(spec, code):
         module = sys.modules.pop(spec.name)
         sys.modules[spec.name] = module
     finally:
-        spec._initializing = False
+        spec._initializing = False  # type: ignore[attr-defined]
     return module
 
 
-def _find_and_load(name, import_):
+def _find_and_load(name: str, import_: Callable[[str], object]) -> ModuleType:
     spec = _known.specs.get(name)
-    if spec is None or name in sys.modules or spec.loader.__class__ is not _SourceFileLoader:
+    if spec is None or name in sys.modules or spec.loader.__class__ is not _SourceFileLoader \
+            or spec.origin is None:
         return _slow_find_and_load(name, import_)
     code = _code_cache.get(spec.origin)
     if code is None:
@@ -325,24 +348,24 @@ class ModuleLoader:
     """Loads the user's module afresh at every reset, and the user's modules it imported (the
     standard library and site-packages stay imported)."""
 
-    def __init__(self, path, export):
+    def __init__(self, path: str, export: str) -> None:
         self.path = os.path.abspath(path)
         self.export = export
         if not os.path.isfile(self.path):
             raise Fatal(f"module {path} not found (from {os.getcwd()})", kind="load")
-        self._baseline = None
-        self._spec = None
+        self._baseline: set[str] | None = None
+        self._spec: ModuleSpec | None = None
         self._directory = os.path.dirname(self.path)
 
-    def load_factory(self):
+    def load_factory(self) -> Callable[..., Any]:
         """The module's factory (`--export`, default `wake`): pi modules."""
         module = self.load()
         factory = getattr(module, self.export, None)
         if not callable(factory):
             raise Fatal(f"{self.path}: `{self.export}` is not a function (a factory taking pi)")
-        return factory
+        return factory  # type: ignore[no-any-return]
 
-    def load(self):
+    def load(self) -> ModuleType:
         if self._baseline is None:
             self._baseline = set(sys.modules)
         else:
@@ -360,6 +383,8 @@ class ModuleLoader:
             name = "wakesim_user_" + os.path.splitext(os.path.basename(self.path))[0]
             self._spec = importlib.util.spec_from_file_location(name, self.path)
         spec = self._spec
+        if spec is None or spec.loader is None or spec.origin is None:
+            raise Fatal(f"{self.path}: not a Python module", kind="load")
         code = _code_cache.get(spec.origin)
         if code is not None:
             return _lean_load(spec, code)
@@ -369,14 +394,34 @@ class ModuleLoader:
         return module
 
 
-def describe(exc):
+class Loader(Protocol):
+    """What a facade loads the user's module with at each reset (`ModuleLoader`)."""
+
+    def load(self) -> ModuleType: ...
+
+    def load_factory(self) -> Callable[..., Any]: ...
+
+
+class Facade(Protocol):
+    """A host family's face of the adapter (`pi.PiFacade`, `gptme.ServerFacade`, ...)."""
+
+    def reset(self, loader: Loader) -> Msg: ...
+
+    def dispatch(self, ev: Msg) -> Msg | None: ...
+
+
+# How `serve` makes a facade: from the connection, the clock and the scenario's options.
+FacadeMaker = Callable[[Link, Clock, Msg], Facade]
+
+
+def describe(exc: BaseException) -> str:
     lines = traceback.format_exception_only(type(exc), exc)
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if "wakesim_adapter" not in f.filename]
     where = "".join(f"    at {os.path.relpath(f.filename)}:{f.lineno} in {f.name}\n" for f in frames[-3:])
     return ("".join(lines) + where).rstrip()
 
 
-def serve(facades, loader_args):
+def serve(facades: Mapping[str, FacadeMaker], loader_args: tuple[str, str]) -> NoReturn:
     """The protocol loop. `facades` maps a host family to a facade class.
 
     A facade has `reset(loader)`, which loads the module afresh and returns the `ready` fields
@@ -387,15 +432,15 @@ def serve(facades, loader_args):
     conn = Connection()
     clock = Clock(conn)
     install_clock(clock)
-    facade = None
-    loader = None
+    facade: Facade | None = None
+    loader: ModuleLoader | None = None
     try:
         while True:
             line = conn.read()
             try:
                 msg = _parse(line)
             except ValueError:
-                raise Fatal(f"the simulator sent a line that is not JSON: {line[:200]!r}")
+                raise Fatal(f"the simulator sent a line that is not JSON: {line[:200]!r}") from None
             kind = msg.get("type")
             if kind == "hello":
                 if msg.get("protocol") != PROTOCOL:
@@ -408,7 +453,7 @@ def serve(facades, loader_args):
                 # `speculate`: events marked `spec` are answered without blocking (`query`).
                 conn.flush({"type": "hello", "protocol": PROTOCOL, "adapter": NAME,
                             "speculate": True})
-            elif facade is None:
+            elif facade is None or loader is None:
                 raise Fatal("the simulator did not say hello first")
             elif kind == "reset":
                 clock.reset()
@@ -418,12 +463,12 @@ def serve(facades, loader_args):
                 except Fatal:
                     raise
                 except Exception as e:  # the module failed to load
-                    raise Fatal(f"the module failed to load: {describe(e)}", kind="load")
+                    raise Fatal(f"the module failed to load: {describe(e)}", kind="load") from e
                 conn.flush({"type": "ready", **ready})
             elif kind == "event":
                 clock.now_ms = msg["now"]
                 conn.speculative = msg.get("spec") is True
-                end = _DONE
+                end: Msg | str = _DONE
                 try:
                     result = facade.dispatch(msg)
                     if result is not None and "type" in result:

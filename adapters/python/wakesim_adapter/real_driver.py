@@ -22,317 +22,37 @@ its model draws it, in the model's order and with its labels (`plan_server.py`, 
 so one seed gives the same producer messages and faults in both lanes (`wakesim conform`).
 """
 
+from __future__ import annotations
+
 import json
 import os
 import sys
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any, NoReturn
 
-from . import real_gptme as R
 from . import plan_cli, plan_server, real_variants, sched
+from . import real_gptme as R
+from .real_gptme_run import Record
+from .real_wire import (
+    AHEAD,
+    SCHED_NOW,
+    Fatal,
+    LocalChooser,
+    RemoteChooser,
+    Wire,
+    _dumps,
+    _head,
+)
+
+__all__ = ["Driver", "Fatal", "LocalChooser", "RemoteChooser", "Wire", "main"]
+
+Msg = dict[str, Any]
 
 PROTOCOL = 1
 DRIVER = "wakesim-gptme-driver/0.1.0"
 HOST = "gptme[server]@0.35.1"
 CPU_LOG = os.environ.get("WAKESIM_DRIVER_CPU_LOG")
-# A prefix: the driver copies the lines it reads to PREFIX.PID.in and those it writes to
-# PREFIX.PID.out, for `bench.py --replay` (the driver's own CPU on the same lines, and its output
-# compared byte for byte after a change). Measurement only; nothing else reads it.
-TRANSCRIPT = os.environ.get("WAKESIM_DRIVER_TRANSCRIPT")
-
-
-class _Tee:
-    """A pipe end whose traffic is also copied to a file (`TRANSCRIPT`)."""
-
-    def __init__(self, pipe, path):
-        self._pipe = pipe
-        self._copy = open(path, "wb", buffering=0)
-
-    def readline(self):
-        line = self._pipe.readline()
-        self._copy.write(line)
-        return line
-
-    def write(self, data):
-        self._copy.write(data)
-        return self._pipe.write(data)
-
-
-class Fatal(Exception):
-    pass
-
-
-def _encoder():
-    """`json.dumps(obj, separators=(",", ":"))`, the same bytes, without building an encoder
-    at each call: the C encoder made once (no circular-reference check: a line is a tree of
-    dicts, lists, strings and numbers)."""
-    from json import encoder as je
-    if je.c_make_encoder is None:
-        return json.JSONEncoder(separators=(",", ":")).encode
-
-    def default(o):
-        raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
-
-    chunks = je.c_make_encoder(None, default, je.encode_basestring_ascii, None, ":", ",",
-                               False, False, True)
-    return lambda obj: "".join(chunks(obj, 0))
-
-
-_dumps = _encoder()
-_VALUE = b'{"type":"value","value":'
-_CHOOSE = {}   # label -> the start of its `choose` line
-_NAMES = {}    # an actor's or a state's name -> its JSON string
-
-
-def _head(t, actor, state):
-    """`"t":T,"actor":A,"state":S,` of an `obs` or `note` line."""
-    a = _NAMES.get(actor)
-    if a is None:
-        a = _NAMES[actor] = _dumps(actor)
-    st = _NAMES.get(state)
-    if st is None:
-        st = _NAMES[state] = _dumps(state)
-    return f'"t":{int(t)},"actor":{a},"state":{st},'
-
-
-class Wire:
-    """Lines on stdin/stdout; stdout is the protocol, so `sys.stdout` points at stderr."""
-
-    def __init__(self, inp=None, out=None):
-        self._in = inp or sys.stdin.buffer
-        self._out = out or os.fdopen(os.dup(1), "wb", buffering=0)
-        if TRANSCRIPT and inp is None and out is None:
-            self._in = _Tee(self._in, f"{TRANSCRIPT}.{os.getpid()}.in")
-            self._out = _Tee(self._out, f"{TRANSCRIPT}.{os.getpid()}.out")
-        self._buf = []
-        sys.stdout = sys.stderr
-
-    def send(self, obj):
-        """A line that needs no answer waits in a buffer; a line that does (`choose`,
-        `produce`), and the run's `end`, `hello` and `error`, flush it: one write a turn."""
-        self._buf.append(_dumps(obj))
-        if obj["type"] not in ("obs", "note"):
-            self.flush()
-
-    def line(self, text, answered):
-        """A line already in JSON (`_dumps`'s bytes); `answered`: it needs an answer, flush."""
-        self._buf.append(text)
-        if answered:
-            self.flush()
-
-    def flush(self):
-        self._buf.append("")
-        self._out.write("\n".join(self._buf).encode())
-        self._buf = []
-
-    def read(self):
-        line = self._in.readline()
-        if not line:
-            sys.exit(0)
-        try:
-            return json.loads(line)
-        except ValueError:
-            raise Fatal(f"wakesim sent a line that is not JSON: {line[:200]!r}")
-
-    def answer(self):
-        """A `value` line: (value, None), or (value, the whole message) when it carries more
-        (the next draws' material)."""
-        line = self._in.readline()
-        if line.startswith(_VALUE) and line.endswith(b"}\n"):
-            digits = line[24:-2]
-            if digits.isdigit():
-                return int(digits), None
-        if not line:
-            sys.exit(0)
-        try:
-            msg = json.loads(line)
-        except ValueError:
-            raise Fatal(f"wakesim sent a line that is not JSON: {line[:200]!r}")
-        if msg.get("type") != "value" or not isinstance(msg.get("value"), int) or \
-                isinstance(msg.get("value"), bool):
-            raise Fatal(f"expected a value, got {msg!r}")
-        return msg["value"], msg
-
-    def value(self):
-        """A `value` line's value (what else it carries is not read here)."""
-        return self.answer()[0]
-
-
-_M64 = (1 << 64) - 1
-# How many draws ahead the driver asks wakesim for (its `hello`'s `ahead`): a W1 seed makes about
-# 120 uniform draws between 15 delays and instants, which stay `choose` lines.
-AHEAD = int(os.environ.get("WAKESIM_DRIVER_AHEAD", "32"))   # 0: every draw asks (measurement)
-
-
-def below(words, at, n):
-    """`below` of `src/sim/choice.rs` (Lemire's widening multiply with rejection) on wakesim's
-    raw generator words from `words[at]`: (value, the next index), or None when they run out."""
-    if at >= len(words):
-        return None
-    m = words[at] * n
-    at += 1
-    low = m & _M64
-    if low < n:
-        threshold = ((1 << 64) - n) % n
-        while low < threshold:
-            if at >= len(words):
-                return None
-            m = words[at] * n
-            at += 1
-            low = m & _M64
-    return m >> 64, at
-
-
-class RemoteChooser:
-    """Every draw is wakesim's. Delays and instants are `choose` lines answered by `value`. A
-    uniform `choose` (the scheduler's thread orders, the plan's counts) and a `chance` are drawn
-    here, when wakesim sent the material of the next draws (`run` and each `value` answering a
-    `choose`: its generator's next raw words, or in a replay the recording's next values), with
-    the reduction wakesim's `Choices` applies to it; the draws made so go back in the next
-    `choose` or `end` line (`drawn`), where wakesim draws them again, checks each value and logs
-    them: the same choices, in the same order, without a round trip each."""
-
-    def __init__(self, wire, start=None):
-        self.wire = wire
-        self._words = None      # the generator's next raw words (random mode)
-        self._recorded = None   # the recording's next values (replay mode)
-        self._ends = False      # ... after which the recording ends (every draw is 0)
-        self._at = 0
-        self._drawn = []
-        # A wakesim that sends draws ahead also takes `produce` lines numbered by the driver.
-        self.numbers = start is not None and ("words" in start or "recorded" in start)
-        if start is not None:
-            self._take(start)
-
-    def _take(self, msg):
-        """The material a `run` or `value` line carries (none: every draw asks)."""
-        self._words = msg.get("words")
-        self._recorded = msg.get("recorded")
-        self._ends = msg.get("ends") is True
-        self._at = 0
-
-    def _next_recorded(self):
-        """The next recorded value (0 past the recording's end), or None when the material runs
-        out before it."""
-        rec = self._recorded
-        if self._at < len(rec):
-            self._at += 1
-            return rec[self._at - 1]
-        return 0 if self._ends else None
-
-    def take_drawn(self):
-        """The draws made here since the last line that carried them, then none."""
-        drawn, self._drawn = self._drawn, []
-        return drawn
-
-    def tail(self):
-        """`,"drawn":[...]` for the next line wakesim draws at, then none."""
-        return ',"drawn":' + _dumps(self.take_drawn()) if self._drawn else ""
-
-    def _ask(self, text, out=False):
-        """A `choose` line (its JSON without the closing brace) and wakesim's `value`. The line
-        asks for as many draws' material as the last stretch used, twice over (at least 8, at
-        most `AHEAD`; all of it when the material ran `out`): a CLI run makes few uniform draws
-        between its delays, and unused words cost both sides their encoding."""
-        if self.numbers:
-            used = self._at if (self._words is not None or self._recorded is not None) else 0
-            want = AHEAD if out else min(AHEAD, max(8, 2 * used))
-            text = f'{text},"ahead":{want}'
-        self.wire.line(f"{text}{self.tail()}}}", True)
-        v, msg = self.wire.answer()
-        if msg is None:
-            self._words = self._recorded = None
-        else:
-            self._take(msg)
-        return v
-
-    def choose(self, bound, label):
-        if bound == 1:
-            return 0    # one option draws nothing (as `Choices::choose`)
-        if self._words is not None:
-            got = below(self._words, self._at, bound)
-            if got is not None:
-                v, self._at = got
-                self._drawn.append([label, bound, v])
-                return v
-        elif self._recorded is not None:
-            v = self._next_recorded()
-            if v is not None:
-                v = min(v, bound - 1)
-                self._drawn.append([label, bound, v])
-                return v
-        # The scheduler's thread choices are same-instant orders. The line is the bytes
-        # `_dumps` makes of {"type", "label", "kind", "bound"}, written without the dict.
-        head = _CHOOSE.get(label)
-        if head is None:
-            kind = "order" if label.startswith("py.thread.") else "choose"
-            head = _CHOOSE[label] = \
-                f'{{"type":"choose","label":{_dumps(label)},"kind":"{kind}","bound":'
-        v = self._ask(f"{head}{int(bound)}", self._words is not None or self._recorded is not None)
-        if not 0 <= v < bound:
-            raise Fatal(f"value {v} out of range for {label} (bound {bound})")
-        return v
-
-    def delay(self, lo, hi, label):
-        if lo >= hi:
-            return lo
-        v = self._ask(_dumps({"type": "choose", "label": label, "kind": "delay", "lo": lo,
-                              "hi": hi})[:-1])
-        if not lo <= v <= hi:
-            raise Fatal(f"delay {v} out of {lo}..={hi} for {label}")
-        return v
-
-    def instant(self, lo, hi, label):
-        if lo >= hi:
-            return lo
-        v = self._ask(_dumps({"type": "choose", "label": label, "kind": "instant", "lo": lo,
-                              "hi": hi})[:-1])
-        if not lo <= v <= hi:
-            raise Fatal(f"instant {v} out of {lo}..={hi} for {label}")
-        return v
-
-    def chance(self, num, den, label):
-        if num <= 0:
-            return False
-        if num >= den:
-            return True
-        v = None
-        if self._words is not None:
-            got = below(self._words, self._at, den)
-            if got is not None:
-                r, self._at = got
-                v = int(r >= den - num)
-        elif self._recorded is not None:
-            r = self._next_recorded()
-            if r is not None:
-                v = min(r, 1)
-        if v is not None:
-            self._drawn.append([label, num, den, v])
-            return v == 1
-        return self._ask(_dumps({"type": "choose", "label": label, "kind": "chance", "num": num,
-                                 "den": den})[:-1], True) == 1
-
-
-def SCHED_NOW():
-    return sched.SCHED.now_ns // 1_000_000
-
-
-class LocalChooser(sched.SeededChooser):
-    """The same interface without wakesim (the driver's tests, benchmarks)."""
-
-    def delay(self, lo, hi, label):
-        if lo >= hi:
-            return lo
-        k = self.choose(3, label + ".class")
-        return lo if k == 0 else hi if k == 1 else lo + self.choose(hi - lo + 1, label)
-
-    instant = delay
-
-    def chance(self, num, den, label):
-        if num <= 0:
-            return False
-        if num >= den:
-            return True
-        return self.choose(den, label) < num
-
 
 # ---- observations in the protocol's names
 
@@ -341,7 +61,7 @@ _REFUSED = {"Run": "run", "Tools": "tools", "Command": "command", "PersistFailed
             "Disabled": "disabled"}
 
 
-def _wire_obs(ev, ids):
+def _wire_obs(ev: dict[str, Any], ids: dict[int, int]) -> Msg | None:
     """A Run record's observation as the protocol's `ev` and fields (None: not an observation
     the protocol carries, such as `Produced`, which `produce` records)."""
     (name, body), = ev.items()
@@ -356,7 +76,7 @@ def _wire_obs(ev, ids):
         return {"ev": "pass", "pass": body["pass"], "on": body["on"]}
     if name == "Wake":
         r = body["refused"]
-        refused = None if r is None else {"wake": r["Wake"]} if isinstance(r, dict) else _REFUSED[r]
+        refused: Any = None if r is None else {"wake": r["Wake"]} if isinstance(r, dict) else _REFUSED[r]
         return {"ev": "wake", "pass": body["pass"], "wake": body["wake"],
                 "msgs": [mid(m) for m in body["msgs"]], "refused": refused}
     if name == "Work":
@@ -377,11 +97,11 @@ def _wire_obs(ev, ids):
     return None
 
 
-def _names(ms):
+def _names(ms: list[int]) -> str:
     return " ".join(f"m{m}" for m in ms) or "nothing"
 
 
-def _narrate(ev):
+def _narrate(ev: dict[str, Any]) -> str | None:
     """The timeline's line for an observation the report does not render itself."""
     (name, b), = ev.items()
     if name == "Pass":
@@ -412,8 +132,8 @@ def _narrate(ev):
     return None
 
 
-def server_state():
-    SM = R.G.SessionManager
+def server_state() -> str:
+    SM = R.P.G.SessionManager
     sessions = [s for sid in SM._conversation_sessions.get("A", ()) for s in [SM._sessions.get(sid)]
                 if s is not None]
     if any(s.generating for s in sessions):
@@ -425,11 +145,11 @@ def server_state():
     return "IDLE"
 
 
-def cli_state():
-    run = R.RUN
+def cli_state() -> str:
+    run = R.current()
     if run.session_end is not None:
         return "ENDED"
-    if any(c._waiters for c in R.G.shell_background._job_conditions.values()):
+    if any(c._waiters for c in R.P.G.shell_background._job_conditions.values()):
         return "WAITING"
     if run.generating:
         return "GENERATING"
@@ -438,7 +158,7 @@ def cli_state():
 
 # ---- plans (the model host's defaults where the sections say nothing)
 
-SERVER_DEFAULTS = {
+SERVER_DEFAULTS: Msg = {
     "producers": {"events": {"min": 1, "max": 6}, "watches": 2, "start_ms": {"min": 1, "max": 10_000},
                   "spacing_ms": {"min": 0, "max": 5_000}, "completions": {"min": 0, "max": 0},
                   "completion_ms": {"min": 1, "max": 60_000}},
@@ -460,7 +180,7 @@ SERVER_FAULTS = ("watch_tool", "user_steps", "tool_confirmation", "tool_calls", 
 CLI_FAULTS = ("auto_reply", "tool_calls", "prompt_writes", "steer_writes", "control_writes",
               "stale_control", "teardown_reset")
 
-CLI_DEFAULTS = {
+CLI_DEFAULTS: Msg = {
     "producers": {"script": [], "jobs": {"min": 1, "max": 2}, "prompt_records": {"min": 1, "max": 3}},
     "timing": {"model_ms": {"min": 200, "max": 6_000}, "tool_ms": {"min": 10, "max": 2_000},
                "job_ms": {"min": 100, "max": 60_000}, "drain_ms": {"min": 0, "max": 1_000},
@@ -469,8 +189,8 @@ CLI_DEFAULTS = {
 }
 
 
-def _merge(defaults, given):
-    out = json.loads(json.dumps(defaults))
+def _merge(defaults: Msg, given: Msg | None) -> Msg:
+    out: Msg = json.loads(json.dumps(defaults))
     for k, v in (given or {}).items():
         if isinstance(v, dict) and isinstance(out.get(k), dict):
             out[k].update(v)
@@ -483,15 +203,17 @@ def _merge(defaults, given):
 
 
 class Driver:
-    def __init__(self, wire):
-        self.wire = wire
-        self.family = None
-        self.variant = None
-        self.patch = None
-        self.sections = None
-        self.limits = {"active_ms": 3_600_000, "quiesce_ms_max": 0, "steps_max": 200_000}
+    """One driver process: a `hello`, then one `run` per seed."""
 
-    def hello(self, msg):
+    def __init__(self, wire: Wire) -> None:
+        self.wire = wire
+        self.family: str | None = None
+        self.variant = ""
+        self.patch: ModuleType | None = None
+        self.sections: Msg = {}
+        self.limits: Msg = {"active_ms": 3_600_000, "quiesce_ms_max": 0, "steps_max": 200_000}
+
+    def hello(self, msg: Msg) -> None:
         if msg.get("protocol") != PROTOCOL:
             raise Fatal(f"{DRIVER} speaks protocol {PROTOCOL}, not {msg.get('protocol')}")
         family = msg.get("host")
@@ -508,6 +230,8 @@ class Driver:
         if wake.get("patch"):
             import importlib.util
             spec = importlib.util.spec_from_file_location("wakesim_gptme_patch", wake["patch"])
+            if spec is None or spec.loader is None:
+                raise Fatal(f"the wake patch {wake['patch']!r} is not a Python file")
             self.patch = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(self.patch)
         defaults = SERVER_DEFAULTS if family == "gptme-server" else CLI_DEFAULTS
@@ -523,10 +247,12 @@ class Driver:
         self.wire.send({"type": "hello", "protocol": PROTOCOL, "driver": DRIVER, "host": HOST,
                         "ahead": AHEAD})
 
-    def run(self, chooser=None, start=None):
+    def run(self, chooser: LocalChooser | None = None,
+            start: Msg | None = None) -> tuple[R.Run, sched.Outcome]:
         """One run: `start` is wakesim's `run` line (with the first draws' material)."""
-        ch = chooser or RemoteChooser(self.wire, start)
-        setup = None
+        remote_ch = RemoteChooser(self.wire, start) if chooser is None else None
+        ch: Any = chooser if chooser is not None else remote_ch
+        setup: Callable[[R.Run], None] | None
         if self.family == "gptme-server":
             # The model's plan, drawn as the model draws it (conformance).
             plan, kwargs, setup = plan_server.server_plan(ch, self.sections, self.limits)
@@ -534,15 +260,15 @@ class Driver:
             # The model's plan, drawn as the model draws it (conformance).
             plan, kwargs, setup = plan_cli.cli_plan(ch, self.sections, self.limits)
         state = server_state if self.family == "gptme-server" else cli_state
-        ids = {}
-        streams = {}
+        ids: dict[int, int] = {}
+        streams: dict[str, int] = {}
         wire = self.wire
-        remote = chooser is None
-        numbers = remote and ch.numbers
+        remote = remote_ch is not None
+        numbers = remote_ch is not None and remote_ch.numbers
 
         line = wire.line
 
-        def emit(kind, rec):
+        def emit(kind: str, rec: Record) -> None:
             # The bytes `_dumps` makes of {"type", "t", "actor", "state", fields...}, spliced
             # from encoded parts instead of a merged dict.
             t, actor, ev = rec
@@ -562,9 +288,10 @@ class Driver:
 
         run = R.Run(ch, emit=emit, **kwargs)
 
-        origins = {}
+        origins: dict[str, int] = {}
 
-        def produce(stream, conversation, kind="watch", origin=None):
+        def produce(stream: str, conversation: str, kind: str = "watch",
+                    origin: str | None = None) -> int:
             # wakesim numbers the message; the marker is m<id+1>, the local id id+1.
             if callable(run.produce_names):
                 # The CLI model's (plan_cli.py).
@@ -572,6 +299,8 @@ class Driver:
             elif run.produce_names is not None:
                 # The model's stream names, FIFO sources and origins (plan_server.py).
                 stream, src = run.produce_names[kind]
+                if origin is None:
+                    raise Fatal(f"a {kind} message without its origin")
                 org = run.origin_index[origin]
             else:
                 src = streams.setdefault(stream, len(streams))
@@ -596,13 +325,13 @@ class Driver:
             run.next_msg = max(run.next_msg, m + 1)
             return m
 
-        run.produce = produce
+        run.produce = produce  # type: ignore[method-assign]
         if setup is not None:
             setup(run)
         R.reset(run)
         real_variants.apply(self.variant)
         if self.patch is not None:
-            self.patch.apply(R.G, run)
+            self.patch.apply(R.P.G, run)
         R.ready()
         horizon = self.limits["active_ms"] + self.limits.get("quiesce_ms_max", 0)
         out = sched.SCHED.run(plan, ch, horizon_ms=horizon, steps_max=self.limits["steps_max"])
@@ -611,7 +340,7 @@ class Driver:
         if out.errors:
             name, e = out.errors[0]
             raise Fatal(f"thread {name} of gptme raised {e!r}")
-        end = {"type": "end", "t": out.now_ms, "cause": out.verdict,
+        end: Msg = {"type": "end", "t": out.now_ms, "cause": out.verdict,
                # The run's steps, as wakesim counts events: its scheduling points.
                "steps": min(out.points, self.limits["steps_max"])}
         if out.verdict == sched.Verdict.DEADLOCK:
@@ -621,8 +350,8 @@ class Driver:
             wire.send({"type": "note", "t": out.now_ms, "actor": "check", "state": state(),
                        "text": f"deadlock: {out.detail}"})
             end.update(threads=out.stuck, state=state())
-        if remote and ch._drawn:
-            end["drawn"] = ch.take_drawn()
+        if remote_ch is not None and remote_ch._drawn:
+            end["drawn"] = remote_ch.take_drawn()
         wire.send(end)
         if CPU_LOG:
             # The driver's own CPU time so far (as hosts/lib/wire.mjs logs pi's): the lane's
@@ -631,10 +360,10 @@ class Driver:
             with open(CPU_LOG, "a") as f:
                 f.write(f"{os.getpid()} {t.user + t.system:.3f}\n")
         if self.patch is not None and hasattr(self.patch, "undo"):
-            self.patch.undo(R.G)
+            self.patch.undo(R.P.G)
         return run, out
 
-    def serve(self):
+    def serve(self) -> NoReturn:
         try:
             while True:
                 msg = self.wire.read()
@@ -652,5 +381,7 @@ class Driver:
             sys.exit(1)
 
 
-def main():
+def main() -> None:
+    """The driver's entry point (`gptme_driver.py`)."""
     Driver(Wire()).serve()
+

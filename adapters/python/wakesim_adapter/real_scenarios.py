@@ -8,15 +8,27 @@ the wake variant). Timings are fixed so each race sits at one virtual instant; t
 the interleaving of the threads at that instant.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
 from . import real_gptme as R
-from .sched import SeededChooser, Verdict
+from .sched import Outcome, SeededChooser, Verdict
+
+PlanFn = Callable[[], None]
 
 
-def watch_plan(fires, *, step=True, confirm_at=None, subagents=(), command=None):
+def watch_plan(fires: Iterable[int], *, step: bool = True, confirm_at: int | None = None,
+               subagents: Iterable[tuple[str, int]] = (),
+               command: tuple[int, int] | None = None) -> PlanFn:
     """Conversation A with a server session; a user step at 0 (unless `step` is False); the
     watch fires at each instant of `fires`; subagents finish at their instants; the user confirms
     pending tool calls at `confirm_at`; a command (start, ms) owns the conversation."""
-    def plan():
+    fires = list(fires)
+    subagents = list(subagents)
+
+    def plan() -> None:
         R.session("A")
         w = R.arm_watch("A")
         if step:
@@ -33,9 +45,13 @@ def watch_plan(fires, *, step=True, confirm_at=None, subagents=(), command=None)
     return plan
 
 
-def cli_plan(prompts=("Run the tests in the background.",), *, at=(), exit_=True):
+def cli_plan(prompts: Iterable[str] = ("Run the tests in the background.",), *,
+             at: Iterable[tuple[int, Callable[..., object], tuple[Any, ...]]] = (),
+             exit_: bool = True) -> PlanFn:
     """`gptme -n` on conversation A, with outside actions at planned instants."""
-    def plan():
+    at = list(at)
+
+    def plan() -> None:
         for t, fn, args in at:
             R.at(t, fn, *args)
         R.cli_session("A", list(prompts), exit_=exit_)
@@ -45,61 +61,61 @@ def cli_plan(prompts=("Run the tests in the background.",), *, at=(), exit_=True
 # ---- outside actions
 
 
-def stale_control():
+def stale_control() -> None:
     R.write_control("A", '{"op":"status"}\n')
 
 
-def rewrite_control():
+def rewrite_control() -> None:
     R.write_control("A", '{"op":"statu2"}\n')   # same size, other contents
 
 
-def concurrent_drain():
+def concurrent_drain() -> None:
     """Another drain of A's completions (a STEP_PRE elsewhere), appending what it claims."""
-    m = R.RUN.manager("A")
-    for msg in R.G.shell_background.background_job_completion_hook(m):
+    m = R.current().manager("A")
+    for msg in R.P.G.shell_background.background_job_completion_hook(m):
         m.append(msg)
 
 
-def foreign_job():
+def foreign_job() -> None:
     """Conversation B of the same process starts a job."""
     from gptme.hooks import current_conversation_id
     current_conversation_id.set("B")
-    R.RUN.start_job("sleep 3")
+    R.current().start_job("sleep 3")
 
 
-def reset_a():
-    R.G.shell_background.reset_background_jobs("A", all_conversations=False)
+def reset_a() -> None:
+    R.P.G.shell_background.reset_background_jobs("A", all_conversations=False)
 
 
-def malformed_record():
-    path = R.RUN.logs_dir / "A" / "prompt-queue.jsonl"
+def malformed_record() -> None:
+    path = R.current().logs_dir / "A" / "prompt-queue.jsonl"
     with open(path, "a") as f:
         f.write("{not json\n")
 
 
-def flood():
+def flood() -> None:
     for i in range(101):
         R.queue_prompt("A", f"p{i}")
 
 
-def two_prompts():
+def two_prompts() -> None:
     R.queue_prompt("A", "p1")
     R.queue_prompt("A", "p2")
 
 
-def two_steers():
+def two_steers() -> None:
     R.queue_prompt("A", "s1", True)
     R.queue_prompt("A", "s2", True)
 
 
-def steer(text):
-    def act():
+def steer(text: str) -> PlanFn:
+    def act() -> None:
         R.queue_prompt("A", text, True)
     return act
 
 
-def prompt(text, is_steer=False):
-    def act():
+def prompt(text: str, is_steer: bool = False) -> PlanFn:
+    def act() -> None:
         R.queue_prompt("A", text, is_steer)
     return act
 
@@ -109,7 +125,7 @@ TOOL = {"A": ["tool"]}
 BG3 = {"A": ["bg", "text", "text"]}
 
 # name -> (plan, settings, what it shows)
-SCENARIOS = {
+SCENARIOS: dict[str, tuple[PlanFn, dict[str, Any], str]] = {
     # G-1: a burst while generating, drained at step end.
     "g1-burst": (watch_plan([100, 200]), dict(model_ms=1000),
                  "two watch events while a step generates; the retry at step end"),
@@ -137,7 +153,8 @@ SCENARIOS = {
     # Finding: w2-persist-failure-overtaken.
     "persist-failure-overtaken": (watch_plan([100, 3000], step=False),
                                   dict(model_ms=1000, persist_fails={"A"}),
-                                  "the first event's persist fails on an idle conversation; a second event later"),
+                                  "the first event's persist fails on an idle conversation; "
+                                  "a second event later"),
     # Finding: w2-subagent-mixed-drain-refuses-itself.
     "mixed-drain": (watch_plan([100], subagents=[("a", 200)]), dict(model_ms=1000),
                     "a watch event and a completion deferred; one retry drains both"),
@@ -199,7 +216,8 @@ SCENARIOS = {
 }
 
 
-def run(name, seed=0, *, variant=None, **overrides):
+def run(name: str, seed: int = 0, *, variant: str | None = None,
+        **overrides: Any) -> tuple[R.Run, Outcome]:
     """Run scenario `name` at `seed` (with a variant, and settings overridden); returns
     (run, outcome). A run that errs or deadlocks is an AssertionError: every scenario ends."""
     plan, settings, _ = SCENARIOS[name]
@@ -210,7 +228,7 @@ def run(name, seed=0, *, variant=None, **overrides):
     return run_, out
 
 
-def timeline(name, seed, variant=None, **overrides):
+def timeline(name: str, seed: int, variant: str | None = None, **overrides: Any) -> str:
     """The run's records as text lines, for `real_replay.py`."""
     run_, out = run(name, seed, variant=variant, **overrides)
     _, settings, what = SCENARIOS[name]

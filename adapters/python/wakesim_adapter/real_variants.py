@@ -19,16 +19,21 @@ modules for one run (`apply(name)` after `real_gptme.reset`; the next reset undo
   (the version before the recheck had neither); `b1-no-recheck-capped` keeps the cap.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
 from . import real_gptme as R
 
 NAMES = ("w0", "w1", "w2", "b0", "b1", "b1-pre", "b1-no-recheck", "b1-no-recheck-capped")
 
 
-def _per_event_drain(requeue_refused):
-    def retry(cls, conversation_id):
+def _per_event_drain(requeue_refused: bool) -> Callable[[Any, str], None]:
+    def retry(cls: Any, conversation_id: str) -> None:
         from gptme.message import Message
         from gptme.tools.watch import requeue_watch_event, take_queued_watch_events
-        logdir = (R.RUN.logs_dir / conversation_id).resolve()
+        logdir = (R.current().logs_dir / conversation_id).resolve()
         batch = take_queued_watch_events(logdir)
         for i, (watch_id, text) in enumerate(batch):
             if not cls.request_watch_wake(conversation_id,
@@ -40,32 +45,33 @@ def _per_event_drain(requeue_refused):
     return retry
 
 
-class _Forgetful(set):
+class _Forgetful(set[Any]):
     """A fingerprint set that never holds one."""
 
-    def add(self, item):
+    def add(self, item: Any) -> None:
         pass
 
 
-def _blind_recheck(sb, originals):
-    state = {"blind": None, "pending": []}
+def _blind_recheck(sb: Any, originals: dict[str, Any]) -> None:
+    state: dict[str, Any] = {"blind": None, "pending": []}
     real_input = originals["_background_wait_input"]
     real_claim = originals["background_job_completion_hook"]
     real_pending = originals["_pending_wait_jobs"]
 
-    def wait_input(manager):
+    def wait_input(manager: Any) -> Any:
         r = real_input(manager)
         if not r:
             state["blind"] = "claim"   # the next claim and pending are the recheck's
         return r
 
-    def claim(manager, *a, **k):
+    def claim(manager: Any, *a: Any, **k: Any) -> Iterator[Any]:
         if state["blind"] == "claim":
             state["blind"] = "pending"
             return iter(())
-        return real_claim(manager, *a, **k)
+        got: Iterator[Any] = real_claim(manager, *a, **k)
+        return got
 
-    def pending(conversation_id):
+    def pending(conversation_id: str) -> Any:
         if state["blind"] == "pending":
             state["blind"] = None
             return state["pending"]
@@ -77,9 +83,10 @@ def _blind_recheck(sb, originals):
     sb._pending_wait_jobs = pending
 
 
-def apply(name):
-    g = R.G
-    run = R.RUN
+def apply(name: str) -> None:
+    """Patch the loaded gptme for one run with the variant `name` (after `real_gptme.reset`)."""
+    g = R.P.G
+    run = R.current()
     if name not in NAMES:
         raise ValueError(f"unknown variant {name!r}; known: {', '.join(NAMES)}")
     if name == "w1":

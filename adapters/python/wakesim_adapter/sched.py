@@ -23,7 +23,10 @@ with a thread unfinished, is a deadlock verdict (`Verdict.DEADLOCK`, naming what
 for); so is a thread blocked on a lock whose holder finished without releasing it. The run also
 ends at its horizon (virtual time) or its step budget (scheduling points).
 
-`install()` replaces `threading.Thread`, `Lock`, `RLock`, `Condition`, `Event`, `Semaphore`,
+The primitives are `sched_sync` (locks, conditions, events, semaphores, threads,
+`threading.local`); the clocks and the process-wide patching are `sched_patch`.
+
+`sched_patch.install()` replaces `threading.Thread`, `Lock`, `RLock`, `Condition`, `Event`, `Semaphore`,
 `BoundedSemaphore`, `local` and `current_thread`, and the `time` module's clocks and `sleep`,
 process-wide,
 before the code under test is imported (dataclass `default_factory=threading.Lock` fields capture
@@ -41,23 +44,26 @@ switches); each simulated thread still starts with an empty `contextvars` contex
 in the process.
 """
 
+from __future__ import annotations
+
 import _thread
 import contextvars
-import datetime as _datetime
-import sys
 import threading as _threading
 import time as _time
+from collections.abc import Callable
+from typing import Any, NoReturn, Protocol
 
 # The originals, for the scheduler's own use and for `uninstall`.
-_REAL = {
+_REAL: dict[str, Any] = {
     "Thread": _threading.Thread, "Lock": _threading.Lock, "RLock": _threading.RLock,
     "Condition": _threading.Condition, "Event": _threading.Event,
     "Semaphore": _threading.Semaphore, "BoundedSemaphore": _threading.BoundedSemaphore,
     "current_thread": _threading.current_thread, "currentThread": _threading.currentThread,
     "local": _threading.local,
 }
-_REAL_TIME = {n: getattr(_time, n) for n in ("time", "time_ns", "monotonic", "monotonic_ns",
-                                             "perf_counter", "perf_counter_ns", "sleep")}
+_REAL_TIME: dict[str, Callable[..., Any]] = {
+    n: getattr(_time, n) for n in ("time", "time_ns", "monotonic", "monotonic_ns", "perf_counter",
+                                   "perf_counter_ns", "sleep")}
 _get_ident = _thread.get_ident
 _allocate = _thread.allocate_lock
 
@@ -78,6 +84,8 @@ class SchedulerError(Exception):
 
 
 class Verdict:
+    """How a run ended (`Outcome.verdict`)."""
+
     QUIET = "quiet"          # every thread finished
     HORIZON = "horizon"      # virtual time reached the horizon with threads still waiting
     STEPS = "steps"          # the step budget (scheduling points) ran out
@@ -86,7 +94,11 @@ class Verdict:
 
 
 class Outcome:
-    def __init__(self, verdict, now_ns, points, detail="", error=None, errors=(), stuck=0):
+    """What `Scheduler.run` returns: how the run ended, when, after how many points."""
+
+    def __init__(self, verdict: str, now_ns: int, points: int, detail: str = "",
+                 error: BaseException | None = None,
+                 errors: list[tuple[str, BaseException]] | tuple[()] = (), stuck: int = 0) -> None:
         self.verdict = verdict
         self.stuck = stuck          # a deadlock's threads that can never run again
         self.now_ns = now_ns
@@ -94,24 +106,32 @@ class Outcome:
         self.detail = detail
         self.error = error          # the root's exception
         self.errors = list(errors)  # uncaught exceptions of other threads: (name, exception)
+        self.result: Any = None     # the root function's return value
 
     @property
-    def now_ms(self):
+    def now_ms(self) -> int:
         return self.now_ns // 1_000_000
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Outcome({self.verdict}, t={self.now_ms} ms, points={self.points}, {self.detail!r})"
+
+
+class Chooser(Protocol):
+    """What draws the next thread at a scheduling point: wakesim's `Choices` over the protocol,
+    or a seeded source."""
+
+    def choose(self, bound: int, label: str) -> int: ...
 
 
 class SeededChooser:
     """A seeded source behind the `choose` interface, for runs without wakesim."""
 
-    def __init__(self, seed):
+    def __init__(self, seed: int) -> None:
         import random
         self._rng = random.Random(seed)
-        self.log = []
+        self.log: list[tuple[int, int, str]] = []
 
-    def choose(self, bound, label):
+    def choose(self, bound: int, label: str) -> int:
         v = self._rng.randrange(bound)
         self.log.append((v, bound, label))
         return v
@@ -120,7 +140,7 @@ class SeededChooser:
 class FirstChooser:
     """Always the first candidate: the simplest run."""
 
-    def choose(self, bound, label):
+    def choose(self, bound: int, label: str) -> int:
         return 0
 
 
@@ -128,24 +148,24 @@ class _Task:
     __slots__ = ("id", "name", "thread", "fn", "state", "baton", "waitlist", "deadline",
                  "woken", "what", "abandoned", "joiners", "ident", "ran")
 
-    def __init__(self, tid, name, thread, fn):
+    def __init__(self, tid: int, name: str, thread: Any, fn: Callable[[], object]) -> None:
         self.id = tid
         self.name = name
-        self.thread = thread
+        self.thread = thread      # its SimThread, or what `current_thread()` made for the root
         self.fn = fn
         self.state = NEW
         self.baton = _allocate()
         self.baton.acquire()
-        self.waitlist = None
-        self.deadline = None
-        self.woken = None
+        self.waitlist: Waitlist | None = None
+        self.deadline: int | None = None
+        self.woken: str | None = None
         self.what = ""
         self.abandoned = False
-        self.joiners = []
-        self.ident = None
+        self.joiners: list[_Task] = []
+        self.ident: int | None = None
         self.ran = False
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<task {self.id} {self.name} {self.state}>"
 
 
@@ -153,33 +173,66 @@ class _Ended(BaseException):
     """Internal: the run ended while this thread waited; park it until it is abandoned."""
 
 
+class Held(Protocol):
+    """A lock as the scheduler sees it: who holds it (a task, the outside marker, or None)."""
+
+    _owner: object
+
+
+class Waitlist(list[_Task]):
+    """Threads waiting on one primitive, in arrival order; `lock` names the lock, if any."""
+    __slots__ = ("lock",)
+
+    def __init__(self, lock: Held | None = None) -> None:
+        super().__init__()
+        self.lock = lock
+
+
+class _Worker:
+    """A pooled OS thread: parked on `wake` until it is handed a task."""
+    __slots__ = ("task", "wake")
+
+    def __init__(self, task: _Task) -> None:
+        self.wake = _allocate()
+        self.wake.acquire()
+        self.task: _Task | None = task
+
+
+End = tuple[str, str, BaseException | None, int]   # verdict, detail, the root's error, stuck
+
+
 class Scheduler:
     """One process-wide scheduler; `run(fn)` runs `fn` as the root thread of one run."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.active = False
         self.now_ns = 0
-        self.chooser = FirstChooser()
-        self.tasks = []
-        self.by_ident = {}
-        self.current = None
+        self.chooser: Chooser = FirstChooser()
+        self.tasks: list[_Task] = []
+        self.by_ident: dict[int, _Task] = {}
+        self.current: _Task | None = None
         self.points = 0
         self.steps_max = 1_000_000
-        self.horizon_ns = None
-        self.record = None         # a list to log the schedule into, or None
-        self.on_point = None       # a hook called at each scheduling point (tests)
+        self.horizon_ns: int | None = None
+        # A list to log the schedule into (ms, kind, running thread, next thread), or None.
+        self.record: list[tuple[int, str, str, str]] | None = None
+        # A hook called at each scheduling point (tests).
+        self.on_point: Callable[[Scheduler, _Task, str], None] | None = None
         self._controller = _allocate()
         self._controller.acquire()
-        self._end = None
-        self._errors = []
+        self._end: End | None = None
+        self._errors: list[tuple[str, BaseException]] = []
         self._n_runnable = 0
-        self._idle = []
+        self._idle: list[_Worker] = []
         self.run_id = 0
+        # Thread names are per run: Thread-1 is the run's first (`sched_sync.SimThread`).
+        self.thread_counter = 0
 
     # ---- the run
 
-    def run(self, fn, chooser, *, horizon_ms=None, steps_max=1_000_000, start_ns=0,
-            name="main", record=None):
+    def run(self, fn: Callable[[], object], chooser: Chooser, *, horizon_ms: int | None = None,
+            steps_max: int = 1_000_000, start_ns: int = 0, name: str = "main",
+            record: list[tuple[int, str, str, str]] | None = None) -> Outcome:
         """Run `fn` on a new managed thread until the run ends; returns an `Outcome`.
 
         `fn`'s return value is `Outcome.result`. Threads left blocked are unwound before this
@@ -198,11 +251,11 @@ class Scheduler:
         self._end = None
         self._errors = []
         self._n_runnable = 0
-        SimThread._counter = 0  # thread names are per run: Thread-1 is the run's first
+        self.thread_counter = 0
         self.run_id += 1
-        result = {}
+        result: dict[str, object] = {}
 
-        def root():
+        def root() -> None:
             result["value"] = fn()
 
         task = self._new_task(name, None, root)
@@ -212,46 +265,45 @@ class Scheduler:
         task.baton.release()
         self._controller.acquire()   # until the run ends
         end = self._end
+        assert end is not None, "the controller resumes only once the run ended"
         try:
             self._abandon_all()
         finally:
             self.active = False
             self.current = None
-        verdict, detail, error = end[:3]
-        stuck = end[3] if len(end) > 3 else 0
+        verdict, detail, error, stuck = end
         out = Outcome(verdict, self.now_ns, self.points, detail, error, self._errors, stuck)
         out.result = result.get("value")
         return out
 
-    def _new_task(self, name, thread, fn):
+    def _new_task(self, name: str, thread: Any, fn: Callable[[], object]) -> _Task:
         t = _Task(len(self.tasks), name, thread, fn)
         self.tasks.append(t)
         return t
 
-    def _spawn(self, task):
+    def _spawn(self, task: _Task) -> None:
         # OS threads are reused across tasks and runs: starting one costs more than a run's
         # switches. A parked worker takes the task; otherwise a new one starts.
         if self._idle:
             worker = self._idle.pop()
-            worker[1] = task
-            worker[0].release()
+            worker.task = task
+            worker.wake.release()
         else:
-            worker = [_allocate(), task]
-            worker[0].acquire()
-            _thread.start_new_thread(self._worker, (worker,))
+            _thread.start_new_thread(self._worker, (_Worker(task),))
 
-    def _worker(self, worker):
+    def _worker(self, worker: _Worker) -> None:
         while True:
-            task = worker[1]
-            worker[1] = None
+            task = worker.task
+            assert task is not None, "a worker is woken only with a task"
+            worker.task = None
             self._body(task, worker)
-            worker[0].acquire()
+            worker.wake.acquire()
 
-    def _body(self, task, worker=None):
+    def _body(self, task: _Task, worker: _Worker | None = None) -> None:
         task.ident = _get_ident()
         self.by_ident[task.ident] = task
         task.baton.acquire()
-        failed = None
+        failed: BaseException | None = None
         try:
             if not task.abandoned:
                 task.ran = True
@@ -260,7 +312,7 @@ class Scheduler:
                 contextvars.Context().run(task.fn)
         except (Abandoned, _Ended):
             pass
-        except BaseException as e:  # noqa: BLE001: reported, never lost
+        except BaseException as e:  # noqa: BLE001 (reported, never lost)
             failed = e
         self.by_ident.pop(task.ident, None)
         if task.abandoned:
@@ -271,7 +323,7 @@ class Scheduler:
             return
         if failed is not None:
             if task.id == 0:
-                self._finish((Verdict.ERROR, f"the root thread raised {failed!r}", failed))
+                self._finish((Verdict.ERROR, f"the root thread raised {failed!r}", failed, 0))
             else:
                 self._errors.append((task.name, failed))
         if self._end is not None:
@@ -295,7 +347,7 @@ class Scheduler:
         except _Ended:
             pass
 
-    def _set_done(self, task):
+    def _set_done(self, task: _Task) -> None:
         if task.state == RUNNABLE:
             self._n_runnable -= 1
         task.state = DONE
@@ -303,11 +355,11 @@ class Scheduler:
             self._wake(j, "joined")
         task.joiners = []
 
-    def _finish(self, end):
+    def _finish(self, end: End) -> None:
         if self._end is None:
             self._end = end
 
-    def _abandon_all(self):
+    def _abandon_all(self) -> None:
         # Unwind every thread still parked, one at a time, newest first: each raises Abandoned
         # at its parking point and runs its finally blocks (lock releases cannot switch now).
         for task in reversed(self.tasks):
@@ -327,23 +379,23 @@ class Scheduler:
     # ---- scheduling
 
     @property
-    def ended(self):
+    def ended(self) -> bool:
         """The run is over (a deadlock, the horizon, the budget) and its threads are being
         unwound: what they do now (finally blocks) is not part of the run."""
         return self.active and self._end is not None
 
-    def task(self):
+    def task(self) -> _Task | None:
         """The managed thread calling, or None (outside a run, or a foreign thread)."""
         if not self.active:
             return None
         return self.by_ident.get(_get_ident())
 
-    def _make_runnable(self, task):
+    def _make_runnable(self, task: _Task) -> None:
         if task.state != RUNNABLE:
             task.state = RUNNABLE
             self._n_runnable += 1
 
-    def _wake(self, task, why):
+    def _wake(self, task: _Task, why: str) -> None:
         if task.state != BLOCKED:
             return
         if task.waitlist is not None:
@@ -356,7 +408,7 @@ class Scheduler:
         task.woken = why
         self._make_runnable(task)
 
-    def point(self, kind):
+    def point(self, kind: str) -> None:
         """A scheduling point of the running thread: maybe another runnable thread goes first."""
         if not self.active:
             return
@@ -365,7 +417,8 @@ class Scheduler:
             return
         self._reschedule(t, kind)
 
-    def block(self, t, waitlist, deadline_ns, what):
+    def block(self, t: _Task, waitlist: Waitlist | None, deadline_ns: int | None,
+              what: str) -> bool:
         """Park `t` on `waitlist` until woken (True) or its deadline passes (False)."""
         if t.abandoned:
             raise Abandoned()
@@ -380,7 +433,7 @@ class Scheduler:
         self._reschedule(t, "block")
         return t.woken != "timeout"
 
-    def _reschedule(self, cur, kind):
+    def _reschedule(self, cur: _Task, kind: str) -> None:
         self.points += 1
         if self._n_runnable == 1 and cur.state is RUNNABLE and self.on_point is None and \
                 self.record is None and self.points <= self.steps_max:
@@ -390,7 +443,7 @@ class Scheduler:
         if self.on_point is not None:
             self.on_point(self, cur, kind)
         if self.points > self.steps_max:
-            self._finish((Verdict.STEPS, f"{self.steps_max} scheduling points", None))
+            self._finish((Verdict.STEPS, f"{self.steps_max} scheduling points", None, 0))
             self._park(cur)
         if self._n_runnable == 0 and not self._advance():
             self._park(cur)
@@ -419,7 +472,7 @@ class Scheduler:
             if self._end is not None:
                 raise _Ended()
 
-    def _advance(self):
+    def _advance(self) -> bool:
         """No thread can run: jump the clock to the earliest deadline. False when the run is
         over (nothing timed left: quiet or deadlock; or the horizon passed)."""
         timed = [x for x in self.tasks if x.state == BLOCKED and x.deadline is not None]
@@ -429,16 +482,16 @@ class Scheduler:
                 self._finish((Verdict.DEADLOCK, "every thread is blocked: " + "; ".join(
                     f"{x.name} waits for {x.what}" for x in waiting), None, len(waiting)))
             else:
-                self._finish((Verdict.QUIET, "", None))
+                self._finish((Verdict.QUIET, "", None, 0))
             return False
-        d = min(x.deadline for x in timed)
+        d = min(x.deadline for x in timed if x.deadline is not None)
         if self.horizon_ns is not None and d > self.horizon_ns:
             self.now_ns = max(self.now_ns, self.horizon_ns)
             dead = self._dead_holders()
             if dead:
                 self._finish((Verdict.DEADLOCK, "; ".join(dead), None, len(dead)))
             else:
-                self._finish((Verdict.HORIZON, "", None))
+                self._finish((Verdict.HORIZON, "", None, 0))
             return False
         self.now_ns = max(self.now_ns, d)
         for x in timed:
@@ -446,15 +499,16 @@ class Scheduler:
                 self._wake(x, "timeout")
         return True
 
-    def _dead_holders(self):
+    def _dead_holders(self) -> list[str]:
         out = []
         for x in self.tasks:
-            lock = getattr(x.waitlist, "lock", None) if x.state == BLOCKED else None
-            if lock is not None and isinstance(lock._owner, _Task) and lock._owner.state == DONE:
-                out.append(f"{x.name} waits for {x.what}, held by {lock._owner.name}, which ended")
+            lock = x.waitlist.lock if x.state == BLOCKED and x.waitlist is not None else None
+            owner = lock._owner if lock is not None else None
+            if isinstance(owner, _Task) and owner.state == DONE:
+                out.append(f"{x.name} waits for {x.what}, held by {owner.name}, which ended")
         return out
 
-    def _park(self, cur):
+    def _park(self, cur: _Task) -> NoReturn:
         """The run is over: give control back to the controller, wait to be unwound."""
         self.current = None
         self._controller.release()
@@ -465,7 +519,7 @@ class Scheduler:
 
     # ---- time
 
-    def sleep(self, seconds):
+    def sleep(self, seconds: float) -> None:
         t = self.task()
         if t is None:
             if seconds > 0 and self.active:
@@ -473,13 +527,13 @@ class Scheduler:
             return
         if seconds < 0:
             raise ValueError("sleep length must be non-negative")
-        ns = _ns(seconds)
+        ns = ns_of(seconds)
         if ns == 0:
             self.point("sleep")
         else:
             self.block(t, None, self.now_ns + ns, f"sleep({seconds})")
 
-    def read_clock(self):
+    def read_clock(self) -> int:
         if self.active:
             t = self.by_ident.get(_get_ident())
             if t is not None and not t.abandoned:
@@ -487,646 +541,11 @@ class Scheduler:
         return self.now_ns
 
 
-def _ns(seconds):
+def ns_of(seconds: float) -> int:
+    """Seconds as whole virtual nanoseconds, never negative."""
     return max(0, round(seconds * NS))
 
 
 SCHED = Scheduler()
 
 
-# ---- primitives
-
-_OUTSIDE = object()  # the owner of a primitive taken outside a run
-
-
-class _Waitlist(list):
-    """Threads waiting on one primitive, in arrival order; `lock` names the lock, if any."""
-    __slots__ = ("lock",)
-
-    def __init__(self, lock=None):
-        super().__init__()
-        self.lock = lock
-
-
-def _creation_site():
-    """`file.py:line` of the first caller outside this module and generated code (a dataclass's
-    `__init__` is `<string>`): where gptme made a lock, for what a deadlock names."""
-    f = sys._getframe(2)
-    while f is not None and (f.f_code.co_filename == __file__
-                             or f.f_code.co_filename.startswith("<")):
-        f = f.f_back
-    if f is None:
-        return "?"
-    return f"{f.f_code.co_filename.rsplit('/', 1)[-1]}:{f.f_lineno}"
-
-
-class SimLock:
-    """`threading.Lock` (and `RLock` with `reentrant`) under the scheduler."""
-
-    _reentrant = False
-
-    def __init__(self):
-        self._owner = None
-        self._count = 0
-        self._waiters = _Waitlist(self)
-        self._site = _creation_site()
-
-    def acquire(self, blocking=True, timeout=-1):
-        s = SCHED
-        t = s.by_ident.get(_get_ident()) if s.active else None
-        if t is None:
-            return self._acquire_outside(blocking)
-        if self._reentrant and self._owner is t:
-            # Re-entering a lock it holds cannot block and changes nothing another thread sees:
-            # no scheduling point (a preemption here equals one at the thread's previous point).
-            self._count += 1
-            return True
-        if t.abandoned:
-            if self._owner is None:
-                self._take(t)
-                return True
-            raise Abandoned()
-        s._reschedule(t, "acquire")
-        if self._owner is None:
-            self._owner = t
-            self._count = 1
-            return True
-        deadline = None
-        if blocking and timeout is not None and timeout >= 0:
-            deadline = s.now_ns + _ns(timeout)
-        while True:
-            if self._owner is None:
-                self._take(t)
-                return True
-            if self._reentrant and self._owner is t:
-                self._count += 1
-                return True
-            if not blocking or (deadline is not None and deadline <= s.now_ns):
-                return False
-            if not s.block(t, self._waiters, deadline, self._describe()):
-                if self._owner is None:
-                    self._take(t)
-                    return True
-                return False
-
-    def _take(self, t):
-        self._owner = t
-        self._count = 1
-
-    def _acquire_outside(self, blocking):
-        if self._owner is None:
-            self._owner = _OUTSIDE
-            self._count = 1
-            return True
-        if self._reentrant and self._owner is _OUTSIDE:
-            self._count += 1
-            return True
-        if not blocking:
-            return False
-        raise SchedulerError(f"{self._describe()} is held ({self._owner!r}) and was acquired "
-                             "again outside a simulated run: it would block forever")
-
-    def release(self):
-        s = SCHED
-        t = s.by_ident.get(_get_ident()) if s.active else None
-        if t is not None and t.abandoned and self._owner is not t:
-            return  # unwinding a thread that lost the lock in a wait the run cut short
-        if self._owner is None:
-            raise RuntimeError("release unlocked lock")
-        if self._reentrant and self._owner is not (t if t is not None else _OUTSIDE):
-            raise RuntimeError("cannot release un-acquired lock")
-        self._count -= 1
-        if self._count > 0:
-            return
-        self._owner = None
-        # Every waiter retries; which one gets the lock is the scheduler's choice.
-        for w in list(self._waiters):
-            s._wake(w, "released")
-        if t is not None and not t.abandoned:
-            s._reschedule(t, "release")
-
-    def locked(self):
-        return self._owner is not None
-
-    def _at_fork_reinit(self):
-        # os.register_at_fork callbacks (concurrent.futures, logging) reset locks in a child.
-        self._owner = None
-        self._count = 0
-        self._waiters = _Waitlist(self)
-
-    __enter__ = acquire
-
-    def __exit__(self, *exc):
-        self.release()
-
-    # RLock's private interface, used by the stdlib's Condition on an RLock.
-    def _is_owned(self):
-        t = SCHED.task()
-        return self._owner is (t if t is not None else _OUTSIDE)
-
-    def _release_save(self):
-        count = self._count
-        self._count = 1
-        self.release()
-        return count
-
-    def _acquire_restore(self, count):
-        self.acquire()
-        self._count = count
-
-    def _describe(self):
-        kind = "RLock" if self._reentrant else "Lock"
-        # Never the object's address: a deadlock's note is part of the trace, which must be the
-        # same in every process. An unlabelled lock is named by where it was created.
-        return f"{kind} {getattr(self, 'label', None) or 'from ' + self._site}"
-
-    def __repr__(self):
-        owner = self._owner.name if isinstance(self._owner, _Task) else self._owner
-        return f"<sim {self._describe()} owner={owner} count={self._count}>"
-
-
-class SimRLock(SimLock):
-    _reentrant = True
-
-
-class SimCondition:
-    """`threading.Condition(lock)`; the lock is an RLock by default, as in the stdlib."""
-
-    def __init__(self, lock=None):
-        self._lock = lock if lock is not None else SimRLock()
-        self._waiters = _Waitlist()
-        self.acquire = self._lock.acquire
-        self.release = self._lock.release
-
-    def __enter__(self):
-        return self._lock.__enter__()
-
-    def __exit__(self, *exc):
-        return self._lock.__exit__(*exc)
-
-    def _owned(self, t):
-        lock = self._lock
-        if isinstance(lock, SimLock):
-            if lock._reentrant:
-                return lock._owner is (t if t is not None else _OUTSIDE)
-            return lock._owner is not None
-        return True
-
-    def wait(self, timeout=None):
-        s = SCHED
-        t = s.task()
-        if not self._owned(t):
-            raise RuntimeError("cannot wait on un-acquired lock")
-        if t is None:
-            raise SchedulerError("Condition.wait outside a managed thread would block forever")
-        lock = self._lock
-        count = lock._count if isinstance(lock, SimLock) else 1
-        if isinstance(lock, SimLock):
-            lock._count = 1
-        deadline = None if timeout is None else s.now_ns + _ns(max(0.0, timeout))
-        # Enqueue before releasing, as the stdlib does: a notify between the release and the
-        # block must not be lost.
-        t.state = BLOCKED
-        s._n_runnable -= 1
-        t.waitlist = self._waiters
-        self._waiters.append(t)
-        t.deadline = deadline
-        t.woken = None
-        t.what = f"Condition on {lock._describe() if isinstance(lock, SimLock) else lock}"
-        if t.abandoned:
-            raise Abandoned()
-        try:
-            lock.release()   # a scheduling point: others run (and may notify) from here
-            if t.state == BLOCKED:
-                s._reschedule(t, "wait")
-            notified = t.woken != "timeout"
-        finally:
-            if not t.abandoned:
-                lock.acquire()
-                if isinstance(lock, SimLock):
-                    lock._count = count
-        return notified
-
-    def wait_for(self, predicate, timeout=None):
-        s = SCHED
-        end = None if timeout is None else s.now_ns + _ns(timeout)
-        result = predicate()
-        while not result:
-            if end is not None:
-                left = (end - s.now_ns) / NS
-                if left <= 0:
-                    break
-                self.wait(left)
-            else:
-                self.wait()
-            result = predicate()
-        return result
-
-    def notify(self, n=1):
-        t = SCHED.task()
-        if not self._owned(t):
-            raise RuntimeError("cannot notify on un-acquired lock")
-        for w in list(self._waiters)[:n]:
-            SCHED._wake(w, "notified")
-        SCHED.point("notify")
-
-    def notify_all(self):
-        self.notify(len(self._waiters))
-
-    notifyAll = notify_all
-
-
-class SimEvent:
-    def __init__(self):
-        self._flag = False
-        self._waiters = _Waitlist()
-
-    def is_set(self):
-        return self._flag
-
-    isSet = is_set
-
-    def set(self):
-        self._flag = True
-        for w in list(self._waiters):
-            SCHED._wake(w, "set")
-        SCHED.point("event-set")
-
-    def clear(self):
-        self._flag = False
-
-    def wait(self, timeout=None):
-        s = SCHED
-        t = s.task()
-        if t is None:
-            if self._flag or (timeout is not None and timeout <= 0):
-                return self._flag
-            raise SchedulerError("Event.wait outside a managed thread would block forever")
-        s._reschedule(t, "event-wait")
-        if self._flag:
-            return True
-        deadline = None if timeout is None else s.now_ns + _ns(max(0.0, timeout))
-        s.block(t, self._waiters, deadline, "Event")
-        return self._flag
-
-
-class SimSemaphore:
-    def __init__(self, value=1):
-        if value < 0:
-            raise ValueError("semaphore initial value must be >= 0")
-        self._cond = SimCondition(SimLock())
-        self._value = value
-
-    def acquire(self, blocking=True, timeout=None):
-        with self._cond:
-            if not blocking and self._value == 0:
-                return False
-            if not self._cond.wait_for(lambda: self._value > 0, timeout):
-                return False
-            self._value -= 1
-            return True
-
-    __enter__ = acquire
-
-    def release(self, n=1):
-        with self._cond:
-            self._value += n
-            self._cond.notify(n)
-
-    def __exit__(self, *exc):
-        self.release()
-
-
-class SimBoundedSemaphore(SimSemaphore):
-    def __init__(self, value=1):
-        super().__init__(value)
-        self._initial = value
-
-    def release(self, n=1):
-        with self._cond:
-            if self._value + n > self._initial:
-                raise ValueError("Semaphore released too many times")
-            self._value += n
-            self._cond.notify(n)
-
-
-class SimThread:
-    """`threading.Thread` under the scheduler: a real OS thread that runs only with the baton."""
-
-    _counter = 0
-
-    def __init__(self, group=None, target=None, name=None, args=(), kwargs=None, *, daemon=None):
-        SimThread._counter += 1
-        self._target = target
-        self._args = args
-        self._kwargs = kwargs or {}
-        self._name = name or f"Thread-{SimThread._counter}"
-        self.daemon = bool(daemon)
-        self._task = None
-        self._started = False
-
-    @property
-    def name(self):
-        return self._name
-
-    @name.setter
-    def name(self, v):
-        self._name = str(v)
-
-    @property
-    def ident(self):
-        return self._task.ident if self._task is not None else None
-
-    native_id = ident
-
-    def getName(self):
-        return self._name
-
-    def setName(self, v):
-        self._name = str(v)
-
-    def isDaemon(self):
-        return self.daemon
-
-    def setDaemon(self, v):
-        self.daemon = v
-
-    def run(self):
-        if self._target is not None:
-            self._target(*self._args, **self._kwargs)
-
-    def start(self):
-        if self._started:
-            raise RuntimeError("threads can only be started once")
-        s = SCHED
-        t = s.task()
-        if t is None:
-            raise SchedulerError(f"thread {self._name} started outside a simulated run")
-        if t.abandoned:
-            raise Abandoned()
-        self._started = True
-        self._task = s._new_task(self._name, self, self.run)
-        s._make_runnable(self._task)
-        s._spawn(self._task)
-        s._reschedule(t, "start")
-
-    def join(self, timeout=None):
-        s = SCHED
-        t = s.task()
-        if not self._started:
-            raise RuntimeError("cannot join thread before it is started")
-        if self._task is t:
-            raise RuntimeError("cannot join current thread")
-        if t is None:
-            if self._task.state != DONE:
-                raise SchedulerError("join outside a managed thread would block")
-            return
-        s._reschedule(t, "join")
-        if self._task.state == DONE:
-            return
-        deadline = None if timeout is None else s.now_ns + _ns(max(0.0, timeout))
-        self._task.joiners.append(t)
-        s.block(t, None, deadline, f"join({self._name})")
-        if t in self._task.joiners:
-            self._task.joiners.remove(t)
-
-    def is_alive(self):
-        return self._task is not None and self._task.state != DONE
-
-    def __repr__(self):
-        return f"<SimThread {self._name}>"
-
-
-_RUN_KEY = object()
-
-
-class SimLocal:
-    """`threading.local` under the scheduler: one attribute dict per simulated thread (a pooled
-    OS thread serves many), and one for the code outside a run. As the stdlib's pure-Python
-    version does, a subclass's `__init__` runs again, with the same arguments, in each thread
-    that first touches the object."""
-
-    __slots__ = ("_sim_dicts", "_sim_args", "__weakref__")
-
-    def __new__(cls, *args, **kwargs):
-        if (args or kwargs) and cls.__init__ is object.__init__:
-            raise TypeError("Initialization arguments are not supported")
-        self = object.__new__(cls)
-        object.__setattr__(self, "_sim_args", (args, kwargs))
-        object.__setattr__(self, "_sim_dicts", {_RUN_KEY: SCHED.run_id,
-                                                _KEY_OF(): {}})
-        return self
-
-    def _sim_dict(self):
-        key = _KEY_OF()
-        dicts = object.__getattribute__(self, "_sim_dicts")
-        if dicts.get(_RUN_KEY) != SCHED.run_id:
-            # A new run: the threads of earlier runs are gone, and so are their attributes.
-            outside = dicts.get(_OUTSIDE)
-            dicts.clear()
-            dicts[_RUN_KEY] = SCHED.run_id
-            if outside is not None:
-                dicts[_OUTSIDE] = outside
-        d = dicts.get(key)
-        if d is None:
-            d = dicts[key] = {}
-            init = type(self).__init__
-            if init is not object.__init__:
-                args, kwargs = object.__getattribute__(self, "_sim_args")
-                init(self, *args, **kwargs)
-        return d
-
-    def __getattribute__(self, name):
-        if name in ("_sim_dict", "_sim_dicts", "_sim_args", "__class__"):
-            return object.__getattribute__(self, name)
-        d = object.__getattribute__(self, "_sim_dict")()
-        if name == "__dict__":
-            return d
-        if name in d:
-            return d[name]
-        return object.__getattribute__(self, name)
-
-    def __setattr__(self, name, value):
-        object.__getattribute__(self, "_sim_dict")()[name] = value
-
-    def __delattr__(self, name):
-        d = object.__getattribute__(self, "_sim_dict")()
-        try:
-            del d[name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-
-def _KEY_OF():
-    t = SCHED.task()
-    return t if t is not None else _OUTSIDE
-
-
-def current_thread():
-    t = SCHED.task()
-    if t is not None:
-        if t.thread is None:
-            t.thread = _MainProxy(t)
-        return t.thread
-    return _REAL["current_thread"]()
-
-
-class _MainProxy:
-    """What `current_thread()` is in the root thread of a run."""
-
-    def __init__(self, task):
-        self._task = task
-        self.name = task.name
-        self.daemon = False
-        self.ident = None
-
-    def is_alive(self):
-        return True
-
-
-# ---- clocks
-
-
-def _vtime():
-    return EPOCH_S + SCHED.read_clock() / NS
-
-
-def _time_ns():
-    return EPOCH_S * NS + SCHED.read_clock()
-
-
-def _monotonic():
-    return SCHED.read_clock() / NS
-
-
-def _monotonic_ns():
-    return SCHED.read_clock()
-
-
-def _sleep(seconds):
-    SCHED.sleep(seconds)
-
-
-class SimDatetime(_datetime.datetime):
-    """`datetime.datetime` whose `now`/`utcnow`/`today` read the virtual clock."""
-
-    @classmethod
-    def now(cls, tz=None):
-        return cls.fromtimestamp(_vtime(), tz)
-
-    @classmethod
-    def utcnow(cls):
-        return cls.fromtimestamp(_vtime(), _datetime.timezone.utc).replace(tzinfo=None)
-
-    @classmethod
-    def today(cls):
-        return cls.now()
-
-
-_CLOCKS = {"time": _vtime, "time_ns": _time_ns, "monotonic": _monotonic,
-           "monotonic_ns": _monotonic_ns, "perf_counter": _monotonic,
-           "perf_counter_ns": _monotonic_ns, "sleep": _sleep}
-
-_PRIMITIVES = {"Thread": SimThread, "Lock": SimLock, "RLock": SimRLock, "local": SimLocal,
-               "Condition": SimCondition, "Event": SimEvent, "Semaphore": SimSemaphore,
-               "BoundedSemaphore": SimBoundedSemaphore, "current_thread": current_thread,
-               "currentThread": current_thread}
-
-_installed = False
-
-
-def install():
-    """Replace the threading primitives and the clocks process-wide (idempotent). Call before
-    importing the code under test."""
-    global _installed
-    if _installed:
-        return
-    for name, value in _PRIMITIVES.items():
-        setattr(_threading, name, value)
-    for name, value in _CLOCKS.items():
-        setattr(_time, name, value)
-    # queue.Queue's timed get/put read `from time import monotonic as time`.
-    import queue
-    patch_module(queue)
-    _installed = True
-
-
-def uninstall():
-    global _installed
-    for name, value in _REAL.items():
-        setattr(_threading, name, value)
-    for name, value in _REAL_TIME.items():
-        setattr(_time, name, value)
-    _installed = False
-
-
-_BY_REAL = None
-
-
-def patch_module(module):
-    """Rebind names `module` imported directly from `time`, `threading` or `datetime`; returns
-    how many it rebound."""
-    global _BY_REAL
-    if _BY_REAL is None:
-        _BY_REAL = {id(v): _PRIMITIVES[k] for k, v in _REAL.items()}
-        _BY_REAL.update({id(v): _CLOCKS[k] for k, v in _REAL_TIME.items()})
-        _BY_REAL[id(_datetime.datetime)] = SimDatetime
-    n = 0
-    d = module.__dict__
-    for name, value in list(d.items()):
-        repl = _BY_REAL.get(id(value))
-        if repl is not None and d[name] is value:
-            d[name] = repl
-            n += 1
-    return n
-
-
-_FACTORIES = None
-
-
-def patch_dataclass_factories(cls):
-    """Point a dataclass's `default_factory=datetime.now` (or `time.time`, `threading.Lock` ...,
-    captured at import) at the simulated ones; returns how many it changed."""
-    global _FACTORIES
-    if _FACTORIES is None:
-        real_now = _datetime.datetime.now
-        _FACTORIES = {real_now: SimDatetime.now, _datetime.datetime.utcnow: SimDatetime.utcnow}
-        for k, v in _REAL.items():
-            if k in _PRIMITIVES:
-                _FACTORIES[v] = _PRIMITIVES[k]
-        for k, v in _REAL_TIME.items():
-            _FACTORIES[v] = _CLOCKS[k]
-    init = cls.__dict__.get("__init__")
-    code = getattr(init, "__code__", None)
-    if code is None or not init.__closure__:
-        return 0
-    n = 0
-    for name, cell in zip(code.co_freevars, init.__closure__):
-        if not name.startswith("_dflt_"):
-            continue
-        try:
-            value = cell.cell_contents
-        except ValueError:
-            continue
-        try:
-            repl = _FACTORIES.get(value)
-        except TypeError:
-            continue
-        if repl is not None:
-            cell.cell_contents = repl
-            n += 1
-    return n
-
-
-def patch_package(prefix):
-    """`patch_module` and `patch_dataclass_factories` over every loaded module under `prefix`."""
-    n = 0
-    for name, module in list(sys.modules.items()):
-        if module is None or not (name == prefix or name.startswith(prefix + ".")):
-            continue
-        n += patch_module(module)
-        for value in list(vars(module).values()):
-            if isinstance(value, type) and value.__module__ == name and \
-                    "__dataclass_fields__" in value.__dict__:
-                n += patch_dataclass_factories(value)
-    return n

@@ -20,12 +20,16 @@ import module from "node:module";
 import os from "node:os";
 import path from "node:path";
 
-let base = null; // the extension's directory (under the sandbox HOME)
+/** @typedef {import("../peers.mjs").PeerRun} PeerRun @typedef {import("../peers.mjs").Planned} Planned */
+/** @typedef {import("../peers.mjs").Arrival} Arrival */
+
+/** @type {string | null} the extension's directory (under the sandbox HOME) */
+let base = null;
 const watchers = new Map(); // watched path → listener
 
 export function install() {
   const realWatch = fs.watch;
-  fs.watch = (p, ...rest) => {
+  /** @type {any} */ (fs).watch = (/** @type {any} */ p, /** @type {any[]} */ ...rest) => {
     const target = path.resolve(String(p));
     if (!base || !target.startsWith(base + path.sep)) return realWatch(p, ...rest);
     const listener = rest.find((r) => typeof r === "function");
@@ -57,10 +61,13 @@ export function reset() {
   watchers.clear();
 }
 
+/** @param {PeerRun} run */
 export function begin(run) {
+  if (base === null) throw new Error("collab peer: begin() before reset()");
   const inboxRoot = path.join(base, "inbox");
   let seq = 0;
   return {
+    /** @param {Planned} m @param {Pick<Arrival, "name" | "marker">} arrival */
     arrive(m, { name, marker }) {
       const inboxes = [...watchers.keys()].filter((p) => path.dirname(p) === inboxRoot);
       if (inboxes.length !== 1) {

@@ -31,7 +31,11 @@ class FakeStream extends EventEmitter {
   }
 }
 
+/** @typedef {import("../peers.mjs").PeerRun} PeerRun @typedef {import("../peers.mjs").Planned} Planned */
+/** @typedef {import("../peers.mjs").Arrival} Arrival */
+
 class FakeChild extends EventEmitter {
+  /** @param {number} pid */
   constructor(pid) {
     super();
     this.pid = pid;
@@ -51,7 +55,8 @@ class FakeChild extends EventEmitter {
     this.end(null, signal);
     return true;
   }
-  /** The process ends: its output is flushed, then `exit` and `close`, as Node emits them. */
+  /** The process ends: its output is flushed, then `exit` and `close`, as Node emits them.
+   * @param {number | null} code @param {string | null} signal @param {string} [line] */
   end(code, signal, line) {
     if (this.exitCode !== null || this.signalCode !== null) return;
     if (line) this.stdout.emit("data", Buffer.from(`${line}\n`));
@@ -71,7 +76,7 @@ export function install() {
     const child = live.get(Math.abs(Number(pid)));
     if (Math.abs(Number(pid)) < PID_BASE) return realKill(pid, signal);
     if (!child) {
-      const e = new Error("kill ESRCH");
+      const e = /** @type {NodeJS.ErrnoException} */ (new Error("kill ESRCH"));
       e.code = "ESRCH";
       throw e;
     }
@@ -81,7 +86,7 @@ export function install() {
   // The manager names processes `proc_<4 hex>` from crypto.randomBytes: drawn from the run's
   // seeded Math.random instead, so names and ordering are the same in every run of a seed.
   const realRandomBytes = crypto.randomBytes;
-  crypto.randomBytes = (n, cb) => {
+  /** @type {any} */ (crypto).randomBytes = (/** @type {number} */ n, /** @type {any} */ cb) => {
     if (cb) return realRandomBytes(n, cb);
     const b = Buffer.alloc(n);
     for (let i = 0; i < n; i++) b[i] = Math.floor(Math.random() * 256);
@@ -94,12 +99,15 @@ export function reset() {
   live.clear();
 }
 
+/** @param {PeerRun} run */
 export function begin(run) {
-  const children = new Map(); // planned message → its process
+  /** @type {Map<Planned, {child: FakeChild, tag: string, id: string}>} planned message → its process */
+  const children = new Map();
   run.messages.forEach((m, k) => {
     const child = new FakeChild(PID_BASE + k + 1);
     live.set(child.pid, child);
     const tag = `j${k + 1}`;
+    /** @type {any} the reply the handler gives (set in its callback) */
     let adopted = null;
     run.pi.events.emit("processes:command:adopt", {
       name: `job ${k + 1} [wakesim ${tag}]`,
@@ -107,7 +115,7 @@ export function begin(run) {
       cwd: process.cwd(),
       child,
       startTime: Date.now(),
-      reply: (r) => {
+      reply: (/** @type {any} */ r) => {
         adopted = r;
       },
     });
@@ -118,8 +126,11 @@ export function begin(run) {
   });
   if (run.messages.length) run.note(`${run.messages.length} background job(s) adopted by pi-processes`);
   return {
+    /** @param {Planned} m @param {Pick<Arrival, "id" | "name">} arrival */
     arrive(m, { id, name }) {
-      const { child, tag } = children.get(m);
+      const planned = children.get(m);
+      if (!planned) throw new Error(`processes peer: ${name} was not planned at begin()`);
+      const { child, tag } = planned;
       run.tag(tag, id);
       if (m.kind === "completion") {
         run.note(`job ${tag.slice(1)} (${name}) exits 0`);

@@ -37,7 +37,11 @@ import path from "node:path";
 // Above Linux's PID_MAX_LIMIT (2^22): never a real process.
 const PID_BASE = 1 << 30;
 const live = new Map(); // pid → FakeRunner
-const runners = []; // spawned fake runners, in spawn order
+/** @typedef {import("../peers.mjs").PeerRun} PeerRun @typedef {import("../peers.mjs").Planned} Planned */
+/** @typedef {import("../peers.mjs").Arrival} Arrival */
+
+/** @type {FakeRunner[]} spawned fake runners, in spawn order */
+const runners = [];
 const watchers = new Map(); // watched path → listener
 let nextPid = 0;
 // How long the session stays up after the last planned run ends (read by the driver's rule,
@@ -47,6 +51,7 @@ let nextPid = 0;
 export const STAY_UP_MS = 60_000;
 
 /** The extension's temporary root (`PI_SUBAGENTS_TEMP_ROOT` or `<tmpdir>/pi-subagents-<scope>`). */
+/** @param {unknown} p */
 function ownedPath(p) {
   const target = path.resolve(String(p));
   const root = process.env.PI_SUBAGENTS_TEMP_ROOT;
@@ -55,6 +60,7 @@ function ownedPath(p) {
   return !rel.startsWith("..") && !path.isAbsolute(rel) && rel.split(path.sep)[0].startsWith("pi-subagents-");
 }
 
+/** @param {unknown} p */
 function canonical(p) {
   try {
     return fs.realpathSync.native(String(p));
@@ -64,15 +70,23 @@ function canonical(p) {
 }
 
 class FakeRunner extends EventEmitter {
+  /** @param {number} pid @param {string} cfgPath */
   constructor(pid, cfgPath) {
     super();
     this.pid = pid;
     this.cfgPath = cfgPath;
+    /** @type {object | null} a runner's pipes: none (the extension reads its files) */
     this.stdin = null;
+    /** @type {object | null} */
     this.stdout = null;
+    /** @type {object | null} */
     this.stderr = null;
+    /** @type {number | null} */
     this.exitCode = null;
+    /** @type {string | null} */
     this.signalCode = null;
+    /** @type {any} its config, once bound to a planned run */
+    this.cfg = null;
   }
   unref() {
     return this;
@@ -84,6 +98,7 @@ class FakeRunner extends EventEmitter {
     this.end(null, signal);
     return true;
   }
+  /** @param {number | null} code @param {string | null} signal */
   end(code, signal) {
     if (this.exitCode !== null || this.signalCode !== null) return;
     this.exitCode = code;
@@ -94,6 +109,7 @@ class FakeRunner extends EventEmitter {
   }
 }
 
+/** @param {string} file @param {unknown} data */
 function writeJson(file, data) {
   fs.mkdirSync(path.dirname(file), { recursive: true });
   const tmp = `${file}.${process.pid}.tmp`;
@@ -103,7 +119,7 @@ function writeJson(file, data) {
 
 export function install() {
   const realSpawn = childProcess.spawn;
-  childProcess.spawn = (command, args, options) => {
+  /** @type {any} */ (childProcess).spawn = (/** @type {any} */ command, /** @type {any} */ args, /** @type {any} */ options) => {
     const list = Array.isArray(args) ? args : [];
     if (!list.some((a) => typeof a === "string" && /[\\/]subagent-runner\.ts$/.test(a))) return realSpawn(command, args, options);
     const runner = new FakeRunner(PID_BASE + ++nextPid, list[list.length - 1]);
@@ -117,7 +133,7 @@ export function install() {
     if (n < PID_BASE) return realKill(pid, signal);
     const child = live.get(n);
     if (!child) {
-      const e = new Error("kill ESRCH");
+      const e = /** @type {NodeJS.ErrnoException} */ (new Error("kill ESRCH"));
       e.code = "ESRCH";
       throw e;
     }
@@ -125,10 +141,11 @@ export function install() {
     return true;
   };
   const realWatch = fs.watch;
-  fs.watch = (p, ...rest) => {
-    if (!ownedPath(p)) return realWatch(p, ...rest);
+  /** @type {any} */ (fs).watch = (/** @type {any} */ p, /** @type {any[]} */ ...rest) => {
+    if (!ownedPath(p)) return realWatch(p, .../** @type {[any]} */ (rest));
     const target = canonical(p);
     const listener = rest.find((r) => typeof r === "function");
+    /** @type {any} */
     const w = new EventEmitter();
     w.close = () => {
       if (watchers.get(target) === listener) watchers.delete(target);
@@ -156,14 +173,18 @@ export function reset() {
   }
 }
 
+/** @param {PeerRun} run */
 export function begin(run) {
-  const launched = new Map(); // planned message → { tag, reply, runner }
+  /** @typedef {{tag: string, reply: any, runner: FakeRunner | null}} Launch */
+  /** @type {Map<Planned, Launch>} planned message → its launch */
+  const launched = new Map();
   run.messages.forEach((m, k) => {
     const tag = `s${k + 1}`;
+    /** @type {Launch} */
     const entry = { tag, reply: null, runner: null };
     launched.set(m, entry);
     const requestId = `wakesim-${k + 1}`;
-    const off = run.pi.events.on(`subagents:rpc:v1:reply:${requestId}`, (reply) => {
+    const off = run.pi.events.on(`subagents:rpc:v1:reply:${requestId}`, (/** @type {any} */ reply) => {
       entry.reply = reply;
       if (typeof off === "function") off();
     });
@@ -180,7 +201,7 @@ export function begin(run) {
   if (run.messages.length) run.note(`${run.messages.length} background subagent run(s) requested over pi-subagents' RPC`);
   // Every timer of pi-subagents' delivery path is unref()ed: the session stays up STAY_UP_MS
   // after the last planned run ends (the driver holds it, driver.mjs).
-  const runnerFor = (entry) => {
+  const runnerFor = (/** @type {Launch} */ entry) => {
     if (entry.runner) return entry.runner;
     for (const r of runners) {
       if ([...launched.values()].some((e) => e.runner === r)) continue;
@@ -200,8 +221,10 @@ export function begin(run) {
     return null;
   };
   return {
+    /** @param {Planned} m @param {Pick<Arrival, "id" | "name">} arrival */
     arrive(m, { id, name }) {
       const entry = launched.get(m);
+      if (!entry) throw new Error(`subagents peer: ${name} was not planned at begin()`);
       run.tag(entry.tag, id);
       const runner = runnerFor(entry);
       if (!runner) {
@@ -236,6 +259,7 @@ export function begin(run) {
       const now = Date.now();
       const state = stopped ? "stopped" : failed ? "failed" : "complete";
       const statusPath = path.join(cfg.asyncDir, "status.json");
+      /** @type {any} */
       let status = {};
       try {
         status = JSON.parse(fs.readFileSync(statusPath, "utf-8"));
@@ -250,7 +274,7 @@ export function begin(run) {
         lastUpdate: now,
         endedAt: now,
         ...(failed ? { error: summary } : {}),
-        steps: (status.steps || []).map((s) => ({ ...s, status: stopped ? "stopped" : failed ? "failed" : "complete", endedAt: now })),
+        steps: (status.steps || []).map((/** @type {any} */ s) => ({ ...s, status: stopped ? "stopped" : failed ? "failed" : "complete", endedAt: now })),
       });
       const result = {
         id: cfg.id,

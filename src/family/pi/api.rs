@@ -69,7 +69,10 @@ impl Message {
     pub fn default_options(&self) -> SendOptions {
         match self.kind {
             MsgKind::Orchestrator => SendOptions::follow_up(),
-            _ => SendOptions::steer(),
+            MsgKind::Completion | MsgKind::Notification => SendOptions::steer(),
+            // gptme's kinds never reach a pi extension (pi's plans produce the three above);
+            // named here so that a new kind must choose its options.
+            MsgKind::Watch | MsgKind::Job | MsgKind::Prompt => SendOptions::steer(),
         }
     }
 }

@@ -544,7 +544,11 @@ impl PiCore {
                     // action returns at once.
                     match deliver_as {
                         Some(DeliverAs::FollowUp) => self.follow_up.push_back(payload),
-                        _ => self.steering.push_back(payload),
+                        Some(DeliverAs::Steer) | None => self.steering.push_back(payload),
+                        // Routed anew as `sendCustomMessage` routes it: nextTurn waits for the
+                        // next prompt(), never a steer. (`send_custom` keeps a nextTurn message
+                        // before it could be deferred, so none is deferred today.)
+                        Some(DeliverAs::NextTurn) => self.next_turn.push(payload),
                     }
                     self.chain_next(k, chain);
                 } else {

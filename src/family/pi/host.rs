@@ -127,7 +127,13 @@ impl PiHost {
             // A subagent sends notifications, then one completion, its last message.
             let source = match kind {
                 MsgKind::Orchestrator => p.subagents,
-                _ => {
+                // pi's kinds (config.rs) are completions, notifications and orchestrator
+                // messages; a gptme kind in the list would be drawn as a subagent's.
+                MsgKind::Completion
+                | MsgKind::Notification
+                | MsgKind::Watch
+                | MsgKind::Job
+                | MsgKind::Prompt => {
                     // The `j`-th subagent still open (no list of them built per message).
                     let open = || (0..p.subagents).filter(|s| !completed[*s as usize]);
                     let count = open().count();

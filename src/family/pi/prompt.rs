@@ -107,7 +107,11 @@ impl PiHost {
                     let payload = self.core.prompts[i].payload.clone();
                     match d {
                         api::DeliverAs::FollowUp => self.core.follow_up.push_back(payload),
-                        _ => self.core.steering.push_back(payload),
+                        api::DeliverAs::Steer => self.core.steering.push_back(payload),
+                        // pi's prompt() queues every streamingBehavior but followUp as a steer
+                        // (`else this._queueSteer`). A wake's nextTurn never gets here:
+                        // sendUserMessage refuses it first (`handle.rs`, InvalidDeliverAs).
+                        api::DeliverAs::NextTurn => self.core.steering.push_back(payload),
                     }
                     self.prompt_note(k, id, Step::QueuedWhileStreaming(d));
                 }

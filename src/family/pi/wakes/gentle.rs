@@ -400,7 +400,9 @@ impl PiWake for Gentle {
                     self.flush_messages(pi);
                 }
             }
-            _ => {
+            // gptme's kinds never reach a pi extension; a completion is what any other message
+            // would be to gentle-agents (its settleCompletion path).
+            MsgKind::Completion | MsgKind::Watch | MsgKind::Job | MsgKind::Prompt => {
                 self.completions.push_back(msg.id);
                 self.completions_maybe_pending = true;
                 if self.active_runs == 0 {
