@@ -759,8 +759,13 @@ fn gptme_files(
     for f in [
         "__init__.py",
         "real_driver.py",
+        "real_wire.py",
         "real_gptme.py",
+        "real_gptme_patch.py",
+        "real_gptme_run.py",
         "sched.py",
+        "sched_sync.py",
+        "sched_patch.py",
         "plan_server.py",
         "plan_cli.py",
         "real_variants.py",
