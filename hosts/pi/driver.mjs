@@ -71,7 +71,7 @@ for (const d of ["home", "agent", "tmp", "work"]) fs.mkdirSync(path.join(sandbox
 // packages (git-ignored, keyed by each file's source hash), so a published extension's hundreds
 // of TypeScript files are transpiled once per machine, not once per driver.
 try {
-  const jitiCache = path.join(here, "..", ".cache", "jiti");
+  const jitiCache = path.join(process.env.WAKESIM_HOST_CACHE || path.join(here, "..", ".cache"), "jiti");
   fs.mkdirSync(jitiCache, { recursive: true });
   fs.symlinkSync(jitiCache, path.join(sandbox, "tmp", "jiti"));
 } catch {
@@ -104,7 +104,7 @@ if (process.env.WAKESIM_DRIVER_STRICT === "1") vclock.strict();
 // V8's compile cache (Node 22) roughly halves importing pi in every driver after the first;
 // it lives beside the pinned packages, git-ignored, and holds nothing a run depends on.
 try {
-  module.enableCompileCache?.(path.join(here, "..", ".cache", "node-compile"));
+  module.enableCompileCache?.(path.join(process.env.WAKESIM_HOST_CACHE || path.join(here, "..", ".cache"), "node-compile"));
 } catch {
   // Without the cache the driver starts slower; nothing else changes.
 }
@@ -124,7 +124,8 @@ const VERSIONS = {
 };
 const ver = VERSIONS[version];
 if (!ver) wire.fatal(`pi ${version} is not a version this driver knows (${Object.keys(VERSIONS).join(", ")})`);
-const modules = path.join(here, version, "node_modules");
+// Installed by hosts/launch.mjs into the cache directory (beside the pins, for a driver started by hand).
+const modules = process.env.WAKESIM_HOST_MODULES || path.join(here, version, "node_modules");
 const pkg = (name) => pathToFileURL(path.join(modules, ver.scope, name)).href;
 
 const wake = hello.wake || {};
