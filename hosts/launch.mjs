@@ -274,7 +274,8 @@ export async function ensureInstalled({ pins, target, what, extraArgs = [] }) {
   try {
     if (complete(modules, hash)) return modules; // the previous holder installed it
     const started = Date.now();
-    const rel = path.relative(process.cwd(), path.join(pins, "package-lock.json"));
+    // The pins as the repository names them (hosts/pi/0.99.1/...), or in full when elsewhere.
+    const rel = path.relative(path.dirname(here), path.join(pins, "package-lock.json"));
     process.stderr.write(`wakesim: installing ${what} (pinned, ${rel.startsWith("..") ? path.join(pins, "package-lock.json") : rel}) into ${target} ...\n`);
     undo.add(tmp);
     fs.mkdirSync(tmp, { recursive: true });

@@ -98,8 +98,9 @@ for (const m of ["log", "info", "debug", "warn", "error", "trace"]) {
 }
 
 vclock.install();
-// WAKESIM_DRIVER_STRICT=1 (tests/real_pi.rs): a run that creates a real async resource fails.
-if (process.env.WAKESIM_DRIVER_STRICT === "1") vclock.strict();
+// Always strict: a run that creates a real async resource (real I/O, a real timer) would not
+// replay the same, so it fails as a driver error naming the resource and its stack.
+vclock.strict();
 
 // V8's compile cache (Node 22) roughly halves importing pi in every driver after the first;
 // it lives beside the pinned packages, git-ignored, and holds nothing a run depends on.
@@ -886,7 +887,7 @@ async function runOnce() {
   const end = { type: "end", t: t(), cause: result.cause, steps: result.steps };
   vclock.end();
   const escapes = vclock.takeEscapes();
-  if (escapes.length) throw new Error(`the run escaped virtual time (strict mode):\n${escapes.join("\n")}`);
+  if (escapes.length) throw new Error(`the run escaped virtual time, so it would not replay the same (a real timer, I/O or thread-pool job completes at a wall-clock moment):\n${escapes.join("\n")}`);
   try {
     session.dispose?.();
   } catch {

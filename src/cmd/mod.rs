@@ -77,6 +77,13 @@ fn checked(r: std::io::Result<()>) -> Result<()> {
 
 /// Entry point of the binary; returns the exit code.
 pub fn main() -> i32 {
+    // A closed stdout (`>&-`): Rust's stdout drops writes to a closed descriptor silently, and
+    // the next file opened would take descriptor 1 and receive the report. Say so and stop.
+    #[cfg(unix)]
+    if rustix::io::fcntl_getfd(std::io::stdout()).is_err() {
+        eprintln!("error: stdout is closed: wakesim has nowhere to write its report");
+        return 2;
+    }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
