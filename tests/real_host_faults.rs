@@ -71,7 +71,10 @@ fn pids(pidfile: &Path) -> Vec<i32> {
         if let Ok(t) = std::fs::read_to_string(pidfile) {
             return t.split_whitespace().map(|p| p.parse().unwrap()).collect();
         }
-        assert!(Instant::now() < deadline, "the fake driver never wrote {pidfile:?}");
+        assert!(
+            Instant::now() < deadline,
+            "the fake driver never wrote {pidfile:?}"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
 }
@@ -186,7 +189,9 @@ fn a_driver_stopped_or_silent_at_its_start_is_an_error_within_the_start_bound() 
         let scn = fake(&registry, mode, &pidfile, 1500, 1000);
         let started = Instant::now();
         let mut runner = Runner::new(&registry);
-        let err = runner.prepare(&scn).expect_err("a driver that never shakes hands");
+        let err = runner
+            .prepare(&scn)
+            .expect_err("a driver that never shakes hands");
         let took = started.elapsed();
         let message = err.to_string();
         assert!(
@@ -198,7 +203,10 @@ fn a_driver_stopped_or_silent_at_its_start_is_an_error_within_the_start_bound() 
         }
         assert!(took < Duration::from_secs(10), "{mode} took {took:?}");
         let pid = pids(&pidfile)[0];
-        assert!(eventually(5, || !alive(pid)), "{mode}: the driver {pid} was left running");
+        assert!(
+            eventually(5, || !alive(pid)),
+            "{mode}: the driver {pid} was left running"
+        );
     }
 }
 
@@ -219,7 +227,10 @@ fn a_slow_or_garbled_driver_mid_run_is_an_adapter_fault() {
         assert_eq!(k, kind, "{mode}: {detail}");
         assert!(detail.contains(says), "{mode}: {detail}");
         let pid = pids(&pidfile)[0];
-        assert!(eventually(5, || !alive(pid)), "{mode}: the driver {pid} was left running");
+        assert!(
+            eventually(5, || !alive(pid)),
+            "{mode}: the driver {pid} was left running"
+        );
     }
 }
 
@@ -233,9 +244,19 @@ fn a_driver_killed_while_a_saved_regression_replays_is_an_adapter_fault_not_stal
     runner.prepare(&ok).unwrap();
     let recorded = runner.run_seed(&ok, 11, true);
     assert_eq!(recorded.outcome, Outcome::Pass);
-    assert_eq!(recorded.choices.len(), 4, "the fake driver draws four values a run");
+    assert_eq!(
+        recorded.choices.len(),
+        4,
+        "the fake driver draws four values a run"
+    );
     // Replay them on a driver that dies half-way through the run.
-    let dying = fake(&registry, "die-mid-run", &dir.join("die.pid"), 10_000, 5_000);
+    let dying = fake(
+        &registry,
+        "die-mid-run",
+        &dir.join("die.pid"),
+        10_000,
+        5_000,
+    );
     let reg = Regression {
         path: dir.join("fake-seed-11.toml"),
         scenario: dying,
@@ -269,7 +290,10 @@ fn a_grandchild_that_left_the_process_group_dies_with_its_driver() {
         runner.prepare(&scn).unwrap();
         assert_eq!(runner.run_seed(&scn, 0, false).outcome, Outcome::Pass);
         let grandchild = pids(&pidfile)[1];
-        assert!(alive(grandchild), "the grandchild runs while its driver does");
+        assert!(
+            alive(grandchild),
+            "the grandchild runs while its driver does"
+        );
     }
     // The runner is gone, and with it the driver (one that ran is never parked for reuse).
     let [driver, grandchild] = pids(&pidfile)[..] else {
@@ -327,7 +351,13 @@ fn a_binary_copied_out_of_its_build_tree_runs_real_pi_from_another_directory() {
     let before = std::time::SystemTime::now();
     std::thread::sleep(Duration::from_millis(20));
     let out = Command::new(&bin)
-        .args(["run", "scenarios/real-pi/g0.toml", "--seeds", "0..2", "--no-save"])
+        .args([
+            "run",
+            "scenarios/real-pi/g0.toml",
+            "--seeds",
+            "0..2",
+            "--no-save",
+        ])
         .current_dir(&clone)
         .stdin(Stdio::null())
         .output()
@@ -335,7 +365,10 @@ fn a_binary_copied_out_of_its_build_tree_runs_real_pi_from_another_directory() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(text(&out).contains("pi@0.99.1"), "{}", text(&out));
     let touched = touched_since(before);
-    assert!(touched.is_empty(), "written into the build tree: {touched:?}");
+    assert!(
+        touched.is_empty(),
+        "written into the build tree: {touched:?}"
+    );
     let _ = std::fs::remove_dir_all(&outside);
 }
 
@@ -364,7 +397,13 @@ fn the_real_driver_stopped_during_its_start_is_an_error_naming_the_bound_and_lea
     let scn = g0_clone(&dir, ", start_timeout_ms = 4000");
     let started = Instant::now();
     let child = Command::new(env!("CARGO_BIN_EXE_wakesim"))
-        .args(["run", &scn.to_string_lossy(), "--seeds", "0..1", "--no-save"])
+        .args([
+            "run",
+            &scn.to_string_lossy(),
+            "--seeds",
+            "0..1",
+            "--no-save",
+        ])
         .current_dir(&dir)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -386,8 +425,16 @@ fn the_real_driver_stopped_during_its_start_is_an_error_naming_the_bound_and_lea
     let t = text(&out);
     assert_eq!(out.status.code(), Some(2), "{t}");
     assert!(t.contains("no line within 4000 ms"), "{t}");
-    assert!(started.elapsed() < Duration::from_secs(60), "{:?}", started.elapsed());
-    assert!(eventually(5, || tokened(me).is_empty()), "left: {:?}", tokened(me));
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        eventually(5, || tokened(me).is_empty()),
+        "left: {:?}",
+        tokened(me)
+    );
 }
 
 fn unsafe_kill(pid: i32, sig: &str) {
@@ -446,7 +493,11 @@ fn an_install_without_its_completion_marker_is_done_again() {
     // Complete now: the next launch installs nothing.
     let again = launch(&pkg, &[]);
     assert!(again.status.success());
-    assert!(!text(&again).contains("wakesim: installing"), "{}", text(&again));
+    assert!(
+        !text(&again).contains("wakesim: installing"),
+        "{}",
+        text(&again)
+    );
 }
 
 #[test]
@@ -469,13 +520,20 @@ fn a_lock_of_a_live_unrelated_process_or_never_refreshed_is_taken_over() {
             _ => {
                 std::fs::write(lock.join("pid"), pid.to_string()).unwrap();
                 let old = std::time::SystemTime::now() - Duration::from_secs(60);
-                std::fs::File::open(&lock).unwrap().set_modified(old).unwrap();
+                std::fs::File::open(&lock)
+                    .unwrap()
+                    .set_modified(old)
+                    .unwrap();
             }
         }
         let started = Instant::now();
         let out = launch(&pkg, &[]);
         assert!(out.status.success(), "{style}: {}", text(&out));
-        assert!(text(&out).contains("taking over the install lock"), "{}", text(&out));
+        assert!(
+            text(&out).contains("taking over the install lock"),
+            "{}",
+            text(&out)
+        );
         assert!(started.elapsed() < Duration::from_secs(60), "{style}");
         assert!(complete(&pkg), "{style}");
         assert!(!lock.exists(), "{style}: the lock is released");
@@ -532,10 +590,11 @@ fn wakesim_killed_during_an_install_leaves_no_process_no_lock_and_no_install() {
         .unwrap();
     let me = child.id();
     let temp = || {
-        std::fs::read_dir(&dir)
-            .unwrap()
-            .flatten()
-            .any(|e| e.file_name().to_string_lossy().starts_with(".tmp-tiny-package"))
+        std::fs::read_dir(&dir).unwrap().flatten().any(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(".tmp-tiny-package")
+        })
     };
     assert!(eventually(60, temp), "the install never started");
     child.kill().unwrap();
@@ -545,8 +604,14 @@ fn wakesim_killed_during_an_install_leaves_no_process_no_lock_and_no_install() {
         "left running: {:?}",
         tokened(me)
     );
-    assert!(eventually(5, || !temp()), "the temporary directory is removed");
-    assert!(!pkg.with_file_name("tiny-package.lock").exists(), "the lock is released");
+    assert!(
+        eventually(5, || !temp()),
+        "the temporary directory is removed"
+    );
+    assert!(
+        !pkg.with_file_name("tiny-package.lock").exists(),
+        "the lock is released"
+    );
     assert!(!complete(&pkg), "a killed install does not look complete");
     // The next install completes it.
     let out = launch(&pkg, &[]);
@@ -582,7 +647,10 @@ fn a_corrupt_saved_regression_is_an_error_in_run_and_in_wakesim_testing() {
         let scn = passing(&dir);
         let file = dir.join("regressions").join(format!("{name}.toml"));
         std::fs::write(&file, bytes).unwrap();
-        let out = wakesim_in(&dir, &["run", "passes.toml", "--seeds", "0..2", "--no-save"]);
+        let out = wakesim_in(
+            &dir,
+            &["run", "passes.toml", "--seeds", "0..2", "--no-save"],
+        );
         let t = text(&out);
         assert_eq!(out.status.code(), Some(2), "{name}: {t}");
         assert!(t.contains(&format!("{name}.toml")), "{name}: {t}");
@@ -617,7 +685,11 @@ fn a_huge_seed_range_with_a_time_budget_runs_in_constant_memory() {
     let t = text(&out);
     // It used to allocate 39 GB of chunk ranges up front and abort (exit 134).
     assert!(matches!(out.status.code(), Some(0 | 1)), "{t}");
-    assert!(started.elapsed() < Duration::from_secs(30), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
     assert!(t.contains("--time-budget"), "{t}");
 }
 
@@ -631,7 +703,11 @@ fn an_empty_or_reversed_seed_range_in_wakesim_testing_is_an_error() {
             .no_save()
             .try_run()
             .expect_err("an empty range judges nothing");
-        assert!(err.0.contains(&format!(".seeds({a}..{b}) is empty")), "{}", err.0);
+        assert!(
+            err.0.contains(&format!(".seeds({a}..{b}) is empty")),
+            "{}",
+            err.0
+        );
     }
 }
 
@@ -660,7 +736,15 @@ fn an_out_path_that_is_not_a_directory_is_named_as_such() {
     std::fs::write(dir.join("a-file"), "").unwrap();
     let out = wakesim_in(
         &dir,
-        &["replay", "passes.toml", "--seed", "0", "--record", "--out", "a-file"],
+        &[
+            "replay",
+            "passes.toml",
+            "--seed",
+            "0",
+            "--record",
+            "--out",
+            "a-file",
+        ],
     );
     let t = text(&out);
     assert_eq!(out.status.code(), Some(2), "{t}");
@@ -683,7 +767,10 @@ fn an_out_of_range_bound_names_its_key() {
     let out = wakesim_in(&dir, &["run", "b.toml"]);
     let t = text(&out);
     assert_eq!(out.status.code(), Some(2), "{t}");
-    assert!(t.contains("`start_timeout_ms` = 1000000000000 is out of range"), "{t}");
+    assert!(
+        t.contains("`start_timeout_ms` = 1000000000000 is out of range"),
+        "{t}"
+    );
 }
 
 #[test]

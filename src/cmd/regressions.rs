@@ -63,8 +63,12 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
         }
     }
     // Temporary files of writes that were killed half-way: never a regression, but named.
-    let dirs = (suite.scenarios.iter().map(|s| s.regressions.clone()))
-        .chain(suite.regressions.iter().filter_map(|r| r.path.parent().map(Path::to_path_buf)));
+    let dirs = (suite.scenarios.iter().map(|s| s.regressions.clone())).chain(
+        suite
+            .regressions
+            .iter()
+            .filter_map(|r| r.path.parent().map(Path::to_path_buf)),
+    );
     for tmp in leftovers(dirs) {
         super::print(&format!(
             "{}: a temporary file of a write that was killed half-way (not a regression; \
@@ -112,7 +116,11 @@ fn prune(registry: &Registry, paths: &[PathBuf]) -> Result<i32> {
             }
         }
     }
-    dirs.extend(files.iter().filter_map(|f| f.parent().map(Path::to_path_buf)));
+    dirs.extend(
+        files
+            .iter()
+            .filter_map(|f| f.parent().map(Path::to_path_buf)),
+    );
     for tmp in leftovers(dirs.into_iter()) {
         std::fs::remove_file(&tmp).map_err(|source| Error::Io {
             path: tmp.clone(),
@@ -158,7 +166,9 @@ fn prune(registry: &Registry, paths: &[PathBuf]) -> Result<i32> {
 /// The stale temporary files (`io::stale_temps`) in each of `dirs`, once each, in order.
 fn leftovers(dirs: impl Iterator<Item = PathBuf>) -> Vec<PathBuf> {
     let dirs: std::collections::BTreeSet<PathBuf> = dirs.map(|d| absolute(&d)).collect();
-    dirs.iter().flat_map(|d| crate::io::stale_temps(d)).collect()
+    dirs.iter()
+        .flat_map(|d| crate::io::stale_temps(d))
+        .collect()
 }
 
 fn read(f: &Path) -> Result<String> {

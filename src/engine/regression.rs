@@ -414,11 +414,12 @@ pub fn of_scenario(scn: &Scenario, registry: &Registry) -> Result<Vec<Regression
         // A file here that cannot be read, or does not parse as a regression, is an error
         // (exit 2, file:line:column), as `regressions check` says: skipping it would pass a
         // run whose saved failure was never replayed.
-        let text = crate::io::read_text(&f, crate::limits::INPUT_BYTES_MAX)
-            .map_err(|source| Error::Io {
+        let text = crate::io::read_text(&f, crate::limits::INPUT_BYTES_MAX).map_err(|source| {
+            Error::Io {
                 path: f.clone(),
                 source,
-            })?;
+            }
+        })?;
         if is_regression(&text) {
             match names_scenario(&f, &text) {
                 Some(other) if other != me => continue,

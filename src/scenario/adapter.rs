@@ -142,7 +142,12 @@ impl RawExternal {
         let cwd = self.cwd(path, err)?;
         self.program(program, &cwd, err)?;
         let timeout_ms = bound(&self.timeout_ms, "timeout_ms", TIMEOUT_MS_DEFAULT, err)?;
-        let start_timeout_ms = bound(&self.start_timeout_ms, "start_timeout_ms", START_TIMEOUT_MS_DEFAULT, err)?;
+        let start_timeout_ms = bound(
+            &self.start_timeout_ms,
+            "start_timeout_ms",
+            START_TIMEOUT_MS_DEFAULT,
+            err,
+        )?;
         let constants_ms = self.constants(err)?;
         Ok(AdapterSpec {
             command,

@@ -76,8 +76,18 @@ impl RawExternal {
         }
         let root = home::sources().map_err(|e| err(self.variant_or_patch_span(), e))?;
         let constants_ms = self.constants(err)?;
-        let timeout_ms = bound(&self.timeout_ms, "timeout_ms", REMOTE_TIMEOUT_MS_DEFAULT, err)?;
-        let start_timeout_ms = bound(&self.start_timeout_ms, "start_timeout_ms", REMOTE_START_TIMEOUT_MS_DEFAULT, err)?;
+        let timeout_ms = bound(
+            &self.timeout_ms,
+            "timeout_ms",
+            REMOTE_TIMEOUT_MS_DEFAULT,
+            err,
+        )?;
+        let start_timeout_ms = bound(
+            &self.start_timeout_ms,
+            "start_timeout_ms",
+            REMOTE_START_TIMEOUT_MS_DEFAULT,
+            err,
+        )?;
         let label = self.name.clone().unwrap_or_else(|| {
             let file = (patch.as_ref()).and_then(|p| p.file_name().map(|n| n.to_string_lossy()));
             match (file, &self.variant) {

@@ -45,8 +45,18 @@ impl RawExternal {
         let (extension, package) = self.extension_path(&cwd, err)?;
         let deliver = self.deliver(err)?;
         let constants_ms = self.constants(err)?;
-        let timeout_ms = bound(&self.timeout_ms, "timeout_ms", REMOTE_TIMEOUT_MS_DEFAULT, err)?;
-        let start_timeout_ms = bound(&self.start_timeout_ms, "start_timeout_ms", REMOTE_START_TIMEOUT_MS_DEFAULT, err)?;
+        let timeout_ms = bound(
+            &self.timeout_ms,
+            "timeout_ms",
+            REMOTE_TIMEOUT_MS_DEFAULT,
+            err,
+        )?;
+        let start_timeout_ms = bound(
+            &self.start_timeout_ms,
+            "start_timeout_ms",
+            REMOTE_START_TIMEOUT_MS_DEFAULT,
+            err,
+        )?;
         // A version is pinned by its lock file (npm's for a Node host, pip's hashed requirements
         // for a Python one); `hosts/launch.mjs` installs it and starts the family's driver.
         let dir = format!("hosts/{}/{}", family.name(), real.version);
