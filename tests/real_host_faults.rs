@@ -568,55 +568,62 @@ fn an_unreachable_registry_is_one_error_line_naming_the_package() {
 }
 
 #[test]
-fn wakesim_killed_during_an_install_leaves_no_process_no_lock_and_no_install() {
-    let dir = tempdir("killed-install");
-    let pkg = tiny(&dir);
-    // A scenario whose extension lives in the package: the launcher installs it first.
-    let scn = dir.join("ext.toml");
-    std::fs::write(
-        &scn,
-        "name = \"ext\"\nhost = \"pi@0.99.1\"\n\
-         wake = { package = \"tiny-package\", extension = \"ms/index.js\" }\n\
-         seeds = 1\nsnapshot_seed = 0\n[expect]\nverdict = \"pass\"\n",
-    )
-    .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_wakesim"))
-        .args(["run", &scn.to_string_lossy(), "--no-save"])
-        .current_dir(&dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
+fn wakesim_killed_or_interrupted_during_an_install_leaves_no_process_no_lock_and_no_install() {
+    // SIGKILL: nothing of wakesim runs, its children see it die (parent-death signal, parent
+    // watch). SIGINT (Ctrl-C) while the driver starts: the run stops (130), it does not go on.
+    for sig in ["KILL", "INT"] {
+        let dir = tempdir(&format!("killed-install-{sig}"));
+        let pkg = tiny(&dir);
+        // A scenario whose extension lives in the package: the launcher installs it first.
+        let scn = dir.join("ext.toml");
+        std::fs::write(
+            &scn,
+            "name = \"ext\"\nhost = \"pi@0.99.1\"\n\
+             wake = { package = \"tiny-package\", extension = \"ms/index.js\" }\n\
+             seeds = 1\nsnapshot_seed = 0\n[expect]\nverdict = \"pass\"\n",
+        )
         .unwrap();
-    let me = child.id();
-    let temp = || {
-        std::fs::read_dir(&dir).unwrap().flatten().any(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .starts_with(".tmp-tiny-package")
-        })
-    };
-    assert!(eventually(60, temp), "the install never started");
-    child.kill().unwrap();
-    child.wait().unwrap();
-    assert!(
-        eventually(10, || tokened(me).is_empty()),
-        "left running: {:?}",
-        tokened(me)
-    );
-    assert!(
-        eventually(5, || !temp()),
-        "the temporary directory is removed"
-    );
-    assert!(
-        !pkg.with_file_name("tiny-package.lock").exists(),
-        "the lock is released"
-    );
-    assert!(!complete(&pkg), "a killed install does not look complete");
-    // The next install completes it.
-    let out = launch(&pkg, &[]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert!(complete(&pkg));
+        let mut child = Command::new(env!("CARGO_BIN_EXE_wakesim"))
+            .args(["run", &scn.to_string_lossy(), "--no-save"])
+            .current_dir(&dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let me = child.id();
+        let temp = || {
+            std::fs::read_dir(&dir)
+                .unwrap()
+                .flatten()
+                .any(|e| e.file_name().to_string_lossy().starts_with(".tmp-tiny-package"))
+        };
+        assert!(eventually(60, temp), "{sig}: the install never started");
+        let started = Instant::now();
+        unsafe_kill(me as i32, sig);
+        let status = child.wait().unwrap();
+        assert!(started.elapsed() < Duration::from_secs(10), "{sig}: it went on");
+        if sig == "INT" {
+            use std::os::unix::process::ExitStatusExt;
+            assert!(
+                status.code() == Some(130) || status.signal() == Some(2),
+                "{sig}: {status:?}"
+            );
+        }
+        assert!(
+            eventually(10, || tokened(me).is_empty()),
+            "{sig}: left running: {:?}",
+            tokened(me)
+        );
+        assert!(eventually(5, || !temp()), "{sig}: the temporary directory is removed");
+        let lock = pkg.with_file_name("tiny-package.lock");
+        assert!(eventually(5, || !lock.exists()), "{sig}: the lock is released");
+        assert!(!complete(&pkg), "{sig}: a killed install does not look complete");
+        // The next install completes it.
+        let out = launch(&pkg, &[]);
+        assert!(out.status.success(), "{}", text(&out));
+        assert!(complete(&pkg));
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
