@@ -593,16 +593,20 @@ fn wakesim_killed_or_interrupted_during_an_install_leaves_no_process_no_lock_and
             .unwrap();
         let me = child.id();
         let temp = || {
-            std::fs::read_dir(&dir)
-                .unwrap()
-                .flatten()
-                .any(|e| e.file_name().to_string_lossy().starts_with(".tmp-tiny-package"))
+            std::fs::read_dir(&dir).unwrap().flatten().any(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with(".tmp-tiny-package")
+            })
         };
         assert!(eventually(60, temp), "{sig}: the install never started");
         let started = Instant::now();
         unsafe_kill(me as i32, sig);
         let status = child.wait().unwrap();
-        assert!(started.elapsed() < Duration::from_secs(10), "{sig}: it went on");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{sig}: it went on"
+        );
         if sig == "INT" {
             use std::os::unix::process::ExitStatusExt;
             assert!(
@@ -615,10 +619,19 @@ fn wakesim_killed_or_interrupted_during_an_install_leaves_no_process_no_lock_and
             "{sig}: left running: {:?}",
             tokened(me)
         );
-        assert!(eventually(5, || !temp()), "{sig}: the temporary directory is removed");
+        assert!(
+            eventually(5, || !temp()),
+            "{sig}: the temporary directory is removed"
+        );
         let lock = pkg.with_file_name("tiny-package.lock");
-        assert!(eventually(5, || !lock.exists()), "{sig}: the lock is released");
-        assert!(!complete(&pkg), "{sig}: a killed install does not look complete");
+        assert!(
+            eventually(5, || !lock.exists()),
+            "{sig}: the lock is released"
+        );
+        assert!(
+            !complete(&pkg),
+            "{sig}: a killed install does not look complete"
+        );
         // The next install completes it.
         let out = launch(&pkg, &[]);
         assert!(out.status.success(), "{}", text(&out));

@@ -325,7 +325,7 @@ impl Process {
             self.reaped = true;
         }
         #[cfg(target_os = "linux")]
-        sweep_descendants(&self.token);
+        sweep_descendants(&self.token, self.child.id());
     }
 
     /// Stop the process and turn what went wrong into a fault with its stderr tail.
@@ -366,13 +366,17 @@ impl Drop for Process {
 }
 
 /// Kill every process still carrying this adapter's token (one that left the adapter's process
-/// group), and reap those that were reparented to wakesim. Processes that are not ours to read
-/// are skipped: a process of another user cannot have inherited the token.
+/// group), and reap what was reparented to wakesim (a subreaper): those, and members of the
+/// adapter's group whose parent died before them (zombies show no environment, but keep their
+/// group). Processes that are not ours to read are skipped: a process of another user cannot
+/// have inherited the token.
 #[cfg(target_os = "linux")]
-fn sweep_descendants(token: &str) {
+fn sweep_descendants(token: &str, group: u32) {
     use rustix::process::{Pid, Signal, WaitOptions, kill_process, waitpid};
     let needle = format!("{TOKEN_VAR}={token}");
     let me = rustix::process::getpid();
+    let me_s = me.as_raw_nonzero().to_string();
+    let group_s = group.to_string();
     // A grandchild that was between fork and exec, or whose parent was still exiting, may show
     // up a moment later: look twice.
     for round in 0..2 {
@@ -390,20 +394,24 @@ fn sweep_descendants(token: &str) {
             if pid == me {
                 continue;
             }
-            let Ok(env) = std::fs::read(e.path().join("environ")) else {
-                continue;
-            };
-            if !env.split(|&b| b == 0).any(|v| v == needle.as_bytes()) {
+            // `pid (comm) state ppid pgrp ...`: the fields after the command's closing paren.
+            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+            let mut fields = stat
+                .rsplit_once(')')
+                .map_or("", |(_, r)| r)
+                .split_whitespace();
+            let (state, ppid, pgrp) = (fields.next(), fields.next(), fields.next());
+            let ours = ppid == Some(me_s.as_str());
+            let tokened = std::fs::read(e.path().join("environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|v| v == needle.as_bytes()));
+            // Only a zombie is reaped by its group: a live process with that group id could be
+            // a new adapter that was given the recycled id.
+            let zombie = state == Some("Z") && ours && pgrp == Some(group_s.as_str());
+            if !tokened && !zombie {
                 continue;
             }
             found = true;
             let _ = kill_process(pid, Signal::KILL);
-            let ours = std::fs::read_to_string(e.path().join("stat"))
-                .ok()
-                .is_some_and(|st| {
-                    let rest = st.rsplit_once(')').map_or("", |(_, r)| r);
-                    rest.split_whitespace().nth(1) == Some(&me.as_raw_nonzero().to_string())
-                });
             if ours {
                 let _ = waitpid(Some(pid), WaitOptions::empty());
             }
