@@ -104,6 +104,60 @@ pub fn read_text(path: &Path, max: u64) -> std::io::Result<String> {
     })
 }
 
+/// `create_dir_all`, with the cause named when a component of `dir` exists but is not a
+/// directory (the system says only "File exists"): "`/dev/full` is not a directory (a device)".
+pub fn create_dirs(dir: &Path) -> std::io::Result<()> {
+    match std::fs::create_dir_all(dir) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let blocker = dir.ancestors().find(|a| {
+                !a.as_os_str().is_empty() && std::fs::metadata(a).is_ok_and(|m| !m.is_dir())
+            });
+            match blocker {
+                Some(b) => {
+                    let what = std::fs::metadata(b).map_or("not a directory", |m| kind(&m));
+                    Err(std::io::Error::new(
+                        std::io::ErrorKind::NotADirectory,
+                        format!("`{}` is not a directory ({what})", b.display()),
+                    ))
+                }
+                None => Err(e),
+            }
+        }
+    }
+}
+
+/// Temporary files of [`write_new`] in `dir` whose writer is gone (killed half-way): their
+/// process no longer runs. They hold no complete file; removing them loses nothing.
+pub fn stale_temps(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out: Vec<PathBuf> = entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let pid = name.strip_prefix('.')?.rsplit_once(".wakesim-tmp-")?.1;
+            let pid: u32 = pid.parse().ok()?;
+            (!process_alive(pid)).then(|| e.path())
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Does process `pid` run (on Linux, per `/proc`; elsewhere assumed to, so nothing is removed)?
+fn process_alive(pid: u32) -> bool {
+    if pid == std::process::id() {
+        return true;
+    }
+    if cfg!(target_os = "linux") {
+        Path::new("/proc").join(pid.to_string()).exists()
+    } else {
+        true
+    }
+}
+
 /// What a file that is not a regular file is, for a message.
 fn kind(meta: &std::fs::Metadata) -> &'static str {
     #[cfg(unix)]
@@ -122,6 +176,8 @@ fn kind(meta: &std::fs::Metadata) -> &'static str {
     }
     if meta.is_dir() {
         "a directory"
+    } else if meta.is_file() {
+        "a file"
     } else {
         "not a file"
     }

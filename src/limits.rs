@@ -93,9 +93,10 @@ pub const ADAPTER_NAME_BYTES_MAX: usize = 64;
 pub const REMOTE_PROTOCOL_VERSION: u64 = 1;
 /// The default wall-clock bound on one line of a driver during a run.
 pub const REMOTE_TIMEOUT_MS_DEFAULT: u64 = 10_000;
-/// The default bound on a driver's `hello`: it may install its pinned packages first (`npm ci`),
-/// then imports the host.
-pub const REMOTE_START_TIMEOUT_MS_DEFAULT: u64 = 600_000;
+/// The default bound on a driver's start-up: its `hello` (it imports the host), and while its
+/// launcher installs the pinned packages on first use, each gap between its `installing` lines
+/// (written every 5 s). A driver stopped or silent while starting is an adapter fault within it.
+pub const REMOTE_START_TIMEOUT_MS_DEFAULT: u64 = 60_000;
 /// Lines one real-host run may have per step of its budget (draws, notes, observations).
 pub const REMOTE_LINES_PER_STEP_MAX: u64 = 64;
 /// Live driver processes a runner keeps; the least recently used beyond it is stopped.
@@ -112,3 +113,6 @@ pub const PARALLEL_CHUNK_MAX: u64 = 4096;
 pub const SHARD_COUNT_MAX: u64 = 1 << 20;
 /// Failing seeds `merge --save-failures` may keep per scenario (`--cap`).
 pub const SAVE_FAILURES_CAP_MAX: usize = 100;
+/// The bound on a real host's install on first use as a whole (`installing` lines, then the
+/// `hello`): Node 22, the pinned host and an extension's package, each an `npm ci`.
+pub const REMOTE_INSTALL_TIMEOUT_MS: u64 = 900_000;

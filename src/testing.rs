@@ -113,6 +113,13 @@ impl<'r> Check<'r> {
     }
 
     fn go(&self) -> Result<std::result::Result<(), Failure>> {
+        // As the CLI's `--seeds`: an empty or reversed range runs nothing, so it judges nothing.
+        if let Some(r) = self.seeds.as_ref().filter(|r| r.is_empty()) {
+            return Err(crate::error::Error::Usage(format!(
+                ".seeds({}..{}) is empty: give A..B with A < B",
+                r.start, r.end
+            )));
+        }
         let scn = match &self.source {
             Source::File(p) => Scenario::load(p, self.registry)?,
             Source::Inline { name, text } => Scenario::parse(Path::new(name), text, self.registry)?,

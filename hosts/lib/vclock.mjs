@@ -18,10 +18,11 @@
 // node:crypto's and webcrypto's random sources (`randomUUID`, `getRandomValues`, `randomBytes`,
 // `randomFill(Sync)`, `randomInt`). A builtin's named ESM exports (`import { randomUUID } from
 // "crypto"`, as pi's session manager does) are copies made at start-up: `syncBuiltinESMExports`
-// makes them see the replacements. `strict()` (WAKESIM_DRIVER_STRICT=1) turns any real async
-// resource a run creates (a real timer, file I/O, a socket, a thread-pool job) into a driver error
-// naming its stack: such a resource completes at a wall-clock moment, so where it lands among the
-// virtual steps would depend on the machine's load.
+// makes them see the replacements. `strict()` (every driver calls it: a run that escapes is
+// never replayable, so it is refused by default) turns any real async resource a run creates (a
+// real timer, file I/O, a socket, a thread-pool job) into a driver error naming its stack: such
+// a resource completes at a wall-clock moment, so where it lands among the virtual steps would
+// depend on the machine's load.
 
 import crypto from "node:crypto";
 import asyncHooks from "node:async_hooks";
@@ -306,7 +307,7 @@ export function strict() {
     })
     .enable();
 }
-/** Escapes seen since the last call (strict mode), or none. */
+/** Escapes seen since the last call (strict mode, which every driver turns on), or none. */
 export function takeEscapes() {
   if (!escapes || escapes.length === 0) return [];
   const e = escapes;

@@ -72,7 +72,7 @@ for (const d of ["home", "agent", "tmp", "work"]) fs.mkdirSync(path.join(sandbox
 // packages (git-ignored, keyed by each file's source hash), so a published extension's hundreds
 // of TypeScript files are transpiled once per machine, not once per driver.
 try {
-  const jitiCache = path.join(here, "..", ".cache", "jiti");
+  const jitiCache = path.join(process.env.WAKESIM_HOST_CACHE || path.join(here, "..", ".cache"), "jiti");
   fs.mkdirSync(jitiCache, { recursive: true });
   fs.symlinkSync(jitiCache, path.join(sandbox, "tmp", "jiti"));
 } catch {
@@ -99,13 +99,14 @@ for (const m of ["log", "info", "debug", "warn", "error", "trace"]) {
 }
 
 vclock.install();
-// WAKESIM_DRIVER_STRICT=1 (tests/real_pi.rs): a run that creates a real async resource fails.
-if (process.env.WAKESIM_DRIVER_STRICT === "1") vclock.strict();
+// Always strict: a run that creates a real async resource (real I/O, a real timer) would not
+// replay the same, so it fails as a driver error naming the resource and its stack.
+vclock.strict();
 
 // V8's compile cache (Node 22) roughly halves importing pi in every driver after the first;
 // it lives beside the pinned packages, git-ignored, and holds nothing a run depends on.
 try {
-  module.enableCompileCache?.(path.join(here, "..", ".cache", "node-compile"));
+  module.enableCompileCache?.(path.join(process.env.WAKESIM_HOST_CACHE || path.join(here, "..", ".cache"), "node-compile"));
 } catch {
   // Without the cache the driver starts slower; nothing else changes.
 }
@@ -119,8 +120,9 @@ if (hello.protocol !== 1) wire.fatal(`protocol ${hello.protocol} is not spoken h
 if (hello.host !== "pi") wire.fatal(`this driver runs pi, not ${hello.host}`);
 const version = String(hello.host_version);
 // Any pinned version (hosts/pi/<version>/): its package name and what its AgentSession can do
-// are read from the installed package (features.mjs), not from a table of versions.
-const modules = path.join(here, version, "node_modules");
+// are read from the installed package (features.mjs), not from a table of versions. Installed by
+// hosts/launch.mjs into the cache directory (beside the pins, for a driver started by hand).
+const modules = process.env.WAKESIM_HOST_MODULES || path.join(here, version, "node_modules");
 const scope = features.scopeOf(modules);
 if (!scope) wire.fatal(`pi ${version} is not installed in ${modules} (hosts/launch.mjs installs a pinned version)`);
 const pkg = (name) => pathToFileURL(path.join(modules, scope, name)).href;
@@ -934,7 +936,7 @@ async function runOnce() {
   const end = { type: "end", t: t(), cause: result.cause, steps: result.steps };
   vclock.end();
   const escapes = vclock.takeEscapes();
-  if (escapes.length) throw new Error(`the run escaped virtual time (strict mode):\n${escapes.join("\n")}`);
+  if (escapes.length) throw new Error(`the run escaped virtual time, so it would not replay the same (a real timer, I/O or thread-pool job completes at a wall-clock moment):\n${escapes.join("\n")}`);
   try {
     session.dispose?.();
   } catch {

@@ -12,7 +12,20 @@
 //!
 //! On Unix the adapter starts in a process group of its own, and ending it ends the group
 //! (SIGTERM, then SIGKILL after [`END_WAIT`]): a wrapper script or a module that spawns a child
-//! leaves nothing behind.
+//! leaves nothing behind. On Linux, three more things make every process an adapter started die
+//! with it, or with wakesim:
+//! - the adapter gets a parent-death signal (SIGTERM, `PR_SET_PDEATHSIG`), so a wakesim killed
+//!   outright (SIGKILL, a crash) takes its adapters with it; the signal follows the *thread* that
+//!   spawned the child, so every adapter is spawned by one thread that lives as long as the
+//!   process ([`spawner`]), never by a runner thread that may end first;
+//! - wakesim is a child subreaper (`PR_SET_CHILD_SUBREAPER`): a grandchild whose parent died is
+//!   reparented to wakesim rather than to init;
+//! - every adapter and whatever it starts inherit `WAKESIM_ADAPTER_OF=<wakesim pid>:<serial>`;
+//!   ending the adapter also kills every process still carrying its value, which catches a
+//!   grandchild that left the process group (`setsid`) and is not a child of wakesim's.
+//!
+//! A line the adapter writes to stderr that starts with `wakesim: ` (an install's progress: a
+//! driver installing its pinned packages on first use) is passed on to wakesim's own stderr.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -50,6 +63,102 @@ pub struct Process {
     stdout: Lines,
     stderr: Arc<Mutex<Vec<u8>>>,
     stderr_done: Receiver<()>,
+    /// The value of [`TOKEN_VAR`] this adapter and its descendants carry.
+    token: String,
+}
+
+/// Processes waiting for a driver's start-up (its install, its import of the host): a Ctrl-C
+/// then has nothing in flight worth finishing, so `wakesim run` stops at once.
+static STARTING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Is a driver starting (see [`Starting`])?
+pub fn starting() -> bool {
+    STARTING.load(std::sync::atomic::Ordering::SeqCst) > 0
+}
+
+/// Held while a driver starts: [`starting`] is true meanwhile.
+pub struct Starting(());
+
+impl Starting {
+    pub fn begin() -> Starting {
+        STARTING.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Starting(())
+    }
+}
+
+impl Drop for Starting {
+    fn drop(&mut self) {
+        STARTING.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// The variable every adapter process and its descendants inherit: `<wakesim pid>:<serial>`.
+pub const TOKEN_VAR: &str = "WAKESIM_ADAPTER_OF";
+static SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The child gets SIGTERM when wakesim dies (the adapter's default is to exit; `hosts/launch.mjs`
+/// ends its process group on it). And wakesim becomes a subreaper, once.
+#[cfg(target_os = "linux")]
+fn die_with_parent(cmd: &mut Command) {
+    static SUBREAPER: std::sync::Once = std::sync::Once::new();
+    SUBREAPER.call_once(|| {
+        // Without it an orphaned grandchild goes to init; the token sweep still ends it.
+        let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
+    });
+    let parent = rustix::process::getpid();
+    // SAFETY: the closure runs between fork and exec and makes only two system calls
+    // (prctl, getppid), both async-signal-safe; it allocates nothing and takes no lock.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(cmd, move || {
+            rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::TERM))?;
+            // wakesim died between the fork and the prctl: the signal was missed, so exit now.
+            if rustix::process::getppid() != Some(parent) {
+                return Err(std::io::Error::other(
+                    "wakesim exited while starting the adapter",
+                ));
+            }
+            Ok(())
+        });
+    }
+}
+
+/// The one thread that spawns adapters (see the module's documentation): a parent-death signal
+/// fires when the spawning thread ends, so it must be a thread that never does.
+mod spawner {
+    use std::process::{Child, Command};
+    use std::sync::Mutex;
+    use std::sync::mpsc::{Sender, channel};
+
+    type Job = (Command, Sender<std::io::Result<Child>>);
+    static JOBS: Mutex<Option<Sender<Job>>> = Mutex::new(None);
+
+    pub fn spawn(mut cmd: Command) -> std::io::Result<Child> {
+        let tx = {
+            let mut jobs = JOBS.lock().unwrap_or_else(|e| e.into_inner());
+            if jobs.is_none() {
+                let (tx, rx) = channel::<Job>();
+                let started = std::thread::Builder::new()
+                    .name("wakesim-spawner".into())
+                    .spawn(move || {
+                        for (mut cmd, reply) in rx {
+                            let _ = reply.send(cmd.spawn());
+                        }
+                    });
+                if started.is_err() {
+                    // No thread to spare: spawn here (the death signal then follows this thread).
+                    return cmd.spawn();
+                }
+                *jobs = Some(tx);
+            }
+            jobs.as_ref().expect("just set").clone()
+        };
+        let (reply, answer) = channel();
+        tx.send((cmd, reply))
+            .map_err(|_| std::io::Error::other("the spawner thread is gone"))?;
+        answer
+            .recv()
+            .map_err(|_| std::io::Error::other("the spawner thread is gone"))?
+    }
 }
 
 /// Find `program` as the command line would: a path (with a separator) relative to `cwd`, or a
@@ -98,8 +207,12 @@ impl Process {
         // ending it, the adapter reads EOF on its stdin.
         #[cfg(unix)]
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-        let mut child = cmd
-            .spawn()
+        let serial = SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let token = format!("{}:{serial}", std::process::id());
+        cmd.env(TOKEN_VAR, &token);
+        #[cfg(target_os = "linux")]
+        die_with_parent(&mut cmd);
+        let mut child = spawner::spawn(cmd)
             .map_err(|e| format!("cannot start `{}`: {e}", resolved.display()))?;
         let stdin = child.stdin.take();
         #[cfg(unix)]
@@ -128,6 +241,7 @@ impl Process {
             stdout,
             stderr,
             stderr_done,
+            token,
         })
     }
 
@@ -210,6 +324,8 @@ impl Process {
             let _ = self.child.wait();
             self.reaped = true;
         }
+        #[cfg(target_os = "linux")]
+        sweep_descendants(&self.token, self.child.id());
     }
 
     /// Stop the process and turn what went wrong into a fault with its stderr tail.
@@ -246,6 +362,63 @@ impl Process {
 impl Drop for Process {
     fn drop(&mut self) {
         self.end();
+    }
+}
+
+/// Kill every process still carrying this adapter's token (one that left the adapter's process
+/// group), and reap what was reparented to wakesim (a subreaper): those, and members of the
+/// adapter's group whose parent died before them (zombies show no environment, but keep their
+/// group). Processes that are not ours to read are skipped: a process of another user cannot
+/// have inherited the token.
+#[cfg(target_os = "linux")]
+fn sweep_descendants(token: &str, group: u32) {
+    use rustix::process::{Pid, Signal, WaitOptions, kill_process, waitpid};
+    let needle = format!("{TOKEN_VAR}={token}");
+    let me = rustix::process::getpid();
+    let me_s = me.as_raw_nonzero().to_string();
+    let group_s = group.to_string();
+    // A grandchild that was between fork and exec, or whose parent was still exiting, may show
+    // up a moment later: look twice.
+    for round in 0..2 {
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return;
+        };
+        let mut found = false;
+        for e in entries.flatten() {
+            let Some(pid) = (e.file_name().to_str())
+                .and_then(|n| n.parse::<i32>().ok())
+                .and_then(Pid::from_raw)
+            else {
+                continue;
+            };
+            if pid == me {
+                continue;
+            }
+            // `pid (comm) state ppid pgrp ...`: the fields after the command's closing paren.
+            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+            let mut fields = stat
+                .rsplit_once(')')
+                .map_or("", |(_, r)| r)
+                .split_whitespace();
+            let (state, ppid, pgrp) = (fields.next(), fields.next(), fields.next());
+            let ours = ppid == Some(me_s.as_str());
+            let tokened = std::fs::read(e.path().join("environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|v| v == needle.as_bytes()));
+            // Only a zombie is reaped by its group: a live process with that group id could be
+            // a new adapter that was given the recycled id.
+            let zombie = state == Some("Z") && ours && pgrp == Some(group_s.as_str());
+            if !tokened && !zombie {
+                continue;
+            }
+            found = true;
+            let _ = kill_process(pid, Signal::KILL);
+            if ours {
+                let _ = waitpid(Some(pid), WaitOptions::empty());
+            }
+        }
+        if !found && round == 0 {
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 }
 
@@ -406,13 +579,31 @@ impl Lines {
     }
 }
 
-/// The stderr reader: keep the last few KiB, so a chatty adapter cannot fill the pipe and block.
+/// What a line must start with to be passed on to wakesim's stderr.
+const PASS_ON: &[u8] = b"wakesim: ";
+/// The longest line passed on; a longer one is cut there.
+const PASS_ON_BYTES_MAX: usize = 1024;
+
+/// The stderr reader: keep the last few KiB, so a chatty adapter cannot fill the pipe and block;
+/// pass on each line that starts with [`PASS_ON`].
 fn keep_tail(mut stderr: impl Read, sink: &Mutex<Vec<u8>>) {
     let mut buf = [0u8; 4096];
+    // The line being read, up to PASS_ON_BYTES_MAX bytes.
+    let mut line: Vec<u8> = Vec::new();
     loop {
         match stderr.read(&mut buf) {
             Ok(0) => return,
             Ok(n) => {
+                for &b in &buf[..n] {
+                    if b == b'\n' {
+                        if line.starts_with(PASS_ON) {
+                            eprintln!("{}", String::from_utf8_lossy(&line));
+                        }
+                        line.clear();
+                    } else if line.len() < PASS_ON_BYTES_MAX {
+                        line.push(b);
+                    }
+                }
                 let Ok(mut tail) = sink.lock() else { return };
                 tail.extend_from_slice(&buf[..n]);
                 if tail.len() > 2 * STDERR_TAIL_BYTES_MAX {

@@ -80,8 +80,36 @@ fn checked(r: std::io::Result<()>) -> Result<()> {
     }
 }
 
+/// Was stdout closed when wakesim started? Rust's runtime reopens a closed descriptor 0, 1 or 2
+/// on `/dev/null` for reading and writing before `main`, so a closed stdout shows as `/dev/null`
+/// open read-write; a shell's `>/dev/null` opens it write-only, which is a choice, not a loss.
+#[cfg(unix)]
+fn stdout_closed() -> bool {
+    let out = std::io::stdout();
+    let Ok(flags) = rustix::fs::fcntl_getfl(&out) else {
+        return true;
+    };
+    let rdwr = flags & rustix::fs::OFlags::ACCMODE == rustix::fs::OFlags::RDWR;
+    let null = rustix::fs::fstat(&out).is_ok_and(|st| {
+        rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::CharacterDevice
+            && rustix::fs::major(st.st_rdev as _) == 1
+            && rustix::fs::minor(st.st_rdev as _) == 3
+    });
+    rdwr && null
+}
+
+#[cfg(not(unix))]
+fn stdout_closed() -> bool {
+    false
+}
+
 /// Entry point of the binary; returns the exit code.
 pub fn main() -> i32 {
+    // A closed stdout (`>&-`) would drop the report without a word: say so and stop.
+    if stdout_closed() {
+        eprintln!("error: stdout is closed: wakesim has nowhere to write its report");
+        return 2;
+    }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

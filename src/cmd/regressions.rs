@@ -62,6 +62,20 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
             }
         }
     }
+    // Temporary files of writes that were killed half-way: never a regression, but named.
+    let dirs = (suite.scenarios.iter().map(|s| s.regressions.clone())).chain(
+        suite
+            .regressions
+            .iter()
+            .filter_map(|r| r.path.parent().map(Path::to_path_buf)),
+    );
+    for tmp in leftovers(dirs) {
+        super::print(&format!(
+            "{}: a temporary file of a write that was killed half-way (not a regression; \
+             `wakesim regressions prune` removes it)\n",
+            tmp.display()
+        ))?;
+    }
     super::print(&format!(
         "{} regression(s){}\n",
         suite.regressions.len(),
@@ -94,6 +108,29 @@ fn prune(registry: &Registry, paths: &[PathBuf]) -> Result<i32> {
     }
     files.sort_by_key(|f| absolute(f));
     files.dedup_by_key(|f| absolute(f));
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for p in paths {
+        for f in discover(p)? {
+            if let Ok(scn) = Scenario::parse(&f, &read(&f)?, registry) {
+                dirs.push(scn.regressions);
+            }
+        }
+    }
+    dirs.extend(
+        files
+            .iter()
+            .filter_map(|f| f.parent().map(Path::to_path_buf)),
+    );
+    for tmp in leftovers(dirs.into_iter()) {
+        std::fs::remove_file(&tmp).map_err(|source| Error::Io {
+            path: tmp.clone(),
+            source,
+        })?;
+        super::print(&format!(
+            "removed {} (a temporary file of a write that was killed half-way)\n",
+            tmp.display()
+        ))?;
+    }
     let mut runner = Runner::new(registry);
     let mut removed = 0;
     for f in &files {
@@ -124,6 +161,14 @@ fn prune(registry: &Registry, paths: &[PathBuf]) -> Result<i32> {
         files.len()
     ))?;
     Ok(0)
+}
+
+/// The stale temporary files (`io::stale_temps`) in each of `dirs`, once each, in order.
+fn leftovers(dirs: impl Iterator<Item = PathBuf>) -> Vec<PathBuf> {
+    let dirs: std::collections::BTreeSet<PathBuf> = dirs.map(|d| absolute(&d)).collect();
+    dirs.iter()
+        .flat_map(|d| crate::io::stale_temps(d))
+        .collect()
 }
 
 fn read(f: &Path) -> Result<String> {

@@ -33,6 +33,12 @@ impl Control {
                 if INTERRUPTED.swap(true, Ordering::SeqCst) {
                     std::process::exit(EXIT_INTERRUPTED);
                 }
+                // A driver installing or importing its host has no seed in flight to finish:
+                // stop now (its launcher ends its install and process group as wakesim exits).
+                if crate::adapter::process::starting() {
+                    eprintln!("\ninterrupted while a real host's driver was starting: stopped");
+                    std::process::exit(EXIT_INTERRUPTED);
+                }
                 eprintln!(
                     "\ninterrupted: finishing the seeds in flight, then the summary of what ran \
                      (Ctrl-C again to quit at once)"

@@ -61,7 +61,8 @@ pub fn twin(real: &Scenario) -> Result<Scenario, String> {
     })?;
     let (wake, adapter) = match family.twin(&spec.wake)? {
         Twin::Adapter(command) => {
-            let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+            // The twin's adapter is embedded: it runs from the sources' directory in the cache.
+            let root = crate::remote::home::sources()?;
             let adapter = AdapterSpec {
                 command,
                 cwd: root.to_path_buf(),

@@ -133,7 +133,7 @@ impl Keep<'_> {
             move |source| Error::Io { path, source }
         };
         let dir = path.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        crate::io::create_dirs(dir).map_err(io(dir))?;
         let expect = expectation_of(self.run, self.target);
         let text = self.text(path);
         let mut kept_existing = None;
@@ -208,7 +208,7 @@ pub fn save_new(path: &Path, text: &str) -> Result<Saved> {
         move |source| Error::Io { path: p, source }
     };
     let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    crate::io::create_dirs(dir).map_err(io(dir))?;
     match crate::io::write_new(path, text.as_bytes()) {
         Ok(()) => Ok(Saved::Wrote(path.to_path_buf())),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {

@@ -69,23 +69,48 @@ pub fn run_part_swept(
     let owner = shard.map(|s| s.owner(&scn.name));
     let chunks = chunks(range.clone(), threads.max(1));
     let parts = run_chunks(registry, scn, &chunks, owner, threads.max(1), sweep);
-    let mut report = merge_in_order(parts, &chunks, range);
+    let mut report = merge_in_order(parts, &chunks, range.clone());
     report.judge(&scn.expect, &scn.must_reach);
+    // Stopped (a time budget, Ctrl-C) before its first seed: nothing was judged, so nothing
+    // was met.
+    // (A shard that owns none of a range it covered ran nothing and was not stopped.)
+    if report.seed_count() == 0 && report.seeds.end < range.end {
+        report.met = false;
+        report.why = Some("stopped before its first seed ran: nothing was judged".into());
+    }
     report
 }
 
 /// The seed range in chunks: several per thread (so threads finish together), within bounds.
-fn chunks(range: Range<u64>, threads: usize) -> Vec<Range<u64>> {
+/// Computed on demand, never listed: a range of 10^13 seeds is 2.4 * 10^9 chunks, and memory
+/// must not grow with the range.
+struct Chunks {
+    range: Range<u64>,
+    size: u64,
+    len: u64,
+}
+
+impl Chunks {
+    fn get(&self, i: usize) -> Option<Range<u64>> {
+        let i = i as u64;
+        if i >= self.len {
+            return None;
+        }
+        let a = self.range.start + i * self.size;
+        // Saturating: near `u64::MAX` a chunk end would wrap around and skip its seeds.
+        Some(a..a.saturating_add(self.size).min(self.range.end))
+    }
+}
+
+fn chunks(range: Range<u64>, threads: usize) -> Chunks {
     let n = range.end - range.start;
-    let chunk = (n / (threads as u64 * PARALLEL_CHUNKS_PER_THREAD))
+    let size = (n / (threads as u64 * PARALLEL_CHUNKS_PER_THREAD))
         .clamp(PARALLEL_CHUNK_MIN, PARALLEL_CHUNK_MAX);
-    (0..n.div_ceil(chunk))
-        .map(|i| {
-            let a = range.start + i * chunk;
-            // Saturating: near `u64::MAX` a chunk end would wrap around and skip its seeds.
-            a..a.saturating_add(chunk).min(range.end)
-        })
-        .collect()
+    Chunks {
+        range,
+        size,
+        len: n.div_ceil(size),
+    }
 }
 
 /// Run the chunks on scoped threads, each thread with its own runner (so its own adapter
@@ -95,7 +120,7 @@ fn chunks(range: Range<u64>, threads: usize) -> Vec<Range<u64>> {
 fn run_chunks(
     registry: &Registry,
     scn: &Scenario,
-    chunks: &[Range<u64>],
+    chunks: &Chunks,
     owner: Option<Owner>,
     threads: usize,
     sweep: &Sweep<'_>,
@@ -111,7 +136,7 @@ fn run_chunks(
         !((sweep.fail_fast && failed) || (sweep.stop)())
     };
     let mut parts: Vec<(usize, ScenarioReport)> = std::thread::scope(|s| {
-        let workers: Vec<_> = (0..threads.min(chunks.len().max(1)))
+        let workers: Vec<_> = (0..(threads as u64).min(chunks.len.max(1)))
             .map(|_| {
                 s.spawn(|| {
                     let mut runner = Runner::new(registry);
@@ -158,12 +183,12 @@ fn run_chunks(
 /// whichever thread met it first.
 fn merge_in_order(
     parts: Vec<(usize, ScenarioReport)>,
-    chunks: &[Range<u64>],
+    chunks: &Chunks,
     range: Range<u64>,
 ) -> ScenarioReport {
     let mut report = ScenarioReport::new(range.start..range.start);
     for (i, p) in parts {
-        let cut = p.seeds.end < chunks[i].end;
+        let cut = chunks.get(i).is_some_and(|c| p.seeds.end < c.end);
         report.merge(p);
         if cut {
             return report;

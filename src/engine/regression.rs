@@ -269,7 +269,10 @@ impl Regression {
             tracing,
         );
         result.replay = Some(format!("wakesim replay {}", self.path.display()));
-        if let Some(why) = result.stale.clone() {
+        // A run cut off by an adapter fault (a driver killed mid-run) leaves recorded choices
+        // unread: that is the fault, not a stale recording, and the seed's rerun would hide it.
+        let faulted = matches!(result.outcome, Outcome::AdapterFault(_));
+        if let Some(why) = result.stale.clone().filter(|_| !faulted) {
             // The seed's whole run is not the shrunk one the pin was taken from: a witness is
             // judged by its scenario's expectation (whose `also` allows what a longer run adds).
             let result = runner.run_seed(&self.scenario, self.seed, tracing);
@@ -408,13 +411,24 @@ pub fn of_scenario(scn: &Scenario, registry: &Registry) -> Result<Vec<Regression
         if f.parent() != Some(scn.regressions.as_path()) {
             continue;
         }
-        let Ok(text) = std::fs::read_to_string(&f) else {
-            continue;
-        };
-        if !is_regression(&text) || names_scenario(&f, &text) != Some(me.clone()) {
-            continue;
+        // A file here that cannot be read, or does not parse as a regression, is an error
+        // (exit 2, file:line:column), as `regressions check` says: skipping it would pass a
+        // run whose saved failure was never replayed.
+        let text = crate::io::read_text(&f, crate::limits::INPUT_BYTES_MAX).map_err(|source| {
+            Error::Io {
+                path: f.clone(),
+                source,
+            }
+        })?;
+        if is_regression(&text) {
+            match names_scenario(&f, &text) {
+                Some(other) if other != me => continue,
+                _ => out.push(Regression::parse(&f, &text, registry)?),
+            }
+        } else if Scenario::parse(&f, &text, registry).is_err() {
+            // Not a scenario kept there either: say what is wrong with it as a regression.
+            Regression::parse(&f, &text, registry)?;
         }
-        out.push(Regression::parse(&f, &text, registry)?);
     }
     Ok(out)
 }

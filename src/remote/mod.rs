@@ -19,16 +19,18 @@
 //! that the driver failed, never a run).
 //!
 //! - `mod.rs`: the spec, the vocabulary, the driver slot and pool, the world, the driver's notes;
+//! - `home.rs`: the cache directory, and the drivers' sources embedded in the binary;
 //! - `wire.rs`: reading the driver's lines into draws, records, the mix and the end.
 
 pub mod tape;
+pub mod home;
 mod wire;
 
 use std::cell::RefCell;
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -36,7 +38,8 @@ use crate::adapter::process::{Process, ReadError};
 use crate::adapter::{AdapterFault, FaultKind, quote};
 use crate::check::Monitor;
 use crate::limits::{
-    BudgetExceeded, Limits, REMOTE_LINES_PER_STEP_MAX, REMOTE_PROTOCOL_VERSION, REMOTES_LIVE_MAX,
+    BudgetExceeded, Limits, REMOTE_INSTALL_TIMEOUT_MS, REMOTE_LINES_PER_STEP_MAX,
+    REMOTE_PROTOCOL_VERSION, REMOTES_LIVE_MAX,
 };
 use crate::sim::choice::Ahead;
 use crate::sim::hash::{Encode, TraceHasher};
@@ -73,7 +76,8 @@ pub struct RemoteSpec {
     pub cwd: PathBuf,
     /// Constants of the wake logic (ms), where the kernel biases its delay draws.
     pub constants_ms: Vec<u64>,
-    /// Wall-clock bound on one line during a run, and on `hello` (installs included).
+    /// Wall-clock bound on one line during a run, and on the start-up: the `hello` after the
+    /// launcher's install, and each gap between its `installing` lines.
     pub timeout_ms: u64,
     pub start_timeout_ms: u64,
     /// Where the `wake` key is in the scenario file: file, line, column.
@@ -273,9 +277,35 @@ impl Slot {
         self.starting = true;
         self.runs = 0;
         let hello = self.hello.clone();
-        let doing = "shaking hands (the driver installs and imports the host)";
+        let _starting = crate::adapter::process::Starting::begin();
+        let doing = "shaking hands (the driver imports the host)";
         self.write(&hello, doing)?;
-        let (ty, v) = self.read(&|| doing.to_string())?;
+        // While the launcher installs (first use), it writes an `installing` line every few
+        // seconds: the install is bounded as a whole by REMOTE_INSTALL_TIMEOUT_MS, each gap by
+        // the start bound, and the `hello` after it by the start bound again. So a stopped or
+        // silent driver is found within the start bound, however long an install may take.
+        let install_deadline = Instant::now() + Duration::from_millis(REMOTE_INSTALL_TIMEOUT_MS);
+        let mut installing = None::<String>;
+        let (ty, v) = loop {
+            let doing = || match &installing {
+                Some(what) => {
+                    format!("installing {what} (the launcher's `installing` lines stopped)")
+                }
+                None => doing.to_string(),
+            };
+            let (ty, v) = self.read(&doing)?;
+            if ty != "installing" {
+                break (ty, v);
+            }
+            let what = v.get("what").and_then(Value::as_str).unwrap_or("the host");
+            if Instant::now() > install_deadline {
+                let detail = format!(
+                    "installing {what} took over {REMOTE_INSTALL_TIMEOUT_MS} ms (is the package registry reachable?)"
+                );
+                return Err(self.fail(FaultKind::Timeout, detail));
+            }
+            installing = Some(what.to_string());
+        };
         self.starting = false;
         match ty.as_str() {
             "hello"

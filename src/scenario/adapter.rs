@@ -141,8 +141,13 @@ impl RawExternal {
         };
         let cwd = self.cwd(path, err)?;
         self.program(program, &cwd, err)?;
-        let timeout_ms = bound(&self.timeout_ms, TIMEOUT_MS_DEFAULT, err)?;
-        let start_timeout_ms = bound(&self.start_timeout_ms, START_TIMEOUT_MS_DEFAULT, err)?;
+        let timeout_ms = bound(&self.timeout_ms, "timeout_ms", TIMEOUT_MS_DEFAULT, err)?;
+        let start_timeout_ms = bound(
+            &self.start_timeout_ms,
+            "start_timeout_ms",
+            START_TIMEOUT_MS_DEFAULT,
+            err,
+        )?;
         let constants_ms = self.constants(err)?;
         Ok(AdapterSpec {
             command,
@@ -203,13 +208,19 @@ impl RawExternal {
 }
 
 /// A wall-clock bound in `1..=TIMEOUT_MS_MAX`, or its default.
-pub(super) fn bound(t: &Option<Spanned<u64>>, default: u64, err: Err<'_>) -> Result<u64> {
+pub(super) fn bound(
+    t: &Option<Spanned<u64>>,
+    key: &str,
+    default: u64,
+    err: Err<'_>,
+) -> Result<u64> {
     let Some(t) = t else { return Ok(default) };
     let v = *t.get_ref();
     if v == 0 || v > TIMEOUT_MS_MAX {
+        // The key is named: the error's own key is the `wake` table that holds it.
         return Err(err(
             t.span(),
-            format!("{v} is out of range 1..={TIMEOUT_MS_MAX}"),
+            format!("`{key}` = {v} is out of range 1..={TIMEOUT_MS_MAX}"),
         ));
     }
     Ok(v)

@@ -11,7 +11,7 @@ use super::adapter::{Err, RawExternal, bound};
 use crate::error::Result;
 use crate::family::{HostKind, OwnDriver};
 use crate::limits::{REMOTE_START_TIMEOUT_MS_DEFAULT, REMOTE_TIMEOUT_MS_DEFAULT};
-use crate::remote::RemoteSpec;
+use crate::remote::{RemoteSpec, home};
 
 impl RawExternal {
     /// The table of a real host run by its family's own driver. Returns the spec and the wake's
@@ -67,20 +67,27 @@ impl RawExternal {
             }
             None => None,
         };
-        // The repository root: the driver and its pins live there (`adapters/python/`).
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let pin = root.join(driver.pin.replace("{version}", real.version));
-        if !pin.is_file() {
-            let message = format!(
-                "{} is not pinned: {} is missing",
-                host.name(),
-                pin.display()
-            );
+        // The driver and its pins are embedded in the binary (`adapters/python/`) and written
+        // into the cache directory on first use (`remote::home`).
+        let pin = driver.pin.replace("{version}", real.version);
+        if !home::embedded(&pin) {
+            let message = format!("{} is not pinned: {pin} is missing", host.name());
             return Err(err(self.variant_or_patch_span(), message));
         }
+        let root = home::sources().map_err(|e| err(self.variant_or_patch_span(), e))?;
         let constants_ms = self.constants(err)?;
-        let timeout_ms = bound(&self.timeout_ms, REMOTE_TIMEOUT_MS_DEFAULT, err)?;
-        let start_timeout_ms = bound(&self.start_timeout_ms, REMOTE_START_TIMEOUT_MS_DEFAULT, err)?;
+        let timeout_ms = bound(
+            &self.timeout_ms,
+            "timeout_ms",
+            REMOTE_TIMEOUT_MS_DEFAULT,
+            err,
+        )?;
+        let start_timeout_ms = bound(
+            &self.start_timeout_ms,
+            "start_timeout_ms",
+            REMOTE_START_TIMEOUT_MS_DEFAULT,
+            err,
+        )?;
         let label = self.name.clone().unwrap_or_else(|| {
             let file = (patch.as_ref()).and_then(|p| p.file_name().map(|n| n.to_string_lossy()));
             match (file, &self.variant) {

@@ -9,11 +9,12 @@ use super::adapter::{Err, RawExternal, bound};
 use crate::error::Result;
 use crate::family::HostKind;
 use crate::limits::{REMOTE_START_TIMEOUT_MS_DEFAULT, REMOTE_TIMEOUT_MS_DEFAULT};
-use crate::remote::RemoteSpec;
+use crate::remote::{RemoteSpec, home};
 
-/// Where the real hosts' pinned packages and drivers live (`hosts/`, beside `Cargo.toml`).
-pub fn hosts_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("hosts")
+/// Where the real hosts' drivers live: `hosts/` of the sources embedded in the binary, written
+/// into the cache directory on first use (`remote::home`), never the tree wakesim was built in.
+pub fn hosts_dir() -> std::result::Result<PathBuf, String> {
+    home::sources().map(|d| d.join("hosts"))
 }
 
 impl RawExternal {
@@ -41,26 +42,35 @@ impl RawExternal {
             return Err(err(key.span(), message));
         }
         let cwd = self.cwd(path, err)?;
-        let hosts = hosts_dir();
         let (extension, package) = self.extension_path(&cwd, err)?;
-        let deliver = self.deliver(&hosts, err)?;
+        let deliver = self.deliver(err)?;
         let constants_ms = self.constants(err)?;
-        let timeout_ms = bound(&self.timeout_ms, REMOTE_TIMEOUT_MS_DEFAULT, err)?;
-        let start_timeout_ms = bound(&self.start_timeout_ms, REMOTE_START_TIMEOUT_MS_DEFAULT, err)?;
+        let timeout_ms = bound(
+            &self.timeout_ms,
+            "timeout_ms",
+            REMOTE_TIMEOUT_MS_DEFAULT,
+            err,
+        )?;
+        let start_timeout_ms = bound(
+            &self.start_timeout_ms,
+            "start_timeout_ms",
+            REMOTE_START_TIMEOUT_MS_DEFAULT,
+            err,
+        )?;
         // A version is pinned by its lock file (npm's for a Node host, pip's hashed requirements
         // for a Python one); `hosts/launch.mjs` installs it and starts the family's driver.
-        let dir = hosts.join(family.name()).join(real.version);
+        let dir = format!("hosts/{}/{}", family.name(), real.version);
         let pinned = ["package-lock.json", "requirements.txt"];
-        if !pinned.iter().any(|f| dir.join(f).is_file()) {
+        if !pinned.iter().any(|f| home::embedded(&format!("{dir}/{f}"))) {
             let message = format!(
-                "{} is not pinned: no package-lock.json or requirements.txt in {}; pin it with `node hosts/launch.mjs {} {} --lock` (from the repository root) and commit the two files it writes",
+                "{} is not pinned: no package-lock.json or requirements.txt in {dir}; pin it with `node hosts/launch.mjs {} {} --lock` (from the repository root), commit the two files it writes and build wakesim again (the binary carries the pins)",
                 host.name(),
-                dir.display(),
                 family.name(),
                 real.version
             );
             return Err(err(origin_span(self), message));
         }
+        let hosts = hosts_dir().map_err(|e| err(origin_span(self), e))?;
         let wake = json!({
             "extension": extension.to_string_lossy(),
             "deliver": deliver,
@@ -151,16 +161,15 @@ impl RawExternal {
     /// `deliver`: `factory`, `export:NAME`, `event:NAME`, or `peer:NAME` (a fake peer of the
     /// driver's, `hosts/<family>/peers/NAME.mjs`, through which content reaches the extension by
     /// its own transport).
-    fn deliver(&self, hosts: &Path, err: Err<'_>) -> Result<String> {
+    fn deliver(&self, err: Err<'_>) -> Result<String> {
         let Some(d) = &self.deliver else {
             return Ok("factory".to_string());
         };
         let v = d.get_ref();
         let named = |p: &str| v.strip_prefix(p).filter(|n| !n.is_empty());
         if let Some(peer) = named("peer:") {
-            let file = hosts.join("pi").join("peers").join(format!("{peer}.mjs"));
             let plain = peer.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
-            if !plain || !file.is_file() {
+            if !plain || !home::embedded(&format!("hosts/pi/peers/{peer}.mjs")) {
                 let message = format!("no fake peer `{peer}` (hosts/pi/peers/{peer}.mjs)");
                 return Err(err(d.span(), message));
             }

@@ -53,8 +53,9 @@ pub fn wakesim(args: &[&str]) -> std::process::Output {
 }
 
 /// Run the built `wakesim` binary from the repository root with its real-host drivers in strict
-/// mode (`WAKESIM_DRIVER_STRICT=1`): a run that creates a real timer, I/O or thread-pool job (a
-/// completion at a wall-clock moment, which load would move among the virtual steps) fails.
+/// mode: a run that creates a real timer, I/O or thread-pool job (a completion at a wall-clock
+/// moment, which load would move among the virtual steps) fails. The pi driver is always strict
+/// now; `WAKESIM_DRIVER_STRICT=1` is kept for drivers that read it.
 pub fn wakesim_strict(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_wakesim"))
         .args(args)

@@ -1,34 +1,65 @@
-"""The pinned real gptme, installed on first use into a project-local virtual environment.
+"""The pinned real gptme, installed on first use into a virtual environment in wakesim's cache.
 
-`ensure()` returns the environment's python. The first caller that finds no complete environment
-creates it (`python3 -m venv`, then `pip install --require-hashes --no-deps` of the committed lock
-file `adapters/python/real/gptme-0.35.1.txt`), holding the lock directory `.install-gptme.lock`,
-so that processes starting side by side (a runner thread each, tests in parallel) install once; the
-others wait for the lock, then use what it installed. A lock whose holder died is taken over (as
-the Node adapter does for its pinned sucrase). The environment counts as complete only once a
-marker holding the lock file's sha256 is written after pip succeeded: a changed lock file, or an
-install killed half-way, is installed afresh.
+`ensure()` returns the environment's python. The environment lives in the cache directory
+(`$WAKESIM_CACHE_DIR`, else `$XDG_CACHE_HOME/wakesim`, else `~/.cache/wakesim`) under
+`venv/gptme-0.35.1-<hash>`, the hash of the committed lock file, so every checkout and wakesim
+binary with the same pins shares it. The first caller that finds no complete environment creates
+it (`python3 -m venv`, then `pip install --require-hashes --no-deps` of the lock file
+`adapters/python/real/gptme-0.35.1.txt`), holding the lock directory `<venv>.lock`, so that
+processes starting side by side (a runner thread each, tests in parallel) install once; the others
+wait for the lock, then use what it installed. The holder refreshes the lock every two seconds: a
+lock is taken over when its holder is gone, when its pid names another process now (another start
+time), or when it has not been refreshed for LOCK_STALE_S (a holder stopped or hung). The
+environment counts as complete only once a marker holding the lock file's sha256 is written after
+pip succeeded: a changed lock file, or an install killed half-way, is installed afresh.
+
+Started by wakesim (a driver's stdout is the protocol), the install writes an `installing` line
+there every few seconds, so that wakesim bounds it apart from the driver's start, and says
+`wakesim: installing ...` and `wakesim: installed ... in N s` on stderr. pip gets a parent-death
+signal: it does not outlive the driver that started it.
 
 A registry that cannot be reached is an error naming the package, after pip's own short timeout
 and one retry, never a hang.
 """
 
 import hashlib
+import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
 
 PACKAGE = "gptme[server]==0.35.1"
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # adapters/python
 LOCK_FILE = os.path.join(HERE, "real", "gptme-0.35.1.txt")
-VENV = os.path.join(HERE, ".venv-gptme-0.35.1")
-INSTALL_LOCK = os.path.join(HERE, ".install-gptme.lock")
 MARKER = ".wakesim-installed"
 WAIT_S = 900
 STALE_S = 10
+LOCK_STALE_S = 30
+LOCK_BEAT_S = 2
+PROTOCOL_BEAT_S = 5
 PIP_TIMEOUT_S = 20
+
+
+def cache_dir():
+    """wakesim's cache directory, as the Rust side and hosts/launch.mjs find it."""
+    for var, sub in (("WAKESIM_CACHE_DIR", ""), ("XDG_CACHE_HOME", "wakesim")):
+        if os.environ.get(var):
+            return os.path.join(os.path.abspath(os.environ[var]), sub) if sub else \
+                os.path.abspath(os.environ[var])
+    return os.path.join(os.path.expanduser("~"), ".cache", "wakesim")
+
+
+def _lock_hash():
+    with open(LOCK_FILE, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()[:16]
+
+
+VENV = os.path.join(cache_dir(), "venv", f"gptme-0.35.1-{_lock_hash()}")
+INSTALL_LOCK = VENV + ".lock"
 
 
 class InstallError(Exception):
@@ -52,23 +83,40 @@ def installed(venv=VENV):
         return False
 
 
+def _start_time(pid):
+    """A process's start time (clock ticks since boot), which tells it apart from a later one."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+        return stat[stat.rindex(")") + 2:].split()[19]
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def _holder_gone(lock):
     try:
+        age = time.time() - os.stat(lock).st_mtime
+    except OSError:
+        return False  # the lock just went away: try again
+    try:
         with open(os.path.join(lock, "pid")) as f:
-            pid = int(f.read().strip() or "0")
+            pid_line, _, start = f.read().strip().partition(" ")
+            pid = int(pid_line or "0")
     except (OSError, ValueError):
         # Created but no pid yet: the holder is between two syscalls, or died there.
-        try:
-            return time.time() - os.stat(lock).st_mtime > STALE_S
-        except OSError:
-            return False  # the lock just went away: try again
+        return age > STALE_S
     try:
         os.kill(pid, 0)
-        return False
     except ProcessLookupError:
         return True
     except PermissionError:
-        return False
+        pass
+    now_start = _start_time(pid)
+    if start and now_start is not None and now_start != start:
+        return True  # the pid names another process now
+    # A holder refreshes its lock every LOCK_BEAT_S; one not refreshed is stopped or hung (an
+    # older wakesim's lock, with no start time, is never refreshed: it is taken over the same way).
+    return age > LOCK_STALE_S
 
 
 def _take_lock(lock, wait_s):
@@ -88,7 +136,52 @@ def _take_lock(lock, wait_s):
         except OSError as e:
             raise InstallError(f"cannot take the install lock {lock}: {e}")
     with open(os.path.join(lock, "pid"), "w") as f:
-        f.write(str(os.getpid()))
+        f.write(f"{os.getpid()} {_start_time(os.getpid()) or ''}")
+
+
+class _Beats:
+    """While installing: refresh the lock, and (under wakesim) write `installing` lines."""
+
+    def __init__(self, lock, protocol):
+        self.stop = threading.Event()
+        self.lock = lock
+        self.protocol = protocol
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        last = 0.0
+        while not self.stop.wait(LOCK_BEAT_S if not self.protocol else 1):
+            try:
+                # Only a lock this process holds (waiting on another's must not keep it fresh).
+                with open(os.path.join(self.lock, "pid")) as f:
+                    if f.read().split(" ")[0] == str(os.getpid()):
+                        os.utime(self.lock)
+            except OSError:
+                pass
+            if self.protocol and time.monotonic() - last >= PROTOCOL_BEAT_S:
+                last = time.monotonic()
+                sys.stdout.write(json.dumps({"type": "installing", "what": PACKAGE}) + "\n")
+                sys.stdout.flush()
+
+    def __enter__(self):
+        if self.protocol:
+            sys.stdout.write(json.dumps({"type": "installing", "what": PACKAGE}) + "\n")
+            sys.stdout.flush()
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+
+
+def _die_with_parent():
+    """pip gets SIGKILL when the driver that started it dies (Linux's PR_SET_PDEATHSIG)."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
 
 
 def _pip(venv, log):
@@ -97,7 +190,8 @@ def _pip(venv, log):
            "--timeout", str(PIP_TIMEOUT_S), "--retries", "1", "-q", "-r", LOCK_FILE]
     try:
         done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              stdin=subprocess.DEVNULL, timeout=WAIT_S)
+                              stdin=subprocess.DEVNULL, timeout=WAIT_S,
+                              preexec_fn=_die_with_parent)
     except subprocess.TimeoutExpired:
         raise InstallError(f"installing {PACKAGE} took over {WAIT_S} s (is the package registry "
                            "reachable?)")
@@ -109,16 +203,27 @@ def _pip(venv, log):
                            f"{done.returncode}; lock file {os.path.relpath(LOCK_FILE)}):\n{tail}")
 
 
-def ensure(venv=VENV, log=sys.stderr, wait_s=WAIT_S):
-    """The venv's python, installing the pinned gptme first if needed."""
+def ensure(venv=VENV, log=sys.stderr, wait_s=WAIT_S, protocol=None):
+    """The venv's python, installing the pinned gptme first if needed. `protocol`: write
+    `installing` lines on stdout meanwhile (default: when wakesim started this process)."""
     if installed(venv):
         return python_path(venv)
-    lock = INSTALL_LOCK if venv == VENV else venv + ".lock"
+    if protocol is None:
+        protocol = bool(os.environ.get("WAKESIM_ADAPTER_OF"))
+    lock = venv + ".lock"
+    os.makedirs(os.path.dirname(venv), exist_ok=True)
+    with _Beats(lock, protocol):
+        return _install(venv, log, wait_s, lock)
+
+
+def _install(venv, log, wait_s, lock):
     _take_lock(lock, wait_s)
     try:
         if installed(venv):  # the previous holder installed it
             return python_path(venv)
-        log.write(f"wakesim-python: installing the pinned {PACKAGE} into {os.path.relpath(venv)}\n")
+        started = time.monotonic()
+        log.write(f"wakesim: installing {PACKAGE} (pinned, {os.path.relpath(LOCK_FILE)}) into "
+                  f"{venv} ...\n")
         log.flush()
         shutil.rmtree(venv, ignore_errors=True)
         made = subprocess.run([sys.executable, "-m", "venv", venv], stdout=subprocess.PIPE,
@@ -129,6 +234,8 @@ def ensure(venv=VENV, log=sys.stderr, wait_s=WAIT_S):
         _pip(venv, log)
         with open(os.path.join(venv, MARKER), "w") as f:
             f.write(_lock_digest() + "\n")
+        log.write(f"wakesim: installed {PACKAGE} in {time.monotonic() - started:.1f} s\n")
+        log.flush()
         return python_path(venv)
     finally:
         shutil.rmtree(lock, ignore_errors=True)
@@ -137,7 +244,7 @@ def ensure(venv=VENV, log=sys.stderr, wait_s=WAIT_S):
 def main():
     """`python3 -m wakesim_adapter.venv`: install if needed, print the venv's python."""
     try:
-        print(ensure())
+        print(ensure(protocol=False))
     except InstallError as e:
         print(f"wakesim-python: {e}", file=sys.stderr)
         sys.exit(2)

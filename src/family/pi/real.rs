@@ -2,8 +2,6 @@
 //! names its driver uses for pi's own vocabulary, the scenario's pi sections as the driver reads
 //! them, and the model twin conformance compares a real run with.
 
-use std::path::Path;
-
 use serde_json::{Value, json};
 
 use super::config::PiConfig;
@@ -115,8 +113,8 @@ pub fn sections(cfg: &PiConfig) -> Value {
 pub fn twin(wake: &Value) -> Result<Vec<String>, String> {
     let extension = (wake.get("extension").and_then(Value::as_str))
         .ok_or("the real host's wake has no extension")?;
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let adapter = root.join("adapters/node/adapter.mjs");
+    // The Node adapter embedded in the binary, written into the cache directory on first use.
+    let adapter = crate::remote::home::sources()?.join("adapters/node/adapter.mjs");
     let mut command = vec![
         "node".to_string(),
         adapter.to_string_lossy().into_owned(),
