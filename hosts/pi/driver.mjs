@@ -232,7 +232,12 @@ function state() {
 
 const t = () => vclock.time();
 const obs = (ev, fields, actor = "host") => wire.obs(t(), actor, state(), ev, fields);
-const note = (text, actor = "host") => wire.note(t(), actor, state(), text);
+// Where pi is installed is the machine's (the cache directory under $HOME), and an extension may
+// name it in a message: the trace says `hosts/pi/<version>/node_modules` wherever pi lives, so a
+// run's bytes do not depend on the machine or the cache directory.
+const placed = path.join("hosts", "pi", version, "node_modules");
+const unplaced = (text) => (typeof text === "string" && text.includes(modules) ? text.split(modules).join(placed) : text);
+const note = (text, actor = "host") => wire.note(t(), actor, state(), unplaced(text));
 const mark = (window) => obs("mark", { window });
 
 function faultOn(name) {
