@@ -19,6 +19,7 @@ pub mod process;
 pub mod protocol;
 pub mod slot;
 pub mod speculate;
+pub mod relay;
 
 pub use slot::{Calls, Pool, Ready, Slot, SlotRef, Step};
 
