@@ -82,7 +82,10 @@ fn bounded(cmd: &mut Command, log: &Path) -> Result<(), String> {
         if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
             return match status.success() {
                 true => Ok(()),
-                false => Err(format!("{cmd:?} failed ({status}); its output is in {}", log.display())),
+                false => Err(format!(
+                    "{cmd:?} failed ({status}); its output is in {}",
+                    log.display()
+                )),
             };
         }
         if started.elapsed() > INSTALL_WAIT {
@@ -110,7 +113,10 @@ fn install_chromium() -> Result<PathBuf, String> {
     if !on_path("apt-get") {
         return Err("apt-get is not on the PATH (not a Debian-like system)".into());
     }
-    let log = root().join("target").join("tmp").join("chromium-install.log");
+    let log = root()
+        .join("target")
+        .join("tmp")
+        .join("chromium-install.log");
     let _ = std::fs::remove_file(&log);
     loud(&format!(
         "installing the browser for this test: apt-get install chromium (first use, at most {} min; output in {})",
@@ -153,7 +159,8 @@ fn chromium() -> Result<PathBuf, String> {
     }
     let dir = root().join("target").join("tmp");
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let lock = std::fs::File::create(dir.join("chromium-install.lock")).map_err(|e| e.to_string())?;
+    let lock =
+        std::fs::File::create(dir.join("chromium-install.lock")).map_err(|e| e.to_string())?;
     // Blocks while another test process installs; it is released when `lock` is dropped.
     rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive)
         .map_err(|e| format!("cannot lock the browser install: {e}"))?;
@@ -199,7 +206,8 @@ fn dump_dom(browser: &Path, page: &Path, profile: &Path) -> String {
         ])
         .arg(format!("--user-data-dir={}", profile.display()))
         .arg("--dump-dom")
-        .arg(format!("file://{}", page.display()))
+        // `#selftest`: the page clicks its first violation itself, as a person would.
+        .arg(format!("file://{}#selftest", page.display()))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -325,6 +333,56 @@ fn the_html_timeline_renders_in_a_headless_browser_with_lanes_arrows_and_violati
     assert!(
         dom.contains(&format!("{} ms · {} · ", first.t, first.actor.name())),
         "the first line's hover text"
+    );
+    // Every event but the violations has its label on the page, not only on hover.
+    assert_eq!(count(&dom, "data-labels"), rows.len() - violations);
+    // Each violation mark names its invariant and message on the page.
+    for v in rows.iter().filter(|l| l.kind == LineKind::Violation) {
+        let (invariant, message) = v
+            .text
+            .trim_start_matches("✗ ")
+            .split_once(": ")
+            .expect("✗ invariant: message");
+        assert!(
+            dom.contains(&format!("data-invariant=\"{invariant}\"")),
+            "the mark of {invariant}"
+        );
+        let shown: String = message.chars().take(20).collect();
+        assert!(
+            dom.contains(&format!("{invariant}: {shown}")),
+            "the label of {}",
+            v.text
+        );
+    }
+    // A legend names each host state's band colour.
+    let mut states: Vec<&str> = rows
+        .iter()
+        .map(|l| l.state)
+        .filter(|s| !s.is_empty())
+        .collect();
+    states.sort();
+    states.dedup();
+    assert_eq!(
+        count(&dom, "data-legend-states"),
+        states.len(),
+        "one legend entry per state"
+    );
+    for st in &states {
+        assert!(
+            dom.contains(&format!("class=\"state\" data-state=\"{st}\"")),
+            "legend for {st}"
+        );
+    }
+    // The click put the first violation's full line in the details panel.
+    let v = rows
+        .iter()
+        .find(|l| l.kind == LineKind::Violation)
+        .expect("a violation");
+    let clicked = body_attr(&dom, "data-clicked").expect("the page clicked");
+    assert!(
+        clicked.contains(&v.t.to_string())
+            && clicked.contains(v.text.trim_start_matches("✗ ").split(':').next().unwrap()),
+        "{clicked}"
     );
     for lane in ["producer", "wake logic", "host"] {
         assert!(

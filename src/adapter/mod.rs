@@ -17,9 +17,9 @@
 
 pub mod process;
 pub mod protocol;
+pub mod relay;
 pub mod slot;
 pub mod speculate;
-pub mod relay;
 
 pub use slot::{Calls, Pool, Ready, Slot, SlotRef, Step};
 

@@ -101,7 +101,10 @@ mod tests {
         let mut relay = LineRelay::default();
         let mut push = |l: &str| got.push(l.to_string());
         relay.feed(b"npm warn deprecated\nwakesim: installing pi", &mut push);
-        relay.feed(b" 0.99.1 ...\r\nTraceback (most\nwakesim: done in 4", &mut push);
+        relay.feed(
+            b" 0.99.1 ...\r\nTraceback (most\nwakesim: done in 4",
+            &mut push,
+        );
         relay.feed(b"1 s", &mut push);
         relay.finish(&mut push);
         assert_eq!(

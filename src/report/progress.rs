@@ -182,7 +182,11 @@ impl Progress {
         .with_key(
             "cost_eta",
             move |_: &ProgressState, w: &mut dyn std::fmt::Write| {
-                let eta = for_eta.costs.lock().ok().and_then(|c| c.eta(Instant::now()));
+                let eta = for_eta
+                    .costs
+                    .lock()
+                    .ok()
+                    .and_then(|c| c.eta(Instant::now()));
                 let _ = match eta {
                     Some(s) => write!(w, "{}", human_secs(s)),
                     None => write!(w, "?"),
