@@ -213,15 +213,16 @@ fn one_seed(
     seed: u64,
     reproduce: &str,
 ) -> std::result::Result<(), Failure> {
-    let mut r = runner.run_seed(scn, seed, true);
-    r.replay = Some(reproduce.to_string());
-    let timeline = report::text::timeline(scn, &r);
-    eprintln!("{timeline}");
+    // A plain seed (not recorded choices): the reproduce line is passed, not set as `replay`.
+    let r = runner.run_seed(scn, seed, true);
+    let timeline = report::text::timeline_with(scn, &r, &format!("reproduce: {reproduce}"));
     let ok = match &scn.expect {
         Expect::Pass => r.outcome.is_pass(),
         e => allowed(e, &r.outcome).1,
     };
+    // Printed once: here when the seed passes, in the failure's message when it does not.
     if ok {
+        eprintln!("{timeline}");
         return Ok(());
     }
     Err(Failure(format!(

@@ -65,6 +65,7 @@ pub struct Args {
 }
 
 pub fn main(registry: &Registry, args: Args) -> Result<i32> {
+    missing_paths(&args.paths)?;
     let mut suite = suite::load(registry, &args.paths)?;
     filter(&mut suite.scenarios, &mut suite.regressions, &args.filter)?;
     let multiplier = seeds_multiplier()?;
@@ -220,6 +221,24 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
     } else {
         1
     })
+}
+
+/// A path that is not there is a usage error that says what to do; the default, `scenarios/`,
+/// missing means `run` was started outside a project with scenarios.
+fn missing_paths(paths: &[PathBuf]) -> Result<()> {
+    let Some(p) = paths.iter().find(|p| !p.exists()) else {
+        return Ok(());
+    };
+    let here = std::env::current_dir().map_or(".".into(), |d| d.display().to_string());
+    Err(Error::Usage(match paths == [PathBuf::from("scenarios")] {
+        true => format!(
+            "no `scenarios/` directory in {here}: `wakesim run` with no paths runs the scenario files under ./scenarios. Run it from a project that has one, or name scenario files or directories: `wakesim run path/to/scenario.toml` (`wakesim list` shows the hosts and wake logics a scenario can name)"
+        ),
+        false => format!(
+            "`{}`: no such file or directory (in {here}); name scenario files (*.toml) or directories holding them",
+            p.display()
+        ),
+    }))
 }
 
 /// Start every scenario's adapter or real host's driver before any seed runs: one that cannot

@@ -25,7 +25,7 @@ const DOT_Y: usize = 100;
 /// The longest label beside a dot, in characters (the full line is in the details panel).
 const LABEL_CHARS: usize = 15;
 /// The longest violation label along its mark.
-const VIOLATION_CHARS: usize = 70;
+const VIOLATION_CHARS: usize = 55;
 
 /// Background colours of host states, in order of first appearance.
 const BANDS: [&str; 8] = [
