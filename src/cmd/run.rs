@@ -356,3 +356,29 @@ fn extras(
         stopped: None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stopped sweep's coverage is unjudged, not failed; an unexpected outcome stays unmet.
+    #[test]
+    fn a_partial_sweep_leaves_coverage_unjudged() {
+        let mut rep = ScenarioReport::new(0..40);
+        rep.met = false;
+        rep.why = Some("no seed in 0..40 reached the race window w (coverage.must_reach)".into());
+        unjudged_on_a_prefix(&mut rep, 200);
+        assert!(rep.met);
+        let why = rep.why.as_deref().unwrap_or_default();
+        assert!(why.starts_with("unjudged: 40 of 200 seeds ran"), "{why}");
+        let mut bad = ScenarioReport::new(0..40);
+        bad.met = false;
+        bad.unexpected = Some(crate::engine::SeedNote {
+            seed: 3,
+            outcome: "fail".into(),
+            detail: "seed 3 broke fifo".into(),
+        });
+        unjudged_on_a_prefix(&mut bad, 200);
+        assert!(!bad.met);
+    }
+}

@@ -155,3 +155,40 @@ impl Summary {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::invocation_of;
+    use std::path::{Path, PathBuf};
+
+    /// Cargo's own child gets `cargo run` with its profile; a test binary that inherits `CARGO`
+    /// does not; a relative path runs as typed; anything else is `wakesim`.
+    #[test]
+    fn the_invocation_is_printed_as_it_was_run() {
+        let cargo = Some(PathBuf::from("/opt/cargo/bin/cargo"));
+        let run = |argv0: &str, parent: &str| {
+            invocation_of(Path::new(argv0), cargo.clone(), Some(PathBuf::from(parent)))
+        };
+        assert_eq!(
+            run("/w/target/release/wakesim", "/opt/cargo/bin/cargo"),
+            "cargo run --release --"
+        );
+        assert_eq!(
+            run("/w/target/debug/wakesim", "/opt/cargo/bin/cargo"),
+            "cargo run --"
+        );
+        assert_eq!(
+            run("/w/target/dist/wakesim", "/opt/cargo/bin/cargo"),
+            "cargo run --profile dist --"
+        );
+        assert_eq!(
+            run("/w/target/debug/wakesim", "/w/target/debug/deps/html-1"),
+            "wakesim"
+        );
+        assert_eq!(
+            run("./target/release/wakesim", "/bin/bash"),
+            "./target/release/wakesim"
+        );
+        assert_eq!(run("wakesim", "/bin/bash"), "wakesim");
+    }
+}

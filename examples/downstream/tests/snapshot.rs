@@ -21,7 +21,7 @@ fn the_reserved_wakes_timeline() {
 fn a_failing_scenario_snapshots_its_first_failure() {
     let text = std::fs::read_to_string("scenarios/naive.toml")
         .expect("the scenario")
-        .replace("verdict = \"pass\"", "verdict = \"fail\"\ninvariant = \"single-starter\"\nalso = [\"exactly-once\", \"no-loss\", \"fifo\", \"latency\"]");
+        .replace("verdict = \"pass\"", "verdict = \"fail\"\ninvariant = \"single-starter\"\nalso = [\"no-loss\", \"flag-coherence\", \"harness\", \"fifo\", \"bounded-latency\", \"no-wasted-wake\"]");
     let snap = Check::inline(&registry(), "naive-fails.toml", &text)
         .seeds(0..200)
         .snapshot();
