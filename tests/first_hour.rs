@@ -88,24 +88,28 @@ fn ctrl_c_during_start_up_says_it_stops_and_exits_130() {
 #[test]
 fn wake_logic_named_by_node_or_python_runs_through_the_reference_adapter() {
     let dir = scratch("by-name");
-    std::fs::copy(
-        root().join("adapters/node/examples/g3-reservation.ts"),
-        dir.join("mine.ts"),
-    )
-    .unwrap();
-    std::fs::copy(
-        root().join("adapters/python/examples/g3_reservation.py"),
-        dir.join("mine.py"),
-    )
-    .unwrap();
-    for (key, file, label) in [
-        ("node", "mine.ts", "node:mine.ts"),
-        ("python", "mine.py", "python:mine.py"),
+    // The modules stay where they are (they import their neighbours); `cwd` points there.
+    for (key, examples, file, label) in [
+        (
+            "node",
+            "adapters/node/examples",
+            "g3-reservation.ts",
+            "node:g3-reservation.ts",
+        ),
+        (
+            "python",
+            "adapters/python/examples",
+            "g3_reservation.py",
+            "python:g3_reservation.py",
+        ),
     ] {
         let scn = format!("{key}.toml");
         std::fs::write(
             dir.join(&scn),
-            format!("name = \"{key}\"\nhost = \"pi\"\nwake = {{ {key} = \"{file}\", constants_ms = [60000] }}\nseeds = 3\n[expect]\nverdict = \"pass\"\n"),
+            format!(
+                "name = \"{key}\"\nhost = \"pi\"\nwake = {{ {key} = \"{file}\", cwd = \"{}\", constants_ms = [60000] }}\nseeds = 3\n[expect]\nverdict = \"pass\"\n",
+                root().join(examples).display()
+            ),
         )
         .unwrap();
         let out = wakesim(&dir, &["run", &scn, "--no-save"]);
