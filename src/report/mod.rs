@@ -105,6 +105,11 @@ pub fn invocation_of(
     cargo: Option<std::path::PathBuf>,
     parent: Option<std::path::PathBuf>,
 ) -> String {
+    // Only the wakesim binary itself: the library inside a test binary (run by cargo test, with
+    // its own name) prints the plain command, as its snapshots do.
+    if argv0.file_stem().is_none_or(|n| n != "wakesim") {
+        return "wakesim".to_string();
+    }
     let same = |a: &std::path::Path, b: &std::path::Path| {
         a == b || (a.canonicalize().ok()).is_some_and(|a| b.canonicalize().is_ok_and(|b| a == b))
     };
@@ -190,5 +195,10 @@ mod tests {
             "./target/release/wakesim"
         );
         assert_eq!(run("wakesim", "/bin/bash"), "wakesim");
+        // The library in a test binary that cargo runs.
+        assert_eq!(
+            run("/w/target/debug/deps/scenarios-1", "/opt/cargo/bin/cargo"),
+            "wakesim"
+        );
     }
 }
