@@ -193,7 +193,7 @@ fn browser_or_skip(test: &str) -> Option<PathBuf> {
 
 /// Load `page` in headless Chromium and return the DOM after its scripts ran.
 fn dump_dom(browser: &Path, page: &Path, profile: &Path) -> String {
-    let mut child = Command::new(&browser)
+    let mut child = Command::new(browser)
         .args([
             "--headless",
             "--no-sandbox",
