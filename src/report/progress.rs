@@ -9,7 +9,8 @@
 //! in tens of milliseconds), so a single seeds-per-second rate swings wildly between them. Each
 //! scenario's cost per seed is measured as it runs; a scenario not yet run is estimated from the
 //! measured cost of scenarios of its kind (built-in, the adapter's program, the real host), and
-//! where a kind still to come has not been measured at all there is no ETA ("ETA ?").
+//! where a kind still to come has not been measured at all the ETA is a lower bound saying so
+//! ("ETA > 3m 20s (+4 untimed)"), or "ETA ?" before anything is measured.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -120,7 +121,14 @@ impl Costs {
 
     /// Seconds left, or `None` where a scenario still to run is of a kind not measured yet.
     pub fn eta(&self, now: Instant) -> Option<f64> {
-        let mut left = 0.0;
+        let (left, untimed) = self.eta_known(now);
+        (untimed == 0).then_some(left)
+    }
+
+    /// Seconds left for the scenarios whose cost is known, and how many scenarios still to run
+    /// have a kind not measured yet.
+    pub fn eta_known(&self, now: Instant) -> (f64, usize) {
+        let (mut left, mut untimed) = (0.0, 0);
         for i in 0..self.kinds.len() {
             let todo = self.planned[i].saturating_sub(self.done[i]);
             if self.closed[i] || todo == 0 {
@@ -133,9 +141,22 @@ impl Costs {
                 }
                 _ => None,
             };
-            left += todo as f64 * own.or_else(|| self.per_seed(&self.kinds[i], now))?;
+            match own.or_else(|| self.per_seed(&self.kinds[i], now)) {
+                Some(per_seed) => left += todo as f64 * per_seed,
+                None => untimed += 1,
+            }
         }
-        Some(left)
+        (left, untimed)
+    }
+
+    /// The ETA as the progress line shows it: `3m 20s`; `> 3m 20s (+2 untimed)` while scenarios
+    /// of a kind not measured yet are still to run; `?` before anything is measured.
+    pub fn eta_text(&self, now: Instant) -> String {
+        match self.eta_known(now) {
+            (left, 0) => human_secs(left),
+            (left, n) if left > 0.0 => format!("> {} (+{n} untimed)", human_secs(left)),
+            _ => "?".to_string(),
+        }
     }
 }
 
@@ -182,15 +203,8 @@ impl Progress {
         .with_key(
             "cost_eta",
             move |_: &ProgressState, w: &mut dyn std::fmt::Write| {
-                let eta = for_eta
-                    .costs
-                    .lock()
-                    .ok()
-                    .and_then(|c| c.eta(Instant::now()));
-                let _ = match eta {
-                    Some(s) => write!(w, "{}", human_secs(s)),
-                    None => write!(w, "?"),
-                };
+                let eta = (for_eta.costs.lock()).map_or("?".into(), |c| c.eta_text(Instant::now()));
+                let _ = write!(w, "{eta}");
             },
         );
         let bar = ProgressBar::with_draw_target(Some(total), target).with_style(style);
@@ -304,15 +318,18 @@ mod tests {
         );
         c.start(0, t0);
         assert_eq!(c.eta(t0), None, "nothing measured");
+        assert_eq!(c.eta_text(t0), "?");
         c.advance(500);
         // The built-in's half ran in 1 s: its other half is 1 s, the real hosts unknown.
         assert_eq!(c.eta(at(t0, 1)), None);
+        assert_eq!(c.eta_text(at(t0, 1)), "> 1s (+2 untimed)");
         c.advance(500);
         c.start(1, at(t0, 2));
         c.advance(2);
         // The real host ran 2 seeds in 10 s: 8 + 10 seeds left at 5 s each.
         let eta = c.eta(at(t0, 12)).expect("every kind measured");
         assert!((eta - 90.0).abs() < 1e-6, "{eta}");
+        assert_eq!(c.eta_text(at(t0, 12)), "1m 30s");
         // The third scenario is skipped: only the second's 8 seeds are left.
         c.close(2, at(t0, 12));
         let eta = c.eta(at(t0, 12)).expect("measured");
