@@ -110,13 +110,11 @@ pub fn page(scn: &Scenario, r: &RunResult) -> String {
     ticks(&mut svg, &rows, x);
     arrows(&mut svg, &rows, x, &lane_y, width);
     for (i, l) in rows.iter().enumerate() {
-        let full = format!(
-            "{} ms · {} · {} · host {}",
-            l.t,
-            l.actor.name(),
-            l.text,
-            l.state
-        );
+        let mut full = format!("{} ms · {} · {}", l.t, l.actor.name(), l.text);
+        // A violation line has no host state of its own.
+        if !l.state.is_empty() {
+            full += &format!(" · host {}", l.state);
+        }
         if l.kind == LineKind::Violation {
             let (invariant, message) = violation_parts(&l.text);
             let _ = writeln!(
