@@ -63,7 +63,18 @@ fn ctrl_c_during_start_up_says_it_stops_and_exits_130() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("wakesim starts");
-    std::thread::sleep(Duration::from_millis(1500));
+    // Wait until wakesim has started the adapter (so start-up is under way and the Ctrl-C
+    // handler is in place), however loaded the machine is.
+    let children = format!("/proc/{0}/task/{0}/children", child.id());
+    let waiting = Instant::now();
+    while std::fs::read_to_string(&children).map_or(true, |c| c.trim().is_empty()) {
+        assert!(
+            waiting.elapsed() < Duration::from_secs(60),
+            "the adapter never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(200));
     let pid = rustix::process::Pid::from_raw(child.id() as i32).expect("a pid");
     rustix::process::kill_process(pid, rustix::process::Signal::INT).expect("SIGINT");
     let started = Instant::now();
