@@ -226,7 +226,8 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
 /// A path that is not there is a usage error that says what to do; the default, `scenarios/`,
 /// missing means `run` was started outside a project with scenarios.
 fn missing_paths(paths: &[PathBuf]) -> Result<()> {
-    let Some(p) = paths.iter().find(|p| !p.exists()) else {
+    // Not there at all (a symlink that loops or dangles is there: loading names what is wrong).
+    let Some(p) = paths.iter().find(|p| std::fs::symlink_metadata(p).is_err()) else {
         return Ok(());
     };
     let here = std::env::current_dir().map_or(".".into(), |d| d.display().to_string());
