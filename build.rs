@@ -23,8 +23,10 @@ const ROOTS: &[&str] = &[
     "adapters/node/package.json",
     "adapters/node/package-lock.json",
     "adapters/python/gptme_driver.py",
+    "adapters/python/run.py",
     "adapters/python/wakesim_adapter",
     "adapters/python/real",
+    "export",
 ];
 const SKIP: &[&str] = &["node_modules", "__pycache__", "examples", "tests"];
 /// Roots watched file by file (see `main`): a module added there needs `touch build.rs`.

@@ -220,15 +220,16 @@ fn one_seed(
     seed: u64,
     reproduce: &str,
 ) -> std::result::Result<(), Failure> {
-    let mut r = runner.run_seed(scn, seed, true);
-    r.replay = Some(reproduce.to_string());
-    let timeline = report::text::timeline(scn, &r);
-    eprintln!("{timeline}");
+    // A plain seed (not recorded choices): the reproduce line is passed, not set as `replay`.
+    let r = runner.run_seed(scn, seed, true);
+    let timeline = report::text::timeline_with(scn, &r, &format!("reproduce: {reproduce}"));
     let ok = match &scn.expect {
         Expect::Pass => r.outcome.is_pass(),
         e => allowed(e, &r.outcome).1,
     };
+    // Printed once: here when the seed passes, in the failure's message when it does not.
     if ok {
+        eprintln!("{timeline}");
         return Ok(());
     }
     Err(Failure(format!(
@@ -253,4 +254,107 @@ fn reproduce_command(seed: u64) -> String {
         None => cmd += " <this test>",
     }
     cmd
+}
+
+/// A scenario's timeline to snapshot, from [`Check::snapshot`]: the text (`Display`), the seed
+/// it is of and a one-line description.
+#[derive(Clone, Debug)]
+pub struct Snapshot {
+    pub seed: u64,
+    pub text: String,
+    pub description: String,
+}
+
+impl std::fmt::Display for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// Snapshots in the caller's crate. Insta's macros find the snapshot directory and settings from
+/// where they are written (the calling test's file and crate), so wakesim hands over the text
+/// and the calling test asserts it with its own insta:
+///
+/// ```no_run
+/// # fn registry() -> wakesim::family::Registry { wakesim::family::Registry::builtin() }
+/// #[test]
+/// fn reserved_timeline() {
+///     let snap = wakesim::testing::Check::file(&registry(), "scenarios/reserved.toml").snapshot();
+///     insta::with_settings!({ description => snap.description.clone() }, {
+///         insta::assert_snapshot!(snap);
+///     });
+/// }
+/// ```
+///
+/// A changed timeline then fails that test with insta's diff, and `cargo insta review` accepts it
+/// into the crate's own `snapshots/` directory beside the test.
+impl Check<'_> {
+    /// The timeline of the scenario's snapshot seed: its `snapshot_seed`, else seed 0 of a
+    /// scenario expected to pass, else the first seed (of [`Check::seeds`] or its budget) that
+    /// shows the failure it expects. The wakesim version in it reads `wakesim [version]`, so an
+    /// upgrade alone does not change the snapshot. Panics, with the reason, where
+    /// [`Check::try_snapshot`] returns an error.
+    #[track_caller]
+    pub fn snapshot(&self) -> Snapshot {
+        match self.try_snapshot() {
+            Ok(s) => s,
+            Err(Failure(message)) => panic!("{message}"),
+        }
+    }
+
+    /// As [`Check::snapshot`]; a bad scenario, or a snapshot seed that does not show what the
+    /// scenario expects, is an error.
+    pub fn try_snapshot(&self) -> std::result::Result<Snapshot, Failure> {
+        self.snapshot_of()
+            .map_err(|e| Failure(format!("wakesim: {e}")))?
+    }
+
+    fn snapshot_of(&self) -> Result<std::result::Result<Snapshot, Failure>> {
+        let scn = match &self.source {
+            Source::File(p) => Scenario::load(p, self.registry)?,
+            Source::Inline { name, text } => Scenario::parse(Path::new(name), text, self.registry)?,
+        };
+        let mut runner = Runner::new(self.registry);
+        runner.prepare(&scn)?;
+        let seed = match (scn.snapshot_seed, &scn.expect) {
+            (Some(s), _) => s,
+            (None, Expect::Pass) => self.seeds.as_ref().map_or(0, |r| r.start),
+            (None, _) => {
+                let range = (self.seeds.clone()).unwrap_or(0..scn.seeds);
+                let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+                let rep =
+                    run_scenario_parallel(self.registry, &scn, range.clone(), threads, &|_| {});
+                match rep.first_expected {
+                    Some(s) => s,
+                    None => {
+                        return Ok(Err(Failure(format!(
+                            "{}: no seed in {}..{} shows the expected {}, so there is no timeline to snapshot",
+                            scn.path.display(),
+                            range.start,
+                            range.end,
+                            scn.expect
+                        ))));
+                    }
+                }
+            }
+        };
+        let r = runner.run_seed(&scn, seed, true);
+        if !crate::engine::shows_expected(&scn.expect, &r.outcome) {
+            return Ok(Err(Failure(format!(
+                "{}: the snapshot seed {seed} does not show the expected {} (it {})",
+                scn.path.display(),
+                scn.expect,
+                describe(&r.outcome)
+            ))));
+        }
+        let text = report::text::timeline(&scn, &r).replace(
+            &format!("wakesim {}", env!("CARGO_PKG_VERSION")),
+            "wakesim [version]",
+        );
+        Ok(Ok(Snapshot {
+            seed,
+            text,
+            description: format!("{} · seed {seed}", scn.name),
+        }))
+    }
 }

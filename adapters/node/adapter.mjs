@@ -193,7 +193,19 @@ function transform(code, filename) {
   }
   const transforms = ts ? ["typescript", "imports"] : ["imports"];
   if (sucrase === null) throw new Error("unreachable: sucrase loaded above");
-  return sucrase.transform(code, { transforms, filePath: filename, production: true }).code;
+  try {
+    return sucrase.transform(code, { transforms, filePath: filename, production: true }).code;
+  } catch (e) {
+    // A syntax error in the user's module: name its file, line and column, without sucrase's own
+    // stack frames (they say nothing about the module).
+    const at = e && e.loc ? `:${e.loc.line}:${e.loc.column + 1}` : "";
+    const reason = String((e && e.message) || e)
+      .replace(/^Error transforming [^:]*: /, "")
+      .replace(/\s*\(\d+:\d+\)$/, "");
+    const err = new SyntaxError(`${path.relative(cwd, filename) || filename}${at}: ${reason}`);
+    err.stack = `SyntaxError: ${err.message}`;
+    throw err;
+  }
 }
 
 const EXTENSIONS = ["", ".ts", ".mts", ".js", ".mjs", ".cjs", ".cts", "/index.ts", "/index.js"];

@@ -17,6 +17,7 @@
 
 pub mod process;
 pub mod protocol;
+pub mod relay;
 pub mod slot;
 pub mod speculate;
 

@@ -579,31 +579,19 @@ impl Lines {
     }
 }
 
-/// What a line must start with to be passed on to wakesim's stderr.
-const PASS_ON: &[u8] = b"wakesim: ";
-/// The longest line passed on; a longer one is cut there.
-const PASS_ON_BYTES_MAX: usize = 1024;
-
 /// The stderr reader: keep the last few KiB, so a chatty adapter cannot fill the pipe and block;
-/// pass on each line that starts with [`PASS_ON`].
+/// pass on each line that starts with `wakesim: ` (`super::relay`: above `run`'s progress line).
 fn keep_tail(mut stderr: impl Read, sink: &Mutex<Vec<u8>>) {
     let mut buf = [0u8; 4096];
-    // The line being read, up to PASS_ON_BYTES_MAX bytes.
-    let mut line: Vec<u8> = Vec::new();
+    let mut relay = super::relay::LineRelay::default();
     loop {
         match stderr.read(&mut buf) {
-            Ok(0) => return,
+            Ok(0) => {
+                relay.finish(&mut super::relay::print);
+                return;
+            }
             Ok(n) => {
-                for &b in &buf[..n] {
-                    if b == b'\n' {
-                        if line.starts_with(PASS_ON) {
-                            eprintln!("{}", String::from_utf8_lossy(&line));
-                        }
-                        line.clear();
-                    } else if line.len() < PASS_ON_BYTES_MAX {
-                        line.push(b);
-                    }
-                }
+                relay.feed(&buf[..n], &mut super::relay::print);
                 let Ok(mut tail) = sink.lock() else { return };
                 tail.extend_from_slice(&buf[..n]);
                 if tail.len() > 2 * STDERR_TAIL_BYTES_MAX {

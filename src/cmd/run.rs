@@ -16,7 +16,7 @@ use crate::engine::determinism::{Determinism, check_determinism};
 use crate::engine::findability::findability;
 use crate::engine::parallel::{Sweep, run_part_swept};
 use crate::engine::regression::{Replayed, save_failure};
-use crate::engine::{Extras, Runner, Stopped, suite};
+use crate::engine::{Extras, Runner, ScenarioReport, Stopped, suite};
 use crate::error::{Error, Result};
 use crate::family::Registry;
 use crate::report::progress::Progress;
@@ -68,24 +68,33 @@ pub struct Args {
 }
 
 pub fn main(registry: &Registry, args: Args) -> Result<i32> {
+    missing_paths(&args.paths)?;
     let mut suite = suite::load(registry, &args.paths)?;
     filter(&mut suite.scenarios, &mut suite.regressions, &args.filter)?;
     let multiplier = seeds_multiplier()?;
     let shard = super::shard::resolve(args.shard)?;
     let identity = super::shard::identity(&suite, multiplier, args.seeds.as_ref())?;
-    // An adapter that cannot start is an error of its scenario file (exit 2), found before any
-    // scenario runs. (Each seed-runner thread starts its own adapter process afterwards; a real
-    // host's driver that has only shaken hands is parked when the preparer drops and adopted by
-    // the first runner that needs it: `remote::Pool`.)
-    let mut preparer = Runner::new(registry);
-    for scn in (suite.scenarios.iter()).chain(suite.regressions.iter().map(|r| &r.scenario)) {
-        preparer.prepare(scn)?;
-    }
-    drop(preparer);
+    // A shard's progress covers its scenarios' whole ranges, the seeds other shards own
+    // included (`run_part_swept` counts them as they pass).
+    let progress = Progress::new(&suite.scenarios, |scn: &Scenario| {
+        (args.seeds.clone()).unwrap_or(0..scn.seeds.saturating_mul(multiplier))
+    });
+    // What an adapter, driver or installer child says for the user (`wakesim: ` lines on its
+    // stderr: "installing pi 0.99.1 ... done in 41 s") is printed above the progress line.
+    let _relay = crate::adapter::relay::Printer::set(progress.printer());
+    // Installed before start-up, so a Ctrl-C while adapters and drivers start (installs can
+    // take minutes) says what it stops rather than leaving a bare `^C`.
+    let control = Control::new(args.time_budget, args.fail_fast)?;
+    let starting = std::sync::atomic::AtomicBool::new(true);
+    std::thread::scope(|s| -> Result<()> {
+        s.spawn(|| stop_during_start_up(&control, &starting));
+        let prepared = prepare(registry, &suite, &progress);
+        starting.store(false, std::sync::atomic::Ordering::SeqCst);
+        prepared
+    })?;
     if args.check_determinism {
         warn_determinism_cost(&suite.scenarios);
     }
-    let control = Control::new(args.time_budget, args.fail_fast)?;
     let mut runner = Runner::new(registry);
     let threads = match args.threads {
         Some(0) => return Err(Error::Usage("--threads must be at least 1".into())),
@@ -94,11 +103,6 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
     };
     let painted = matches!(args.format, Format::Text) && colour(args.color);
     let started = Instant::now();
-    // A shard's progress covers its scenarios' whole ranges, the seeds other shards own
-    // included (`run_part_swept` counts them as they pass).
-    let progress = Progress::new(&suite.scenarios, |scn: &Scenario| {
-        (args.seeds.clone()).unwrap_or(0..scn.seeds.saturating_mul(multiplier))
-    });
     // JUnit is one document, written at the end from the run's JSON Lines.
     let junit_lines = std::cell::RefCell::new(String::new());
     let out = |line: String| {
@@ -148,7 +152,7 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
         let range = progress.range(i);
         if control.stop() {
             sum.not_run += 1;
-            progress.skip(range.end - range.start);
+            progress.skip(i, range.end - range.start);
             if matches!(args.format, Format::Text) {
                 out(text::not_run_line(scn))?;
             }
@@ -157,10 +161,10 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
         progress.start(i, scn);
         let sweep = Sweep {
             stop: &|| control.stop(),
-            progress: &|n, failing| progress.advance(n, failing),
+            progress: &|n, failing| progress.advance(n, failing, &scn.expect),
             fail_fast: args.fail_fast,
         };
-        let rep = run_part_swept(registry, scn, range.clone(), shard, threads, &sweep);
+        let mut rep = run_part_swept(registry, scn, range.clone(), shard, threads, &sweep);
         if let Some(note) = (rep.not_loaded.as_ref()).filter(|_| scn.expect != Expect::AdapterFault)
         {
             // Code that does not load is bad input (exit 2), as an adapter that cannot start is;
@@ -169,7 +173,7 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
             return Err(Runner::not_loaded(scn, note));
         }
         let ran = rep.seeds.clone();
-        progress.skip(range.end - ran.end);
+        progress.skip(i, range.end - ran.end);
         // Told first, so that a sweep fail-fast cut short says why.
         if !rep.met {
             control.unmet();
@@ -186,6 +190,9 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
                 planned: range.clone(),
                 why,
             });
+        }
+        if ran.end < range.end {
+            unjudged_on_a_prefix(&mut rep, range.end - range.start);
         }
         let diverged = extras.determinism.as_ref();
         sum.seeds += rep.seed_count();
@@ -238,6 +245,104 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
     })
 }
 
+/// A path that is not there is a usage error that says what to do; the default, `scenarios/`,
+/// missing means `run` was started outside a project with scenarios.
+fn missing_paths(paths: &[PathBuf]) -> Result<()> {
+    // Not there at all (a symlink that loops or dangles is there: loading names what is wrong).
+    let Some(p) = paths.iter().find(|p| std::fs::symlink_metadata(p).is_err()) else {
+        return Ok(());
+    };
+    let here = std::env::current_dir().map_or(".".into(), |d| d.display().to_string());
+    Err(Error::Usage(match paths == [PathBuf::from("scenarios")] {
+        true => format!(
+            "no `scenarios/` directory in {here}: `wakesim run` with no paths runs the scenario files under ./scenarios. Run it from a project that has one, or name scenario files or directories: `wakesim run path/to/scenario.toml` (`wakesim list` shows the hosts and wake logics a scenario can name)"
+        ),
+        false => format!(
+            "`{}`: no such file or directory (in {here}); name scenario files (*.toml) or directories holding them",
+            p.display()
+        ),
+    }))
+}
+
+/// Start every scenario's adapter or real host's driver before any seed runs: one that cannot
+/// start is an error of its scenario file (exit 2). (Each seed-runner thread starts its own
+/// adapter process afterwards; a real host's driver that has only shaken hands is parked when
+/// the preparer drops and adopted by the first runner that needs it: `remote::Pool`.) A start
+/// that takes over a second gets a line saying what it was and how long it took, so that a
+/// minutes-long first start (installs, a real host loading) is never silent.
+fn prepare(registry: &Registry, suite: &suite::Suite, progress: &Progress) -> Result<()> {
+    let mut preparer = Runner::new(registry);
+    let all: Vec<&Scenario> = (suite.scenarios.iter())
+        .chain(suite.regressions.iter().map(|r| &r.scenario))
+        .filter(|s| s.adapter.is_some() || s.remote.is_some())
+        .collect();
+    for (i, scn) in all.iter().enumerate() {
+        let what = match scn.remote {
+            Some(_) => format!("the real host {}'s driver", scn.host.version_label()),
+            None => format!("the adapter `{}`", scn.wake),
+        };
+        progress.preparing(format!(
+            "starting adapters and drivers [{}/{}]: {what} for {}",
+            i + 1,
+            all.len(),
+            scn.path.display()
+        ));
+        let t0 = Instant::now();
+        preparer.prepare(scn)?;
+        let took = t0.elapsed();
+        if took >= START_NOTE_AFTER {
+            let line = format!(
+                "wakesim: started {what} for {} in {:.1} s",
+                scn.path.display(),
+                took.as_secs_f64()
+            );
+            progress.suspend(|| eprintln!("{line}"));
+        }
+    }
+    progress.preparing("starting the first scenario".into());
+    Ok(())
+}
+
+/// A start-up longer than this gets its own line.
+const START_NOTE_AFTER: Duration = Duration::from_secs(1);
+
+/// While adapters and drivers start no seed runs, so there is nothing to finish and no summary
+/// to print: a Ctrl-C then stops the run at once, saying so (exit 130). The adapters and drivers
+/// started so far are in their own process groups and end when their stdin closes with this
+/// process.
+fn stop_during_start_up(control: &Control, starting: &std::sync::atomic::AtomicBool) {
+    use std::sync::atomic::Ordering;
+    while starting.load(Ordering::SeqCst) {
+        if control.interrupted() {
+            eprintln!(
+                "wakesim: stopped during start-up (Ctrl-C), before any seed ran; nothing to report (exit {EXIT_INTERRUPTED})"
+            );
+            std::process::exit(EXIT_INTERRUPTED);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A sweep stopped before its planned end (`--time-budget`, Ctrl-C, `--fail-fast` elsewhere) has
+/// run a prefix of its seeds: what it found there is judged (an outcome the expectation does not
+/// allow is still unmet), but coverage it has not reached yet (`coverage.must_reach`, or the
+/// failure a failing scenario expects) may lie in the seeds it did not run, so it is reported
+/// unjudged rather than failed.
+fn unjudged_on_a_prefix(rep: &mut ScenarioReport, planned: u64) {
+    if rep.met || rep.unexpected.is_some() {
+        return;
+    }
+    rep.met = true;
+    rep.why = Some(format!(
+        "unjudged: {} of {planned} seeds ran, and {}; the whole seed range judges it",
+        rep.seed_count(),
+        match rep.why.take() {
+            Some(w) => format!("on them {w}"),
+            None => "coverage is judged on the whole range".to_string(),
+        },
+    ));
+}
+
 /// `--check-determinism` through an adapter runs every seed twice more in another process, each
 /// tens of times slower than a built-in wake logic; say so before the wait starts.
 fn warn_determinism_cost(scenarios: &[Scenario]) {
@@ -272,5 +377,31 @@ fn extras(
             divergences: check_determinism(registry, scn, range),
         }),
         stopped: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stopped sweep's coverage is unjudged, not failed; an unexpected outcome stays unmet.
+    #[test]
+    fn a_partial_sweep_leaves_coverage_unjudged() {
+        let mut rep = ScenarioReport::new(0..40);
+        rep.met = false;
+        rep.why = Some("no seed in 0..40 reached the race window w (coverage.must_reach)".into());
+        unjudged_on_a_prefix(&mut rep, 200);
+        assert!(rep.met);
+        let why = rep.why.as_deref().unwrap_or_default();
+        assert!(why.starts_with("unjudged: 40 of 200 seeds ran"), "{why}");
+        let mut bad = ScenarioReport::new(0..40);
+        bad.met = false;
+        bad.unexpected = Some(crate::engine::SeedNote {
+            seed: 3,
+            outcome: "fail".into(),
+            detail: "seed 3 broke fifo".into(),
+        });
+        unjudged_on_a_prefix(&mut bad, 200);
+        assert!(!bad.met);
     }
 }

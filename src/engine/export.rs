@@ -125,16 +125,17 @@ pub fn recording(tape: &[(Dir, String)]) -> Result<Recording> {
 /// Where this project's files are: the directory holding `hosts/launch.mjs`.
 fn project_root(scn: &Scenario) -> Result<PathBuf> {
     let spec = scn.remote.as_ref().expect("a real host");
-    spec.cwd
-        .ancestors()
+    // A checkout above the scenario first (its runtime as edited there), else the copy the binary
+    // carries (`build.rs` embeds `hosts/`, `adapters/` and `export/`), so an installed binary
+    // exports from any directory.
+    if let Some(d) = (spec.cwd.ancestors())
         .find(|d| d.join("hosts").join("launch.mjs").is_file() && d.join("export").is_dir())
+    {
+        return Ok(d.to_path_buf());
+    }
+    crate::remote::home::sources()
         .map(Path::to_path_buf)
-        .ok_or_else(|| {
-            bad(format!(
-                "cannot find this project's export runtime (export/ beside hosts/) above {}",
-                spec.cwd.display()
-            ))
-        })
+        .map_err(|e| bad(format!("cannot find this project's export runtime: {e}")))
 }
 
 fn read(path: &Path) -> Result<String> {

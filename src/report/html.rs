@@ -3,7 +3,10 @@
 //! host (and users and faults when the run has them), one column per timeline line in order;
 //! the host's state as background bands; each message an arrow from the line that made it to
 //! the model request that delivered it (a dashed stub when none did); each violation a red mark
-//! across the lanes where it fired. Hovering an event shows its full timeline line.
+//! across the lanes where it fired, labelled with its invariant and message. Each event carries a
+//! short label on the page (the call or handler's name); hovering shows its full timeline line and
+//! clicking puts it, with its time, actor and host state, in the details panel under the picture.
+//! A legend names the colour of each host-state band.
 
 use std::fmt::Write;
 
@@ -16,7 +19,13 @@ use crate::sim::record::Actor;
 const STEP: usize = 18;
 const LEFT: usize = 110;
 const TOP: usize = 46;
-const LANE_H: usize = 64;
+const LANE_H: usize = 120;
+/// An event's dot sits this far below its lane's top; its label runs up from it.
+const DOT_Y: usize = 100;
+/// The longest label beside a dot, in characters (the full line is in the details panel).
+const LABEL_CHARS: usize = 15;
+/// The longest violation label along its mark.
+const VIOLATION_CHARS: usize = 55;
 
 /// Background colours of host states, in order of first appearance.
 const BANDS: [&str; 8] = [
@@ -75,7 +84,7 @@ pub fn page(scn: &Scenario, r: &RunResult) -> String {
             .iter()
             .position(|x| *x == a)
             .unwrap_or(lanes.len() - 1);
-        TOP + i * LANE_H + LANE_H / 2
+        TOP + i * LANE_H + DOT_Y
     };
     let x = |i: usize| LEFT + STEP / 2 + i * STEP;
     let width = LEFT + rows.len().max(1) * STEP + 40;
@@ -87,7 +96,7 @@ pub fn page(scn: &Scenario, r: &RunResult) -> String {
 <defs><marker id="head" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#3465a4"/></marker></defs>
 "##
     );
-    bands(&mut svg, &rows, x, height);
+    let states = bands(&mut svg, &rows, x, height);
     for (i, a) in lanes.iter().enumerate() {
         let y = TOP + i * LANE_H;
         let _ = writeln!(
@@ -101,21 +110,24 @@ pub fn page(scn: &Scenario, r: &RunResult) -> String {
     ticks(&mut svg, &rows, x);
     arrows(&mut svg, &rows, x, &lane_y, width);
     for (i, l) in rows.iter().enumerate() {
-        let full = format!(
-            "{} ms · {} · {} · host {}",
-            l.t,
-            l.actor.name(),
-            l.text,
-            l.state
-        );
+        let mut full = format!("{} ms · {} · {}", l.t, l.actor.name(), l.text);
+        // A violation line has no host state of its own.
+        if !l.state.is_empty() {
+            full += &format!(" · host {}", l.state);
+        }
         if l.kind == LineKind::Violation {
+            let (invariant, message) = violation_parts(&l.text);
             let _ = writeln!(
                 svg,
-                r##"<g class="event violation" data-line="{0}"><title>{0}</title><line x1="{1}" y1="{TOP}" x2="{1}" y2="{2}"/><text x="{1}" y="{3}" text-anchor="middle">✗</text></g>"##,
+                r##"<g class="event violation" data-line="{0}" data-invariant="{4}"><title>{0}</title><line x1="{1}" y1="{TOP}" x2="{1}" y2="{2}"/><text x="{1}" y="{3}" text-anchor="middle">✗</text><text class="violation-label" transform="translate({5},{6}) rotate(-90)">{7}</text></g>"##,
                 esc(&full),
                 x(i),
                 height - 10,
-                TOP - 4
+                TOP - 4,
+                esc(invariant),
+                x(i) + 12,
+                height - 14,
+                esc(&clip(&format!("{invariant}: {message}"), VIOLATION_CHARS)),
             );
             continue;
         }
@@ -126,18 +138,49 @@ pub fn page(scn: &Scenario, r: &RunResult) -> String {
         };
         let _ = writeln!(
             svg,
-            r##"<g class="event {shape}" data-line="{0}"><title>{0}</title><circle cx="{1}" cy="{2}" r="5"/></g>"##,
+            r##"<g class="event {shape}" data-line="{0}"><title>{0}</title><circle cx="{1}" cy="{2}" r="5"/><text class="label" transform="translate({3},{4}) rotate(-90)">{5}</text></g>"##,
             esc(&full),
             x(i),
-            lane_y(l.actor)
+            lane_y(l.actor),
+            x(i) + 4,
+            lane_y(l.actor) - 9,
+            esc(&label(&l.text)),
         );
     }
     svg += "</svg>\n";
-    document(scn, r, &svg)
+    document(scn, r, &svg, &states)
+}
+
+/// A line's short label: its call or handler's name (up to the first bracket), clipped.
+fn label(text: &str) -> String {
+    let head = text.split(['(', ':']).next().unwrap_or(text).trim();
+    clip(if head.is_empty() { text } else { head }, LABEL_CHARS)
+}
+
+/// `s` cut to `n` characters, with an ellipsis where it was cut.
+fn clip(s: &str, n: usize) -> String {
+    match s.char_indices().nth(n) {
+        Some((at, _)) => format!("{}…", &s[..at]),
+        None => s.to_string(),
+    }
+}
+
+/// A violation line `✗ invariant: message` as its invariant and message.
+fn violation_parts(text: &str) -> (&str, &str) {
+    let t = text.trim_start_matches('✗').trim_start();
+    match t.split_once(": ") {
+        Some((inv, msg)) => (inv, msg),
+        None => (t, ""),
+    }
 }
 
 /// The host state behind each line as background bands across every lane, labelled at the top.
-fn bands(svg: &mut String, rows: &[Line], x: impl Fn(usize) -> usize, height: usize) {
+fn bands<'a>(
+    svg: &mut String,
+    rows: &'a [Line],
+    x: impl Fn(usize) -> usize,
+    height: usize,
+) -> Vec<&'a str> {
     let mut seen: Vec<&str> = Vec::new();
     let mut i = 0;
     while i < rows.len() {
@@ -173,6 +216,7 @@ fn bands(svg: &mut String, rows: &[Line], x: impl Fn(usize) -> usize, height: us
         }
         i = j;
     }
+    seen
 }
 
 /// Time labels along the top, where the time changes and there is room.
@@ -229,7 +273,16 @@ fn arrows(
 }
 
 /// The HTML document around the SVG: header, verdict, legend, the tooltip's script.
-fn document(scn: &Scenario, r: &RunResult, svg: &str) -> String {
+fn document(scn: &Scenario, r: &RunResult, svg: &str, states: &[&str]) -> String {
+    let mut band_legend = String::new();
+    for (k, st) in states.iter().enumerate() {
+        let _ = write!(
+            band_legend,
+            r##"<span class="state" data-state="{0}"><i style="background:{1}"></i>{0}</span>"##,
+            esc(st),
+            BANDS[k % BANDS.len()]
+        );
+    }
     let verdict = match &r.outcome {
         Outcome::Pass => format!("✓ no invariant broken · {} events", r.events),
         o => format!("✗ it {} · {}", describe(o), reproduce(scn, r)),
@@ -261,14 +314,23 @@ p {{ margin: 2px 0 8px; }}
 #tip {{ position: fixed; display: none; background: #222; color: #fff; padding: 4px 8px;
   border-radius: 4px; font: 12px monospace; max-width: 70ch; pointer-events: none; }}
 .legend span {{ margin-right: 14px; }}
+.legend .state i {{ display: inline-block; width: 12px; height: 12px; margin-right: 4px;
+  vertical-align: -2px; border: 1px solid #bbb; }}
+.label {{ font-size: 9px; fill: #333; pointer-events: none; }}
+.violation-label {{ font-size: 10px; fill: #a40000; font-weight: 600; }}
+.event.selected circle {{ stroke: #000; stroke-width: 2.5; }}
+#details {{ margin-top: 8px; padding: 6px 8px; border: 1px solid #ccc; min-height: 1.4em;
+  font: 12px monospace; white-space: pre-wrap; }}
 </style></head>
 <body>
 <h1>{title}</h1>
 <p>host {host} · wake {wake} · {mix}</p>
 <p class="verdict {cls}">{verdict}</p>
-<p class="legend"><span>● blue: a handler called</span><span>● orange: a call into the host</span><span>→ a message, made to delivered</span><span style="color:#cc0000">✗ a violation</span><span>bands: host state</span></p>
+<p class="legend"><span>● blue: a handler called</span><span>● orange: a call into the host</span><span>→ a message, made to delivered</span><span style="color:#cc0000">✗ a violation</span></p>
+<p class="legend bands">host state (background bands): {band_legend}</p>
 <div id="scroll">
 {svg}</div>
+<div id="details">click an event for its details</div>
 <div id="tip"></div>
 <script>
 (function () {{
@@ -282,13 +344,29 @@ p {{ margin: 2px 0 8px; }}
       tip.style.top = (e.clientY + 12) + "px";
     }});
     g.addEventListener("mouseleave", function () {{ tip.style.display = "none"; }});
+    g.addEventListener("click", function () {{ show(g); }});
   }});
+  var details = document.getElementById("details");
+  function show(g) {{
+    events.forEach(function (e) {{ e.classList.remove("selected"); }});
+    g.classList.add("selected");
+    details.textContent = g.getAttribute("data-line");
+  }}
   var b = document.body;
   b.setAttribute("data-lanes", document.querySelectorAll("#timeline .lane").length);
   b.setAttribute("data-events", events.length);
   b.setAttribute("data-arrows", document.querySelectorAll("#timeline .arrow").length);
   b.setAttribute("data-violations", document.querySelectorAll("#timeline .violation").length);
   b.setAttribute("data-bands", document.querySelectorAll("#timeline .band").length);
+  b.setAttribute("data-labels", document.querySelectorAll("#timeline .event .label").length);
+  b.setAttribute("data-legend-states", document.querySelectorAll(".legend .state").length);
+  // `#selftest`: click the first violation (else the first event) as a person would, so a
+  // headless browser's DOM dump shows what the click put in the details panel.
+  if (location.hash === "#selftest" && events.length) {{
+    var first = document.querySelector("#timeline .violation") || events[0];
+    first.dispatchEvent(new MouseEvent("click", {{ bubbles: true }}));
+    b.setAttribute("data-clicked", details.textContent);
+  }}
   b.setAttribute("data-ready", "1");
 }})();
 </script>
@@ -300,6 +378,7 @@ p {{ margin: 2px 0 8px; }}
         mix = esc(&r.mix.to_string()),
         cls = if r.outcome.is_pass() { "pass" } else { "fail" },
         verdict = esc(&verdict),
+        band_legend = band_legend,
     )
 }
 

@@ -266,7 +266,12 @@ pub fn scenario_line(scn: &Scenario, rep: &ScenarioReport, extras: &Extras) -> S
             seed: n.seed,
             outcome: n.outcome.clone(),
             detail: n.detail.clone(),
-            reproduce: format!("wakesim replay {} --seed {}", scn.path.display(), n.seed),
+            reproduce: format!(
+                "{} replay {} --seed {}",
+                super::invocation(),
+                scn.path.display(),
+                n.seed
+            ),
         }),
         met: rep.met,
         why: rep.why.clone(),
@@ -361,7 +366,7 @@ pub fn regression_line(reg: &Regression, r: &Replayed) -> String {
         events: result.events,
         stale,
         met,
-        reproduce: format!("wakesim replay {}", reg.path.display()),
+        reproduce: format!("{} replay {}", super::invocation(), reg.path.display()),
     }))
 }
 

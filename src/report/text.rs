@@ -80,7 +80,12 @@ pub fn timeline_with(scn: &Scenario, r: &RunResult, replay: &str) -> String {
 
 /// One line (and its notes) per scenario of `wakesim run`.
 pub fn scenario_line(scn: &Scenario, rep: &ScenarioReport, extras: &Extras) -> String {
-    let mark = if rep.met { "✓" } else { "✗" };
+    // A met report with a reason is one a stopped run could not judge (`run`'s partial sweeps).
+    let mark = match (rep.met, &rep.why) {
+        (false, _) => "✗",
+        (true, Some(_)) => "?",
+        (true, None) => "✓",
+    };
     let mut line = format!(
         "{mark} {} · {} · {} · {} seeds · expect {}",
         scn.path.display(),
@@ -299,7 +304,8 @@ pub fn regression_line(reg: &Regression, r: &Replayed) -> String {
             );
             if !*met {
                 s += &format!(
-                    "\n  reproduce: wakesim replay {} --seed {}",
+                    "\n  reproduce: {} replay {} --seed {}",
+                    super::invocation(),
                     reg.scenario.path.display(),
                     reg.seed
                 );
@@ -310,8 +316,9 @@ pub fn regression_line(reg: &Regression, r: &Replayed) -> String {
             format!("✓ {head} · met · {} events", result.events)
         }
         Replayed::Run { result, met: false } => format!(
-            "✗ {head} · it {}\n  reproduce: wakesim replay {}",
+            "✗ {head} · it {}\n  reproduce: {} replay {}",
             describe(&result.outcome),
+            super::invocation(),
             reg.path.display()
         ),
     }

@@ -54,13 +54,25 @@ impl<'de> Deserialize<'de> for WakeValue {
                 let code = (x.extension.as_ref().map(|_| ()))
                     .or(x.variant.as_ref().map(|_| ()))
                     .or(x.patch.as_ref().map(|_| ()));
-                match (&x.command, &code) {
+                // `node = "mine.ts"` or `python = "mine.py"`: an adapter's command, spelt short.
+                let short = x.node.is_some() || x.python.is_some();
+                if short
+                    && (x.command.is_some()
+                        || code.is_some()
+                        || (x.node.is_some() && x.python.is_some()))
+                {
+                    return Err(de::Error::custom(
+                        "give one of `command`, `node`, `python` (an adapter) or `extension` (an extension a real host loads)",
+                    ));
+                }
+                let command = x.command.as_ref().map(|_| ()).or(short.then_some(()));
+                match (&command, &code) {
                     (Some(_), Some(_)) => Err(de::Error::custom(
                         "give either `command` (an adapter) or `extension` (an extension a real host loads), not both",
                     )),
                     (None, Some(_)) => Ok(WakeValue::Remote(Box::new(x))),
                     (None, None) => Err(de::Error::custom(
-                        "give `command` (an adapter's program and arguments) or `extension` (an extension a real host loads)",
+                        "give `command` (an adapter's program and arguments), `node` or `python` (a module for wakesim's Node or Python adapter) or `extension` (an extension a real host loads)",
                     )),
                     (Some(_), None) if remote_only => Err(de::Error::custom(
                         "`deliver`, `fresh_modules`, `package` and `checkout` are for a real host's `extension`, not an adapter's `command`",
@@ -82,6 +94,13 @@ impl<'de> Deserialize<'de> for WakeValue {
 pub(super) struct RawExternal {
     #[serde(default)]
     command: Option<Spanned<Vec<String>>>,
+    /// A module for wakesim's Node adapter (`adapter_path`), relative to `cwd`: the command
+    /// `node <adapters>/node/adapter.mjs MODULE`.
+    #[serde(default)]
+    node: Option<Spanned<String>>,
+    /// A module for wakesim's Python adapter: `python3 <adapters>/python/run.py MODULE`.
+    #[serde(default)]
+    python: Option<Spanned<String>>,
     #[serde(default)]
     pub(super) extension: Option<Spanned<String>>,
     #[serde(default)]
@@ -131,16 +150,22 @@ impl RawExternal {
         origin: (PathBuf, usize, usize),
         err: Err<'_>,
     ) -> Result<AdapterSpec> {
-        let Some(command_value) = &self.command else {
-            unreachable!("a table without `command` is read as a real host's wake");
-        };
-        let command = command_value.get_ref().clone();
-        let Some(program) = command.first() else {
-            let message = "the command is empty: give the program and its arguments";
-            return Err(err(command_value.span(), message.to_string()));
-        };
         let cwd = self.cwd(path, err)?;
-        self.program(program, &cwd, err)?;
+        let command = match self.short(&cwd, err)? {
+            Some(command) => command,
+            None => {
+                let Some(command_value) = &self.command else {
+                    unreachable!("a table without `command` is read as a real host's wake");
+                };
+                let command = command_value.get_ref().clone();
+                let Some(program) = command.first() else {
+                    let message = "the command is empty: give the program and its arguments";
+                    return Err(err(command_value.span(), message.to_string()));
+                };
+                self.program(program, &cwd, err)?;
+                command
+            }
+        };
         let timeout_ms = bound(&self.timeout_ms, "timeout_ms", TIMEOUT_MS_DEFAULT, err)?;
         let start_timeout_ms = bound(
             &self.start_timeout_ms,
@@ -158,6 +183,54 @@ impl RawExternal {
             options: self.options_json(),
             origin,
         })
+    }
+
+    /// `node = "MODULE"` or `python = "MODULE"`: the reference adapter's command for the module,
+    /// which must be a file relative to `cwd`; the adapter is found by `adapter_path`.
+    fn short(&self, cwd: &Path, err: Err<'_>) -> Result<Option<Vec<String>>> {
+        use super::adapter_path::{Lang, find};
+        let (lang, module) = match (&self.node, &self.python) {
+            (Some(m), _) => (Lang::Node, m),
+            (None, Some(m)) => (Lang::Python, m),
+            (None, None) => return Ok(None),
+        };
+        let file = cwd.join(module.get_ref());
+        if !file.is_file() {
+            let message = format!(
+                "the {} module `{}` is not a file",
+                lang.key(),
+                file.display()
+            );
+            return Err(err(module.span(), message));
+        }
+        let adapter = find(lang).map_err(|m| err(module.span(), m))?;
+        if resolve_program(lang.program(), cwd).is_none() {
+            let message = format!(
+                "program `{}` (for the {} adapter) not found on PATH",
+                lang.program(),
+                lang.key()
+            );
+            return Err(err(module.span(), message));
+        }
+        Ok(Some(vec![
+            lang.program().to_string(),
+            adapter.display().to_string(),
+            module.get_ref().clone(),
+        ]))
+    }
+
+    /// The default label of a `node`/`python` wake: `node:mine.ts`, as the shipped scenarios name theirs.
+    pub(super) fn short_label(&self) -> Option<String> {
+        let (key, m) = match (&self.node, &self.python) {
+            (Some(m), _) => ("node", m),
+            (None, Some(m)) => ("python", m),
+            (None, None) => return None,
+        };
+        let file = Path::new(m.get_ref())
+            .file_name()?
+            .to_string_lossy()
+            .into_owned();
+        Some(format!("{key}:{file}"))
     }
 
     /// `constants_ms`: a few, each within a run's longest duration.

@@ -45,6 +45,7 @@
 //! its own keys (its module's `sections.rs`), and a key of another family is an unknown key.
 
 mod adapter;
+pub mod adapter_path;
 mod expect;
 mod own_driver;
 mod raw;

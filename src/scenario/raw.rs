@@ -284,7 +284,8 @@ impl RawScenario {
             }
             (WakeValue::External(x), None) => {
                 let spec = x.validate(cx.path, origin(), &err)?;
-                let label = x.name.clone().unwrap_or_else(|| spec.command.join(" "));
+                let label = (x.name.clone().or_else(|| x.short_label()))
+                    .unwrap_or_else(|| spec.command.join(" "));
                 Ok((label, Some(spec), None))
             }
         }

@@ -1,0 +1,209 @@
+//! A new user's first hour (issue 25), each friction as the user meets it, through the built
+//! binary or `wakesim::testing`: `run` without `scenarios/` says what to do; a Ctrl-C while
+//! adapters start stops with a line and exit 130; wake logic named by `node`/`python` without a
+//! path into the checkout; a TypeScript syntax error named by file, line and column without
+//! sucrase's frames; Mermaid declaring only the participants a run uses; `WAKESIM_SEED` running
+//! a plain seed labelled as one and printing its timeline once.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A fresh directory under the target directory.
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("first-hour-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+fn wakesim(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_wakesim"))
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .expect("wakesim runs")
+}
+
+fn text(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr)
+}
+
+#[test]
+fn run_without_a_scenarios_directory_says_what_to_do() {
+    let dir = scratch("no-scenarios");
+    let out = wakesim(&dir, &["run"]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{t}");
+    assert!(t.contains("no `scenarios/` directory"), "{t}");
+    assert!(t.contains("wakesim run path/to/scenario.toml"), "{t}");
+    assert!(!t.contains("os error"), "{t}");
+}
+
+/// An adapter that never says hello holds start-up; Ctrl-C (SIGINT) then stops the run at once.
+#[cfg(unix)]
+#[test]
+fn ctrl_c_during_start_up_says_it_stops_and_exits_130() {
+    let dir = scratch("ctrl-c");
+    std::fs::write(
+        dir.join("slow.toml"),
+        "name = \"slow start\"\nhost = \"pi\"\nwake = { command = [\"sleep\", \"30\"], start_timeout_ms = 30000 }\nseeds = 2\n[expect]\nverdict = \"pass\"\n",
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wakesim"))
+        .args(["run", "slow.toml"])
+        .current_dir(&dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("wakesim starts");
+    // Wait until wakesim has started the adapter (so start-up is under way and the Ctrl-C
+    // handler is in place), however loaded the machine is.
+    let children = format!("/proc/{0}/task/{0}/children", child.id());
+    let waiting = Instant::now();
+    while std::fs::read_to_string(&children).map_or(true, |c| c.trim().is_empty()) {
+        assert!(
+            waiting.elapsed() < Duration::from_secs(60),
+            "the adapter never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).expect("a pid");
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).expect("SIGINT");
+    let started = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no exit 10 s after Ctrl-C"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let out = child.wait_with_output().unwrap();
+    let t = text(&out);
+    assert_eq!(status.code(), Some(130), "{t}");
+    assert!(t.contains("stopped during start-up (Ctrl-C)"), "{t}");
+}
+
+/// `wake = { node = "..." }` and `{ python = "..." }`: the reference adapters found without a
+/// path into the checkout; the label is `node:FILE`.
+#[test]
+fn wake_logic_named_by_node_or_python_runs_through_the_reference_adapter() {
+    let dir = scratch("by-name");
+    // The modules stay where they are (they import their neighbours); `cwd` points there.
+    for (key, examples, file, label) in [
+        (
+            "node",
+            "adapters/node/examples",
+            "g3-reservation.ts",
+            "node:g3-reservation.ts",
+        ),
+        (
+            "python",
+            "adapters/python/examples",
+            "g3_reservation.py",
+            "python:g3_reservation.py",
+        ),
+    ] {
+        let scn = format!("{key}.toml");
+        std::fs::write(
+            dir.join(&scn),
+            format!(
+                "name = \"{key}\"\nhost = \"pi\"\nwake = {{ {key} = \"{file}\", cwd = \"{}\", constants_ms = [60000] }}\nseeds = 3\n[expect]\nverdict = \"pass\"\n",
+                root().join(examples).display()
+            ),
+        )
+        .unwrap();
+        let out = wakesim(&dir, &["run", &scn, "--no-save"]);
+        let t = text(&out);
+        assert_ne!(out.status.code(), Some(2), "{t}");
+        assert!(t.contains(label), "{t}");
+    }
+    // A module that is not there: the file, line and column of its key.
+    std::fs::write(dir.join("missing.toml"), "name = \"m\"\nhost = \"pi\"\nwake = { node = \"nope.ts\" }\nseeds = 3\n[expect]\nverdict = \"pass\"\n").unwrap();
+    let out = wakesim(&dir, &["run", "missing.toml"]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{t}");
+    assert!(
+        t.contains("missing.toml:3:") && t.contains("nope.ts` is not a file"),
+        "{t}"
+    );
+}
+
+#[test]
+fn a_typescript_syntax_error_names_file_line_and_column_without_sucrase_frames() {
+    let dir = scratch("ts-syntax");
+    std::fs::write(
+        dir.join("bad.ts"),
+        "export default function (pi: any) {\n  const x: number = ;\n}\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("bad.toml"), "name = \"bad\"\nhost = \"pi\"\nwake = { node = \"bad.ts\" }\nseeds = 2\n[expect]\nverdict = \"pass\"\n").unwrap();
+    let out = wakesim(&dir, &["run", "bad.toml"]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{t}");
+    assert!(t.contains("bad.ts:2:"), "{t}");
+    assert!(!t.contains("sucrase/dist") && !t.contains("    at "), "{t}");
+}
+
+#[test]
+fn mermaid_declares_only_the_participants_the_run_uses() {
+    let out = wakesim(
+        &root(),
+        &[
+            "replay",
+            "scenarios/pi/g2-two-wakes-during-preparation.toml",
+            "--seed",
+            "2",
+            "--format",
+            "mermaid",
+        ],
+    );
+    let t = String::from_utf8_lossy(&out.stdout);
+    let declared = wakesim::report::mermaid::participants(&t);
+    assert_eq!(declared, ["P", "W", "H"], "{t}");
+    for id in declared {
+        assert!(
+            t.lines()
+                .any(|l| !l.contains("participant") && l.contains(id)),
+            "{id} unused: {t}"
+        );
+    }
+}
+
+/// Run by [`wakesim_seed_runs_a_plain_seed_and_prints_its_timeline_once`] in a child process
+/// with `WAKESIM_SEED` set; alone it checks nothing.
+#[test]
+fn seed_env_child() {
+    if std::env::var_os("FIRST_HOUR_CHILD").is_none() {
+        return;
+    }
+    let registry = wakesim::family::Registry::builtin();
+    wakesim::testing::check(
+        &registry,
+        root().join("scenarios/pi/g2-two-wakes-during-preparation.toml"),
+    );
+}
+
+#[test]
+fn wakesim_seed_runs_a_plain_seed_and_prints_its_timeline_once() {
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["seed_env_child", "--exact", "--nocapture"])
+        .env("FIRST_HOUR_CHILD", "1")
+        .env("WAKESIM_SEED", "2")
+        .output()
+        .unwrap();
+    let t = text(&out);
+    assert!(t.contains("· seed 2 ·"), "{t}");
+    assert!(!t.contains("recorded choices"), "{t}");
+    assert_eq!(t.matches("· wakesim ").count(), 1, "the timeline once: {t}");
+}
