@@ -107,7 +107,7 @@ pub const CLAIMS: &[Claim] = &[
     },
     Claim {
         host: "gptme-cli",
-        wake: "gptme.b1-idle-wait",
+        wake: "gptme.b1-ordered",
         survives: &[
             "auto_reply",
             "tool_calls",

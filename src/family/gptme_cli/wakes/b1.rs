@@ -36,6 +36,12 @@ pub struct Fixes {
     /// The completion check is repeated under the lock the notifier takes, right before
     /// `cond.wait`, and each wait is capped at 1 s (G-8's fix).
     pub recheck_under_lock: bool,
+    /// Completions never wait in the prompt queue behind other messages (wakesim's fix of the
+    /// gap `b1-step-pre-overtakes-queued-completion` shows): LOOP_CONTINUE claims nothing while
+    /// the prompt queue holds a message, and STEP_PRE claims nothing while a completion the
+    /// LOOP_CONTINUE hook yielded is still queued, so one job's completion never overtakes an
+    /// earlier one's.
+    pub ordered_completions: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,6 +84,16 @@ impl BackgroundWait {
         BackgroundWait::new(Fixes {
             control_fingerprint: true,
             recheck_under_lock: true,
+            ordered_completions: false,
+        })
+    }
+
+    /// B1 with wakesim's ordering fix (`ordered_completions`): what the project calls fixed.
+    pub fn ordered() -> BackgroundWait {
+        BackgroundWait::new(Fixes {
+            control_fingerprint: true,
+            recheck_under_lock: true,
+            ordered_completions: true,
         })
     }
 
@@ -163,10 +179,20 @@ impl CliWake for BackgroundWait {
     }
 
     fn step_pre(&mut self, cli: &mut Cli<'_>) -> Vec<Item> {
+        if self.fixes.ordered_completions && cli.queued_completions() > 0 {
+            return Vec::new();
+        }
         BackgroundWait::completions(cli)
     }
 
     fn loop_continue(&mut self, cli: &mut Cli<'_>) -> Flow {
+        // With the ordering fix, nothing is claimed while the prompt queue holds a message: a
+        // completion yielded now would wait behind it, one message per turn, while this
+        // session's STEP_PRE or another session's drain appends a later one at once. Left in
+        // the completion queue, it is claimed by the STEP_PRE of the step that message starts.
+        if self.fixes.ordered_completions && cli.prompt_queue_len() > 0 {
+            return Flow::nothing();
+        }
         let msgs = BackgroundWait::completions(cli);
         if !msgs.is_empty() {
             return self.finish(msgs);
