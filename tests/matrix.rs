@@ -113,7 +113,10 @@ fn sources() -> Vec<(PathBuf, String)> {
             if wakesim::engine::regression::is_regression(&text) {
                 continue;
             }
-            let rel = f.strip_prefix(root()).expect("under the root").to_path_buf();
+            let rel = f
+                .strip_prefix(root())
+                .expect("under the root")
+                .to_path_buf();
             out.push((rel, text));
         }
     }
@@ -122,7 +125,11 @@ fn sources() -> Vec<(PathBuf, String)> {
 
 /// Where a variant's file goes: `target/matrix/<wake>/<source's directory>-<file name>`.
 fn variant_path(v: &Variant) -> PathBuf {
-    let dir = v.source.parent().and_then(Path::file_name).expect("a directory");
+    let dir = v
+        .source
+        .parent()
+        .and_then(Path::file_name)
+        .expect("a directory");
     let name = format!(
         "{}-{}",
         dir.to_string_lossy(),
@@ -167,13 +174,17 @@ fn the_run_matrix_follows_the_claims() {
         }
     }
     assert!(
-        (built.iter()).any(|(v, _)| v.source.starts_with("madsim/scenarios")
-            && v.claim.wake == "pi.gentle-fixed"),
+        (built.iter())
+            .any(|(v, _)| v.source.starts_with("madsim/scenarios")
+                && v.claim.wake == "pi.gentle-fixed"),
         "the madsim lane's mixes run pi.gentle-fixed"
     );
     // A mix with a fault a claim does not claim is left out: G3 never runs with user prompts.
-    assert!(!(built.iter()).any(|(v, scn)| v.claim.wake == "pi.reservation"
-        && (scn.host.family().faults_on(&scn.config).iter()).any(|(f, _)| *f == "user_prompts")));
+    assert!(
+        !(built.iter()).any(|(v, scn)| v.claim.wake == "pi.reservation"
+            && (scn.host.family().faults_on(&scn.config).iter())
+                .any(|(f, _)| *f == "user_prompts"))
+    );
 }
 
 /// The run matrix at `WAKESIM_SEEDS_MULTIPLIER` times each source's budget: every variant

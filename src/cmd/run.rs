@@ -62,11 +62,22 @@ pub struct Args {
     /// in the scenario's `regressions` directory, never over an existing file).
     #[arg(long)]
     no_save: bool,
+    /// How seeds become choice streams, for every scenario (default: each file's `search`, else
+    /// `swarm`): `swarm` (uniform), `boost` or `boost:D` (rare draws boosted at D sites a run).
+    #[arg(long, value_parser = super::args::parse_search)]
+    search: Option<crate::sim::search::Search>,
 }
 
 pub fn main(registry: &Registry, args: Args) -> Result<i32> {
     let mut suite = suite::load(registry, &args.paths)?;
     filter(&mut suite.scenarios, &mut suite.regressions, &args.filter)?;
+    if let Some(search) = args.search {
+        for scn in &mut suite.scenarios {
+            if scn.remote.is_none() {
+                scn.search = search;
+            }
+        }
+    }
     let multiplier = seeds_multiplier()?;
     // An adapter that cannot start is an error of its scenario file (exit 2), found before any
     // scenario runs. (Each seed-runner thread starts its own adapter process afterwards; a real

@@ -203,7 +203,9 @@ pub fn scenario_line(scn: &Scenario, rep: &ScenarioReport, extras: &Extras) -> S
             seed: n.seed,
             outcome: n.outcome.clone(),
             detail: n.detail.clone(),
-            reproduce: format!("wakesim replay {} --seed {}", scn.path.display(), n.seed),
+            reproduce: super::seed_replay_line(scn, n.seed)
+                .trim_start_matches("reproduce: ")
+                .to_string(),
         }),
         met: rep.met,
         why: rep.why.clone(),

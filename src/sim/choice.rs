@@ -92,22 +92,39 @@ struct Boost {
     rng: ChaCha8Rng,
     depth: u32,
     boosted: u32,
-    sites: Vec<(&'static str, bool)>,
+    /// Each site met: its label, whether it is boosted, and its focus (which of `FOCI` equal
+    /// parts of a delay's range its uniform draws fall in, when boosted).
+    sites: Vec<(&'static str, bool, u8)>,
 }
+
+/// A boosted delay site draws its uniform class from one of this many equal parts of its range:
+/// the events it times cluster, so two of them meet a window together more often.
+const FOCI: u64 = 8;
 
 impl Boost {
     /// Whether the site `label` is boosted; a site met for the first time is boosted with a
     /// fair coin while fewer than `depth` are.
     #[inline]
     fn at(&mut self, label: &'static str) -> bool {
-        if let Some((_, b)) = (self.sites.iter()).find(|(l, _)| std::ptr::eq(*l, label) || *l == label)
+        self.site(label).0
+    }
+
+    /// Whether `label` is boosted, and its focus.
+    fn site(&mut self, label: &'static str) -> (bool, u8) {
+        if let Some((_, b, f)) =
+            (self.sites.iter()).find(|(l, _, _)| std::ptr::eq(*l, label) || *l == label)
         {
-            return *b;
+            return (*b, *f);
         }
         let b = self.boosted < self.depth && below(&mut self.rng, 2) == 1;
+        let f = if b {
+            below(&mut self.rng, FOCI) as u8
+        } else {
+            0
+        };
         self.boosted += u32::from(b);
-        self.sites.push((label, b));
-        b
+        self.sites.push((label, b, f));
+        (b, f)
     }
 }
 
@@ -400,13 +417,7 @@ impl Choices {
                 r.min(n as u64)
             }
             // A boosted site's delay comes from its boundary set only.
-            Source::Boost(b) => {
-                if b.at(label) {
-                    below(&mut b.rng, n as u64)
-                } else {
-                    below(&mut b.rng, 2 * n as u64).min(n as u64)
-                }
-            }
+            Source::Boost(b) => below(&mut b.rng, 2 * n as u64).min(n as u64),
             Source::Replay { .. } => self.next_replayed(classes, label),
         };
         self.record(classes, index, label);
@@ -419,8 +430,23 @@ impl Choices {
             // Past the inside points comes `hi` (when no constant's neighbourhood is `hi`).
             hi
         } else {
-            // `choose(hi - lo + 1)`, which draws: `hi > lo`.
-            lo + self.draw(hi - lo + 1, label)
+            // `choose(hi - lo + 1)`, which draws: `hi > lo`. A boosted site draws it inside its
+            // focus, recorded as the same choice.
+            let width = hi - lo + 1;
+            let Source::Boost(b) = &mut self.source else {
+                return lo + self.draw(width, label);
+            };
+            let v = match b.site(label) {
+                (true, f) => {
+                    let w = width.div_ceil(FOCI);
+                    let start = (u64::from(f) * w).min(width - 1);
+                    let end = (start + w).min(width);
+                    start + below(&mut b.rng, end - start)
+                }
+                (false, _) => below(&mut b.rng, width),
+            };
+            self.record(width, v, label);
+            lo + v
         }
     }
 

@@ -113,6 +113,9 @@ mod tests {
     fn boosted_streams_are_apart_from_swarm() {
         let seeds: std::collections::BTreeSet<u64> = (0..1000).map(boost_seed).collect();
         assert_eq!(seeds.len(), 1000);
-        assert!((0..1000).all(|s| boost_seed(s) >= 1000), "no boosted stream is a small seed's");
+        assert!(
+            (0..1000).all(|s| boost_seed(s) >= 1000),
+            "no boosted stream is a small seed's"
+        );
     }
 }

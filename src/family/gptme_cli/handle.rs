@@ -2,8 +2,8 @@
 //! prompt-queue and control files. Every call acts on the host at once and counts against the
 //! call budget.
 
-use super::api::{Claimed, ControlFile, JobRef, JobView, PromptRecord};
 use super::api::Item;
+use super::api::{Claimed, ControlFile, JobRef, JobView, PromptRecord};
 use super::core::{CliCore, QItem};
 use super::note::Note;
 use super::{CliKernel, vocab};

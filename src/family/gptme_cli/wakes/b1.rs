@@ -42,6 +42,22 @@ pub struct Fixes {
     /// LOOP_CONTINUE hook yielded is still queued, so one job's completion never overtakes an
     /// earlier one's.
     pub ordered_completions: bool,
+    /// A bug planted on purpose for the rare-bug suite (`planted.rs`); `None` in every real
+    /// variant.
+    pub planted: Planted,
+}
+
+/// Bugs planted in B1 for the rare-bug suite (`docs/guide/search.md`): each needs two rare
+/// events to coincide with a window, and loses what it claimed (NO-LOSS).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Planted {
+    None,
+    /// STEP_PRE drops what it claims from the sixth step of a turn on: five tool calls in a
+    /// row, and a completion queued during them.
+    LongChain,
+    /// The wait's drain drops what it claims once one of the session's waits has timed out: a
+    /// job outliving GPTME_WATCH_IDLE_MAX, then another job finishing while a later wait blocks.
+    AfterTimeout,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,6 +83,8 @@ pub struct BackgroundWait {
     control_keys: Vec<u64>,
     phase: Phase,
     deadline: Ms,
+    /// Steps since the last LOOP_CONTINUE (for `Planted::LongChain`).
+    steps: u32,
 }
 
 impl BackgroundWait {
@@ -76,6 +94,7 @@ impl BackgroundWait {
             control_keys: Vec::new(),
             phase: Phase::Idle,
             deadline: Ms(0),
+            steps: 0,
         }
     }
 
@@ -85,6 +104,7 @@ impl BackgroundWait {
             control_fingerprint: true,
             recheck_under_lock: true,
             ordered_completions: false,
+            planted: Planted::None,
         })
     }
 
@@ -94,6 +114,15 @@ impl BackgroundWait {
             control_fingerprint: true,
             recheck_under_lock: true,
             ordered_completions: true,
+            planted: Planted::None,
+        })
+    }
+
+    /// `ordered` with a planted bug (the rare-bug suite).
+    pub fn planted(planted: Planted) -> BackgroundWait {
+        BackgroundWait::new(Fixes {
+            planted,
+            ..BackgroundWait::ordered().fixes
         })
     }
 
@@ -124,6 +153,13 @@ impl BackgroundWait {
     /// The top of the loop, under the lock.
     fn drain(&mut self, cli: &mut Cli<'_>) -> Flow {
         let msgs = BackgroundWait::completions(cli);
+        if self.fixes.planted == Planted::AfterTimeout
+            && !msgs.is_empty()
+            && self.phase == Phase::Waiting
+            && cli.jobs().iter().any(|j| j.wait_expired)
+        {
+            return self.finish(Vec::new());
+        }
         if !msgs.is_empty() || BackgroundWait::pending(cli).is_empty() {
             return self.finish(msgs);
         }
@@ -182,10 +218,16 @@ impl CliWake for BackgroundWait {
         if self.fixes.ordered_completions && cli.queued_completions() > 0 {
             return Vec::new();
         }
-        BackgroundWait::completions(cli)
+        self.steps += 1;
+        let claimed = BackgroundWait::completions(cli);
+        if self.fixes.planted == Planted::LongChain && self.steps >= 6 {
+            return Vec::new();
+        }
+        claimed
     }
 
     fn loop_continue(&mut self, cli: &mut Cli<'_>) -> Flow {
+        self.steps = 0;
         // With the ordering fix, nothing is claimed while the prompt queue holds a message: a
         // completion yielded now would wait behind it, one message per turn, while this
         // session's STEP_PRE or another session's drain appends a later one at once. Left in

@@ -15,7 +15,7 @@ mod b1_no_recheck;
 mod b1_pre;
 
 pub use b0::ExitOnEmpty;
-pub use b1::{BackgroundWait, Fixes, WAIT_CAP_MS};
+pub use b1::{BackgroundWait, Fixes, Planted, WAIT_CAP_MS};
 pub use b1_no_recheck::b1_no_recheck;
 pub use b1_pre::b1_pre;
 
@@ -42,6 +42,17 @@ pub(crate) fn register(r: &mut Registry) {
         "gptme.b1-ordered",
         "B1 with wakesim's ordering fix: STEP_PRE claims nothing while a completion yielded at LOOP_CONTINUE is still queued",
         || Box::new(BackgroundWait::ordered()),
+    );
+    // The rare-bug suite's planted bugs (docs/guide/search.md): not fixes, not findings.
+    r.add::<CliFamily>(
+        "gptme.b1-planted-long-chain",
+        "planted bug (rare-bug suite): STEP_PRE drops what it claims from a turn's sixth step on",
+        || Box::new(BackgroundWait::planted(Planted::LongChain)),
+    );
+    r.add::<CliFamily>(
+        "gptme.b1-planted-after-timeout",
+        "planted bug (rare-bug suite): the wait drops what it claims once a wait has timed out",
+        || Box::new(BackgroundWait::planted(Planted::AfterTimeout)),
     );
     r.add::<CliFamily>(
         "gptme.b1-no-recheck",
