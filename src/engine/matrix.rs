@@ -175,6 +175,70 @@ pub fn variant_text(source: &str, wake: &str, from: &str) -> Option<String> {
     Some(out)
 }
 
+/// Bounds a claim's logic is judged by on a mix whose file leaves them to the default, each with
+/// why: `(wake, key of [check], value, why)`. A failing scenario's file keeps the default where
+/// its logic strands for good; the fixed logic's documented recovery needs the bound derived for
+/// it.
+pub const CLAIM_BOUNDS: &[(&str, &str, &str, &str)] = &[(
+    "pi.gentle-fixed",
+    "latency_ms_max",
+    "95000",
+    "each failed wake costs one 30 s start window, a seed may fail it twice, and a user's input the wake must not race costs one more: three windows and the host's own steps (g4-fixed-passes)",
+)];
+
+/// Producer kinds a claim's logic has no path for, each with why: `(wake, [producers] key)`; a
+/// mix that turns one on (a value other than 0) is not in its row.
+pub const CLAIM_PRODUCERS_NOT: &[(&str, &str, &str)] = &[(
+    "gptme.w2-one-wake-per-burst",
+    "completions",
+    "W2 wakes for watch events; subagent completions are gptme.w2-subagent's path (w2-subagent-completions-reordered, w2-subagent-mixed-drain-refuses-itself)",
+)];
+
+/// Whether `text`'s `[producers]` sets `key` to something other than 0.
+fn producer_on(text: &str, key: &str) -> bool {
+    let mut inside = false;
+    for line in text.lines() {
+        if let Some(name) = is_table_header(line) {
+            inside = name == "producers";
+            continue;
+        }
+        if let Some((k, v)) = line.split_once('=').filter(|_| inside) {
+            if k.trim() == key {
+                return v.trim() != "0";
+            }
+        }
+    }
+    false
+}
+
+/// `text` with `key = value` in its `[check]` table, unless that sets `key` already.
+fn with_check(text: &str, key: &str, value: &str, why: &str) -> String {
+    let mut in_check = false;
+    for line in text.lines() {
+        if let Some(name) = is_table_header(line) {
+            in_check = name == "check";
+        } else if in_check && line.split_once('=').is_some_and(|(k, _)| k.trim() == key) {
+            return text.to_string();
+        }
+    }
+    let add = format!("# The run matrix's bound for this logic: {why}.\n{key} = {value}\n");
+    let mut out = String::new();
+    let mut done = false;
+    for line in text.lines() {
+        out.push_str(line);
+        out.push('\n');
+        if !done && is_table_header(line) == Some("check") {
+            out.push_str(&add);
+            done = true;
+        }
+    }
+    if !done {
+        let at = out.rfind("\n[expect]").unwrap_or(out.len());
+        out.insert_str(at, &format!("\n[check]\n{add}"));
+    }
+    out
+}
+
 /// Every cell of the run matrix over `sources` (`(path, text)` of scenario files): for each
 /// claim on a model host, each scenario of that host, run by a built-in wake logic (not an
 /// adapter or a real host), whose switched-on faults the claim all claims, other than the
@@ -194,9 +258,17 @@ pub fn variants(
             let own = top_level_string(text, "wake").as_deref() == Some(claim.wake)
                 && text.lines().any(|l| l.trim() == "verdict = \"pass\"");
             let from = path.display().to_string();
-            let Some(vt) = variant_text(text, claim.wake, &from) else {
+            if (CLAIM_PRODUCERS_NOT.iter())
+                .any(|(w, key, _)| *w == claim.wake && producer_on(text, key))
+            {
+                continue;
+            }
+            let Some(mut vt) = variant_text(text, claim.wake, &from) else {
                 continue;
             };
+            for (_, key, value, why) in CLAIM_BOUNDS.iter().filter(|b| b.0 == claim.wake) {
+                vt = with_check(&vt, key, value, why);
+            }
             if own {
                 continue;
             }
