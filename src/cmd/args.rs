@@ -130,8 +130,3 @@ mod tests {
         assert!(!with(&[("TERM", "dumb")], true));
     }
 }
-
-/// `--search`: `swarm`, `boost` or `boost:D` (`sim::search::Search::parse`).
-pub fn parse_search(s: &str) -> std::result::Result<crate::sim::search::Search, String> {
-    crate::sim::search::Search::parse(s)
-}

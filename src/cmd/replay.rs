@@ -39,7 +39,7 @@ pub struct Args {
     format: Format,
     /// The search the seed ran under (a failure's `reproduce:` line names it when it is not
     /// the default `swarm`).
-    #[arg(long, value_parser = super::args::parse_search)]
+    #[arg(long, value_parser = crate::sim::search::Search::parse)]
     search: Option<crate::sim::search::Search>,
 }
 

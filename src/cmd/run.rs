@@ -64,7 +64,7 @@ pub struct Args {
     no_save: bool,
     /// How seeds become choice streams, for every scenario (default: each file's `search`, else
     /// `swarm`): `swarm` (uniform), `boost` or `boost:D` (rare draws boosted at D sites a run).
-    #[arg(long, value_parser = super::args::parse_search)]
+    #[arg(long, value_parser = crate::sim::search::Search::parse)]
     search: Option<crate::sim::search::Search>,
 }
 

@@ -29,7 +29,7 @@ pub struct Args {
     #[arg(long, default_value_t = 20_000)]
     runs_max: u64,
     /// The search the seed ran under (as its `reproduce:` line names it).
-    #[arg(long, value_parser = super::args::parse_search)]
+    #[arg(long, value_parser = crate::sim::search::Search::parse)]
     search: Option<crate::sim::search::Search>,
 }
 
