@@ -12,10 +12,11 @@
 //! is boosted, for at most `depth` sites in all (PCT's bug depth, Burckhardt et al., ASPLOS
 //! 2010: a bug of depth d needs d ordering decisions to line up, and a run that makes d of its
 //! decisions extreme meets it with a probability that does not shrink with the product of their
-//! rates). At a boosted site a `chance` is a fair coin (its rare outcome at half the
-//! opportunities, whatever its rate), and a delay or an instant is drawn from its boundary set
-//! only (the range's ends and the logic's constants, one either side), never uniformly. Every
-//! other draw is the uniform one. Which sites a run boosts is drawn too, so one seed range tries
+//! rates). The swarm mix's own draws (which faults are on, their rates, the producer kinds) are
+//! never boosted. At a boosted site a `chance` is a fair coin, or, at half the boosted sites,
+//! comes out its rare way 15 times in 16 (so a rare fault can fire many times in a row), and a
+//! delay's or instant's uniform draws fall in one eighth of its range (its focus), so the events
+//! it times cluster. Every other draw is the uniform one. Which sites a run boosts is drawn too, so one seed range tries
 //! many combinations: the strategy is a pure function of (scenario, seed, depth), its stream
 //! seeded apart from swarm's (`BOOST_STREAM`), so `--search boost --seed N` is a different run
 //! from `--seed N`, and replays as exactly itself.
