@@ -22,7 +22,7 @@ PATHS=("$@")
 [[ ${#PATHS[@]} -gt 0 ]] || PATHS=(scenarios/pi scenarios/gptme)
 
 # The fixed variants of issue 15 (src/family/claims.rs holds what each claims to survive).
-FIXED="pi.reservation pi.gentle pi.gentle-fixed gptme.w2-one-wake-per-burst gptme.b1-idle-wait"
+FIXED="pi.reservation pi.gentle pi.gentle-fixed gptme.w2-one-wake-per-burst gptme.b1-idle-wait gptme.b1-ordered"
 
 cargo build --release --quiet --bin wakesim
 BIN=target/release/wakesim

@@ -35,7 +35,7 @@ FIXED_WAKES = {  # tests/mutants.rs, every family
     "pi.reservation", "pi.raw-trigger-turn", "pi.raw-follow-up", "pi.counter", "pi.is-idle",
     "pi.gentle", "pi.gentle-fixed", "pi.gentle-pre-t3", "pi.gentle-pre-t2",
     "gptme.w2-one-wake-per-burst", "gptme.w2-subagent",
-    "gptme.b1-idle-wait", "gptme.b1-pre-control-any", "gptme.b1-no-recheck",
+    "gptme.b1-idle-wait", "gptme.b1-ordered", "gptme.b1-pre-control-any", "gptme.b1-no-recheck",
 }
 CORPUS = re.compile(r"^# Coverage corpus: the first seed of the scenario reaching the race window ([\w-]+)")
 

@@ -243,6 +243,7 @@ fn w2() {
 fn b1() {
     gate(&[
         "gptme.b1-idle-wait",
+        "gptme.b1-ordered",
         "gptme.b1-pre-control-any",
         "gptme.b1-no-recheck",
     ]);

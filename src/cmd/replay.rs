@@ -37,6 +37,10 @@ pub struct Args {
     out: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
+    /// The search the seed ran under (a failure's `reproduce:` line names it when it is not
+    /// the default `swarm`).
+    #[arg(long, value_parser = crate::sim::search::Search::parse)]
+    search: Option<crate::sim::search::Search>,
 }
 
 pub fn main(registry: &Registry, args: Args) -> Result<i32> {
@@ -92,7 +96,10 @@ fn replay_seed(runner: &mut Runner<'_>, args: &Args, text: &str) -> Result<(Scen
             file.display()
         ))
     })?;
-    let scn = Scenario::parse(file, text, runner.registry())?;
+    let mut scn = Scenario::parse(file, text, runner.registry())?;
+    if let Some(search) = args.search {
+        scn.search = search;
+    }
     runner.prepare(&scn)?;
     let r = runner.run_seed(&scn, seed, true);
     if args.record {

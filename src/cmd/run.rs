@@ -65,12 +65,23 @@ pub struct Args {
     /// in the scenario's `regressions` directory, never over an existing file).
     #[arg(long)]
     no_save: bool,
+    /// How seeds become choice streams, for every scenario (default: each file's `search`, else
+    /// `swarm`): `swarm` (uniform), `boost` or `boost:D` (rare draws boosted at D sites a run).
+    #[arg(long, value_parser = crate::sim::search::Search::parse)]
+    search: Option<crate::sim::search::Search>,
 }
 
 pub fn main(registry: &Registry, args: Args) -> Result<i32> {
     missing_paths(&args.paths)?;
     let mut suite = suite::load(registry, &args.paths)?;
     filter(&mut suite.scenarios, &mut suite.regressions, &args.filter)?;
+    if let Some(search) = args.search {
+        for scn in &mut suite.scenarios {
+            if scn.remote.is_none() {
+                scn.search = search;
+            }
+        }
+    }
     let multiplier = seeds_multiplier()?;
     let shard = super::shard::resolve(args.shard)?;
     let identity = super::shard::identity(&suite, multiplier, args.seeds.as_ref())?;

@@ -28,11 +28,17 @@ pub struct Args {
     /// Candidate runs to try at most.
     #[arg(long, default_value_t = 20_000)]
     runs_max: u64,
+    /// The search the seed ran under (as its `reproduce:` line names it).
+    #[arg(long, value_parser = crate::sim::search::Search::parse)]
+    search: Option<crate::sim::search::Search>,
 }
 
 pub fn main(registry: &Registry, args: Args) -> Result<i32> {
     let (file, seed) = (args.file.as_path(), args.seed);
-    let scn = Scenario::load(file, registry)?;
+    let mut scn = Scenario::load(file, registry)?;
+    if let Some(search) = args.search {
+        scn.search = search;
+    }
     let invariant = args.invariant.as_deref().map(invariant).transpose()?;
     let mut runner = Runner::new(registry);
     runner.prepare(&scn)?;

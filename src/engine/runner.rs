@@ -150,6 +150,16 @@ impl<'r> Runner<'r> {
         choices: Option<Choices>,
         recording: Recording,
     ) -> RunResult {
+        // A seed under a guided search draws from its own stream; under swarm (and on a real
+        // host, whose driver reads a uniform stream ahead) it is the kernel's reseeded one.
+        let choices = match choices {
+            None if !scn.search.is_swarm() && scn.remote.is_none() => Some(Choices::searched(
+                seed,
+                scn.search,
+                crate::sim::choice::Profile::default(),
+            )),
+            c => c,
+        };
         // A real host: its driver plays the host and the wake logic it loaded.
         if let Some(spec) = &scn.remote {
             let slot = self.remotes.slot(spec, scn.limits);

@@ -107,12 +107,11 @@ pub const CLAIMS: &[Claim] = &[
     },
     Claim {
         host: "gptme-cli",
-        wake: "gptme.b1-idle-wait",
+        wake: "gptme.b1-ordered",
         survives: &[
             "auto_reply",
             "tool_calls",
             "prompt_writes",
-            "steer_writes",
             "malformed_records",
             "prompt_flood",
             "control_writes",
@@ -123,7 +122,10 @@ pub const CLAIMS: &[Claim] = &[
             "teardown_reset",
             "sigterm",
         ],
-        not_claimed: &[],
+        not_claimed: &[(
+            "steer_writes",
+            "steer records the wait queued are overtaken by a later one STEP_PRE drains when a write holds two or more (b1-steer-overtakes-queued-steer; b1-passes-with-steer-writes passes with one record per write)",
+        )],
     },
     Claim {
         host: "gptme-cli@0.35.1",

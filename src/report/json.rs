@@ -266,12 +266,9 @@ pub fn scenario_line(scn: &Scenario, rep: &ScenarioReport, extras: &Extras) -> S
             seed: n.seed,
             outcome: n.outcome.clone(),
             detail: n.detail.clone(),
-            reproduce: format!(
-                "{} replay {} --seed {}",
-                super::invocation(),
-                scn.path.display(),
-                n.seed
-            ),
+            reproduce: super::seed_replay_line(scn, n.seed)
+                .trim_start_matches("reproduce: ")
+                .to_string(),
         }),
         met: rep.met,
         why: rep.why.clone(),

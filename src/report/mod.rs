@@ -54,12 +54,22 @@ pub fn replay_line(file: &std::path::Path, seed: u64) -> String {
     )
 }
 
+/// `replay_line` of a scenario's seed, with the scenario's search when it is not swarm (a guided
+/// seed is another run than swarm's seed of that number).
+pub fn seed_replay_line(scn: &Scenario, seed: u64) -> String {
+    if scn.search.is_swarm() {
+        replay_line(&scn.path, seed)
+    } else {
+        format!("{} --search {}", replay_line(&scn.path, seed), scn.search)
+    }
+}
+
 /// The paste-able line that reproduces a run: its seed, or the regression file it came from.
 /// A command recorded as `wakesim ...` is printed as this process was invoked.
 pub fn reproduce(scn: &Scenario, r: &RunResult) -> String {
     match &r.replay {
         Some(cmd) => format!("reproduce: {}", as_invoked(cmd)),
-        None => replay_line(&scn.path, r.seed),
+        None => seed_replay_line(scn, r.seed),
     }
 }
 

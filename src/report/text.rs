@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::{Line, Summary, lines, replay_line, reproduce, story as story_lines};
+use super::{Line, Summary, lines, reproduce, story as story_lines};
 use crate::check::Invariant;
 use crate::engine::regression::{Regression, Replayed, Saved, SavedFailure};
 use crate::engine::{Extras, Outcome, RunResult, ScenarioReport, describe};
@@ -72,7 +72,7 @@ pub fn timeline_with(scn: &Scenario, r: &RunResult, replay: &str) -> String {
                     let _ = writeln!(s, "    {l}");
                 }
             }
-            let _ = writeln!(s, "{}", replay_line(&scn.path, r.seed));
+            let _ = writeln!(s, "{}", super::seed_replay_line(scn, r.seed));
         }
     }
     s
@@ -148,7 +148,7 @@ pub fn scenario_line(scn: &Scenario, rep: &ScenarioReport, extras: &Extras) -> S
         let _ = write!(line, "\n  {why}");
     }
     if let Some(u) = &rep.unexpected {
-        let _ = write!(line, "\n  {}", replay_line(&scn.path, u.seed));
+        let _ = write!(line, "\n  {}", super::seed_replay_line(scn, u.seed));
     }
     line
 }

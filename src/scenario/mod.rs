@@ -158,6 +158,9 @@ pub struct Scenario {
     /// A real host (`host = "pi@0.99.1"`, `wake = { extension = "..." }`): its driver runs the
     /// run.
     pub remote: Option<RemoteSpec>,
+    /// How a seed becomes its choice stream (`search = ...`; `--search` overrides it): uniform
+    /// swarm, the default, or a guided search (`sim::search`). Real hosts run swarm only.
+    pub search: crate::sim::search::Search,
 }
 
 impl Scenario {

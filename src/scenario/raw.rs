@@ -141,6 +141,9 @@ struct RawScenario {
     regressions: Option<Spanned<String>>,
     #[serde(default)]
     duration_ms: Option<Spanned<u64>>,
+    /// `search`: how seeds become choice streams (`sim::search::Search::parse`).
+    #[serde(default)]
+    search: Option<Spanned<String>>,
     #[serde(default)]
     quiesce_ms_max: Option<u64>,
     #[serde(default)]
@@ -212,7 +215,21 @@ impl RawScenario {
         let must_reach = self.must_reach(cx, host)?;
         let explore = self.explore(cx)?;
         let regressions = self.regressions(cx)?;
+        let search = match &self.search {
+            None => crate::sim::search::Search::Swarm,
+            Some(v) => {
+                let search = crate::sim::search::Search::parse(v.get_ref())
+                    .map_err(|m| cx.err(v.span(), m))?;
+                if remote.is_some() && !search.is_swarm() {
+                    let m = "a real host's seeds run under `swarm` only: its driver draws what \
+                             wakesim sends ahead of a uniform stream";
+                    return Err(cx.err(v.span(), m.to_string()));
+                }
+                search
+            }
+        };
         Ok(Scenario {
+            search,
             regressions,
             adapter,
             remote,

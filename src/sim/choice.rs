@@ -13,6 +13,8 @@
 //! - probabilities are integer weights, never floats.
 
 use rand::{Rng, SeedableRng};
+
+use crate::sim::search::{Search, boost_seed};
 use rand_chacha::ChaCha8Rng;
 
 /// One recorded decision: `value` in `0..bound`, drawn at the site named by `label`.
@@ -48,6 +50,9 @@ pub struct Divergence {
 
 enum Source {
     Random(Box<ChaCha8Rng>),
+    /// A boosted run (`sim::search`, `Search::Boost`): its own generator, and which draw sites
+    /// it boosts.
+    Boost(Box<Boost>),
     /// A recorded sequence. Past its end every draw is 0, the simplest option.
     Replay {
         values: Vec<Choice>,
@@ -81,6 +86,47 @@ pub struct Choices {
     spans: Box<[Span; SPANS]>,
 }
 
+/// A boosted run's state: the generator, the depth (how many sites it may boost) and every draw
+/// site met so far with whether it is boosted, in the order met.
+struct Boost {
+    rng: ChaCha8Rng,
+    depth: u32,
+    boosted: u32,
+    /// Each site met: its label, whether it is boosted, and its focus (which of `FOCI` equal
+    /// parts of a delay's range its uniform draws fall in, when boosted).
+    sites: Vec<(&'static str, bool, u8)>,
+}
+
+/// A boosted delay site draws its uniform class from one of this many equal parts of its range:
+/// the events it times cluster, so two of them meet a window together more often.
+const FOCI: u64 = 8;
+
+impl Boost {
+    /// Whether the site `label` is boosted; a site met for the first time is boosted with a
+    /// fair coin while fewer than `depth` are.
+    #[inline]
+    /// Whether `label` is boosted, and its focus.
+    fn site(&mut self, label: &'static str) -> (bool, u8) {
+        if let Some((_, b, f)) =
+            (self.sites.iter()).find(|(l, _, _)| std::ptr::eq(*l, label) || *l == label)
+        {
+            return (*b, *f);
+        }
+        // The swarm mix's own draws (which faults a seed switches on, at what rate, which
+        // producers) are left uniform: the depth goes to the run's decisions.
+        let plan = matches!(label, "fault on" | "fault rate" | "producer kinds");
+        let b = !plan && self.boosted < self.depth && below(&mut self.rng, 2) == 1;
+        let f = if b {
+            below(&mut self.rng, FOCI) as u8
+        } else {
+            0
+        };
+        self.boosted += u32::from(b);
+        self.sites.push((label, b, f));
+        (b, f)
+    }
+}
+
 /// How many delay ranges keep their boundary set (a power of two: slots are a hash's low bits).
 const SPANS: usize = 16;
 
@@ -112,6 +158,24 @@ impl Choices {
         )
     }
 
+    /// A run of `seed` under `search`: `Swarm` is [`Choices::random`], the seed's own stream;
+    /// `Boost` draws from a stream of its own (`search::boost_seed`) and boosts rare draws at
+    /// up to `depth` sites (`sim::search`).
+    pub fn searched(seed: u64, search: Search, profile: Profile) -> Choices {
+        match search {
+            Search::Swarm => Choices::random(seed, profile),
+            Search::Boost { depth } => Choices::with_source(
+                Source::Boost(Box::new(Boost {
+                    rng: ChaCha8Rng::seed_from_u64(boost_seed(seed)),
+                    depth,
+                    boosted: 0,
+                    sites: Vec::new(),
+                })),
+                profile,
+            ),
+        }
+    }
+
     /// Replay mode: draws come from `values`; past the end every draw is 0.
     pub fn replay(values: Vec<Choice>, profile: Profile) -> Choices {
         Choices::with_source(Source::Replay { values, pos: 0 }, profile)
@@ -137,7 +201,7 @@ impl Choices {
     pub fn reseed(&mut self, seed: u64) {
         match &mut self.source {
             Source::Random(rng) => **rng = ChaCha8Rng::seed_from_u64(seed),
-            Source::Replay { .. } => {
+            Source::Replay { .. } | Source::Boost(_) => {
                 self.source = Source::Random(Box::new(ChaCha8Rng::seed_from_u64(seed)));
             }
         }
@@ -227,6 +291,12 @@ impl Choices {
                 let mut rng = rng.as_ref().clone();
                 Ahead::Words((0..n).map(|_| rng.next_u64()).collect())
             }
+            // A driver reduces words as a uniform stream does; a boosted run is never handed to
+            // one (the runner runs real hosts under swarm), so nothing is ahead of it.
+            Source::Boost(_) => Ahead::Recorded {
+                values: Vec::new(),
+                ends: false,
+            },
             Source::Replay { values, pos } => {
                 let end = values.len().min(pos.saturating_add(n));
                 let from = (*pos).min(end);
@@ -252,6 +322,7 @@ impl Choices {
     fn draw(&mut self, bound: u64, label: &'static str) -> u64 {
         let value = match &mut self.source {
             Source::Random(rng) => below(rng, bound),
+            Source::Boost(b) => below(&mut b.rng, bound),
             Source::Replay { .. } => self.next_replayed(bound, label),
         };
         self.record(bound, value, label);
@@ -265,6 +336,7 @@ impl Choices {
             return 0;
         }
         let value = match &mut self.source {
+            Source::Boost(b) => weighted_index(&mut b.rng, weights, label),
             Source::Random(rng) => {
                 let total: u64 = weights.iter().sum();
                 assert!(total > 0, "weights of {label} sum to zero");
@@ -297,6 +369,21 @@ impl Choices {
         // `below(den)`, the second class from `den - num` up), recorded the same way.
         let value = match &mut self.source {
             Source::Random(rng) => u64::from(below(rng, ratio.den) >= ratio.den - ratio.num),
+            // A boosted site's chance is a fair coin: its rare outcome at half the draws.
+            Source::Boost(b) => {
+                let (boosted, focus) = b.site(label);
+                if boosted && u64::from(focus) < FOCI / 2 {
+                    below(&mut b.rng, 2)
+                } else if boosted {
+                    // The other half of the boosted sites makes the rare outcome the common one
+                    // (15 in 16), so it can come out many times in a row.
+                    let rare = u64::from(2 * ratio.num < ratio.den);
+                    let common = below(&mut b.rng, 16) != 0;
+                    if common { rare } else { 1 - rare }
+                } else {
+                    u64::from(below(&mut b.rng, ratio.den) >= ratio.den - ratio.num)
+                }
+            }
             Source::Replay { .. } => self.next_replayed(2, label),
         };
         self.record(2, value, label);
@@ -335,6 +422,8 @@ impl Choices {
                 let r = below(rng, 2 * n as u64);
                 r.min(n as u64)
             }
+            // A boosted site's delay comes from its boundary set only.
+            Source::Boost(b) => below(&mut b.rng, 2 * n as u64).min(n as u64),
             Source::Replay { .. } => self.next_replayed(classes, label),
         };
         self.record(classes, index, label);
@@ -347,8 +436,23 @@ impl Choices {
             // Past the inside points comes `hi` (when no constant's neighbourhood is `hi`).
             hi
         } else {
-            // `choose(hi - lo + 1)`, which draws: `hi > lo`.
-            lo + self.draw(hi - lo + 1, label)
+            // `choose(hi - lo + 1)`, which draws: `hi > lo`. A boosted site draws it inside its
+            // focus, recorded as the same choice.
+            let width = hi - lo + 1;
+            let Source::Boost(b) = &mut self.source else {
+                return lo + self.draw(width, label);
+            };
+            let v = match b.site(label) {
+                (true, f) => {
+                    let w = width.div_ceil(FOCI);
+                    let start = (u64::from(f) * w).min(width - 1);
+                    let end = (start + w).min(width);
+                    start + below(&mut b.rng, end - start)
+                }
+                (false, _) => below(&mut b.rng, width),
+            };
+            self.record(width, v, label);
+            lo + v
         }
     }
 
@@ -420,6 +524,7 @@ impl Choices {
         } else {
             let v = match &mut self.source {
                 Source::Random(rng) => below(rng, classes),
+                Source::Boost(b) => below(&mut b.rng, classes),
                 Source::Replay { .. } => self.next_replayed(classes, label),
             };
             self.record(classes, v, label);
@@ -523,9 +628,59 @@ fn below(rng: &mut ChaCha8Rng, n: u64) -> u64 {
     (m >> 64) as u64
 }
 
+/// An index into `weights` drawn with those integer weights (as a uniform stream's `weighted`).
+fn weighted_index(rng: &mut ChaCha8Rng, weights: &[u64], label: &str) -> u64 {
+    let total: u64 = weights.iter().sum();
+    assert!(total > 0, "weights of {label} sum to zero");
+    let mut r = below(rng, total);
+    for (i, w) in weights.iter().enumerate() {
+        if r < *w {
+            return i as u64;
+        }
+        r -= w;
+    }
+    0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A boosted run is a pure function of its seed and depth, apart from swarm's stream of the
+    /// same seed, and replays from its log as itself.
+    #[test]
+    fn boosted_runs_are_deterministic_and_replay() {
+        let boost = Search::Boost { depth: 2 };
+        let mut a = Choices::searched(7, boost, Profile::default());
+        let mut b = Choices::searched(7, boost, Profile::default());
+        let da = draws(&mut a);
+        assert_eq!(da, draws(&mut b));
+        assert_ne!(da, draws(&mut Choices::random(7, Profile::default())));
+        assert_eq!(
+            draws(&mut Choices::searched(7, Search::Swarm, Profile::default())),
+            draws(&mut Choices::random(7, Profile::default())),
+            "swarm is the seed's own stream"
+        );
+        let mut r = Choices::replay(a.log().to_vec(), Profile::default());
+        assert_eq!(draws(&mut r), da);
+        assert!(r.divergence().is_none() && r.replay_mismatch().is_none());
+    }
+
+    /// A boosted site makes its rare outcome common: over many seeds at depth 1, a 1-in-100
+    /// chance comes out about 36% of the time (half the runs boost the site; then it is a fair
+    /// coin or, for half of them, comes out 15 times in 16), against about 1 in 100 under swarm.
+    #[test]
+    fn a_boosted_site_makes_a_rare_chance_common() {
+        let (mut boosted, mut swarm) = (0, 0);
+        for seed in 0..4000 {
+            let mut c = Choices::searched(seed, Search::Boost { depth: 1 }, Profile::default());
+            boosted += u32::from(c.chance(Ratio::new(1, 100), "rare"));
+            let mut c = Choices::random(seed, Profile::default());
+            swarm += u32::from(c.chance(Ratio::new(1, 100), "rare"));
+        }
+        assert!((1200..1700).contains(&boosted), "{boosted}");
+        assert!(swarm < 80, "{swarm}");
+    }
 
     /// 200 draws of every kind.
     fn draws(c: &mut Choices) -> Vec<u64> {

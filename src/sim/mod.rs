@@ -8,6 +8,7 @@ pub mod hash;
 pub mod msg;
 pub mod queue;
 pub mod record;
+pub mod search;
 pub mod sink;
 pub mod swarm;
 pub mod time;

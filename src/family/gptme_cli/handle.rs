@@ -2,8 +2,9 @@
 //! prompt-queue and control files. Every call acts on the host at once and counts against the
 //! call budget.
 
+use super::api::Item;
 use super::api::{Claimed, ControlFile, JobRef, JobView, PromptRecord};
-use super::core::CliCore;
+use super::core::{CliCore, QItem};
 use super::note::Note;
 use super::{CliKernel, vocab};
 use crate::family::common::Core;
@@ -37,6 +38,16 @@ impl Cli<'_> {
     /// `len(prompt_queue)`: messages the loop will process next.
     pub fn prompt_queue_len(&self) -> usize {
         self.core.queue.len()
+    }
+
+    /// Completions a LOOP_CONTINUE hook yielded that still wait in the in-memory prompt queue
+    /// (the loop appends one queued message per turn). A STEP_PRE hook that appends a later
+    /// completion at once while one of these waits puts the later one first.
+    pub fn queued_completions(&mut self) -> usize {
+        self.core.calls.count();
+        (self.core.queue.iter())
+            .filter(|q| matches!(q, QItem::Hook(Item::Completion(_))))
+            .count()
     }
 
     /// `GPTME_WATCH_IDLE_MAX` in ms (the environment's value; 1800 s when unset).

@@ -36,6 +36,28 @@ pub struct Fixes {
     /// The completion check is repeated under the lock the notifier takes, right before
     /// `cond.wait`, and each wait is capped at 1 s (G-8's fix).
     pub recheck_under_lock: bool,
+    /// Completions never wait in the prompt queue behind other messages (wakesim's fix of the
+    /// gap `b1-step-pre-overtakes-queued-completion` shows): LOOP_CONTINUE claims nothing while
+    /// the prompt queue holds a message, and STEP_PRE claims nothing while a completion the
+    /// LOOP_CONTINUE hook yielded is still queued, so one job's completion never overtakes an
+    /// earlier one's.
+    pub ordered_completions: bool,
+    /// A bug planted on purpose for the rare-bug suite (`planted.rs`); `None` in every real
+    /// variant.
+    pub planted: Planted,
+}
+
+/// Bugs planted in B1 for the rare-bug suite (`docs/guide/search.md`): each needs two rare
+/// events to coincide with a window, and loses what it claimed (NO-LOSS).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Planted {
+    None,
+    /// STEP_PRE drops what it claims from the sixth step of a turn on: five tool calls in a
+    /// row, and a completion queued during them.
+    LongChain,
+    /// The wait's drain drops what it claims once one of the session's waits has timed out: a
+    /// job outliving GPTME_WATCH_IDLE_MAX, then another job finishing while a later wait blocks.
+    AfterTimeout,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,6 +83,8 @@ pub struct BackgroundWait {
     control_keys: Vec<u64>,
     phase: Phase,
     deadline: Ms,
+    /// Steps since the last LOOP_CONTINUE (for `Planted::LongChain`).
+    steps: u32,
 }
 
 impl BackgroundWait {
@@ -70,6 +94,7 @@ impl BackgroundWait {
             control_keys: Vec::new(),
             phase: Phase::Idle,
             deadline: Ms(0),
+            steps: 0,
         }
     }
 
@@ -78,6 +103,26 @@ impl BackgroundWait {
         BackgroundWait::new(Fixes {
             control_fingerprint: true,
             recheck_under_lock: true,
+            ordered_completions: false,
+            planted: Planted::None,
+        })
+    }
+
+    /// B1 with wakesim's ordering fix (`ordered_completions`): what the project calls fixed.
+    pub fn ordered() -> BackgroundWait {
+        BackgroundWait::new(Fixes {
+            control_fingerprint: true,
+            recheck_under_lock: true,
+            ordered_completions: true,
+            planted: Planted::None,
+        })
+    }
+
+    /// `ordered` with a planted bug (the rare-bug suite).
+    pub fn planted(planted: Planted) -> BackgroundWait {
+        BackgroundWait::new(Fixes {
+            planted,
+            ..BackgroundWait::ordered().fixes
         })
     }
 
@@ -108,6 +153,13 @@ impl BackgroundWait {
     /// The top of the loop, under the lock.
     fn drain(&mut self, cli: &mut Cli<'_>) -> Flow {
         let msgs = BackgroundWait::completions(cli);
+        if self.fixes.planted == Planted::AfterTimeout
+            && !msgs.is_empty()
+            && self.phase == Phase::Waiting
+            && cli.jobs().iter().any(|j| j.wait_expired)
+        {
+            return self.finish(Vec::new());
+        }
         if !msgs.is_empty() || BackgroundWait::pending(cli).is_empty() {
             return self.finish(msgs);
         }
@@ -163,10 +215,26 @@ impl CliWake for BackgroundWait {
     }
 
     fn step_pre(&mut self, cli: &mut Cli<'_>) -> Vec<Item> {
-        BackgroundWait::completions(cli)
+        if self.fixes.ordered_completions && cli.queued_completions() > 0 {
+            return Vec::new();
+        }
+        self.steps += 1;
+        let claimed = BackgroundWait::completions(cli);
+        if self.fixes.planted == Planted::LongChain && self.steps >= 6 {
+            return Vec::new();
+        }
+        claimed
     }
 
     fn loop_continue(&mut self, cli: &mut Cli<'_>) -> Flow {
+        self.steps = 0;
+        // With the ordering fix, nothing is claimed while the prompt queue holds a message: a
+        // completion yielded now would wait behind it, one message per turn, while this
+        // session's STEP_PRE or another session's drain appends a later one at once. Left in
+        // the completion queue, it is claimed by the STEP_PRE of the step that message starts.
+        if self.fixes.ordered_completions && cli.prompt_queue_len() > 0 {
+            return Flow::nothing();
+        }
         let msgs = BackgroundWait::completions(cli);
         if !msgs.is_empty() {
             return self.finish(msgs);

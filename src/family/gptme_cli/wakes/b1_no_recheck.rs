@@ -11,5 +11,7 @@ pub fn b1_no_recheck() -> BackgroundWait {
     BackgroundWait::new(Fixes {
         control_fingerprint: true,
         recheck_under_lock: false,
+        ordered_completions: false,
+        planted: super::b1::Planted::None,
     })
 }

@@ -11,5 +11,7 @@ pub fn b1_pre() -> BackgroundWait {
     BackgroundWait::new(Fixes {
         control_fingerprint: false,
         recheck_under_lock: true,
+        ordered_completions: false,
+        planted: super::b1::Planted::None,
     })
 }

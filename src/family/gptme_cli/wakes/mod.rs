@@ -5,7 +5,8 @@
 //! |---|---|---|
 //! | `gptme.b0-exit-on-empty` | B0 | exits with a job running: completion lost (G-6) |
 //! | `gptme.b1-pre-control-any` | B1-pre | a stale control.jsonl interrupts every wait (G-7) |
-//! | `gptme.b1-idle-wait` | B1 | fixed: fingerprinted control, bounded wait, timeout once |
+//! | `gptme.b1-idle-wait` | B1 | as merged: fingerprinted control, bounded wait, timeout once; STEP_PRE overtakes a completion queued at LOOP_CONTINUE |
+//! | `gptme.b1-ordered` | B1 with wakesim's ordering fix | fixed: STEP_PRE waits for a completion already queued |
 //! | `gptme.b1-no-recheck` | B1 without the recheck | a completion between drain and wait is missed (G-8) |
 
 mod b0;
@@ -14,7 +15,7 @@ mod b1_no_recheck;
 mod b1_pre;
 
 pub use b0::ExitOnEmpty;
-pub use b1::{BackgroundWait, Fixes, WAIT_CAP_MS};
+pub use b1::{BackgroundWait, Fixes, Planted, WAIT_CAP_MS};
 pub use b1_no_recheck::b1_no_recheck;
 pub use b1_pre::b1_pre;
 
@@ -36,6 +37,22 @@ pub(crate) fn register(r: &mut Registry) {
         "gptme.b1-idle-wait",
         "B1 (#3843): STEP_PRE drain, bounded idle wait, fingerprinted control, timeout reported once",
         || Box::new(BackgroundWait::fixed()),
+    );
+    r.add::<CliFamily>(
+        "gptme.b1-ordered",
+        "B1 with wakesim's ordering fix: STEP_PRE claims nothing while a completion yielded at LOOP_CONTINUE is still queued",
+        || Box::new(BackgroundWait::ordered()),
+    );
+    // The rare-bug suite's planted bugs (docs/guide/search.md): not fixes, not findings.
+    r.add::<CliFamily>(
+        "gptme.b1-planted-long-chain",
+        "planted bug (rare-bug suite): STEP_PRE drops what it claims from a turn's sixth step on",
+        || Box::new(BackgroundWait::planted(Planted::LongChain)),
+    );
+    r.add::<CliFamily>(
+        "gptme.b1-planted-after-timeout",
+        "planted bug (rare-bug suite): the wait drops what it claims once a wait has timed out",
+        || Box::new(BackgroundWait::planted(Planted::AfterTimeout)),
     );
     r.add::<CliFamily>(
         "gptme.b1-no-recheck",

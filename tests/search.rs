@@ -1,0 +1,131 @@
+//! The search strategies (`sim::search`, `--search`, the scenario key `search`): swarm is the
+//! seed's own stream (a run under `--search swarm` is byte for byte the run without it, and
+//! golden hashes rest on that), a boosted seed is another run that replays as itself from the
+//! line a failure prints, the rare-bug suite's repeated-draw bug is found in fewer seeds under a
+//! boost than under swarm, and a bad `search` value is an input error naming file, line and key.
+
+use wakesim::engine::findability::findability;
+use wakesim::family::Registry;
+use wakesim::sim::search::Search;
+
+mod common;
+use common::{root, wakesim};
+
+const LONG_CHAIN: &str = "mutants/rare/long-chain.toml";
+
+fn load(rel: &str) -> wakesim::scenario::Scenario {
+    wakesim::scenario::Scenario::load(&root().join(rel), &Registry::builtin()).expect("loads")
+}
+
+#[test]
+fn swarm_is_the_seeds_own_stream() {
+    let registry = Registry::builtin();
+    let scn = load("scenarios/gptme/b1-passes-with-faults.toml");
+    assert_eq!(scn.search, Search::Swarm, "no file sets search: swarm");
+    let mut runner = wakesim::engine::Runner::new(&registry);
+    let mut boosted = scn.clone();
+    boosted.search = Search::Boost { depth: 3 };
+    let mut differ = 0;
+    for seed in 0..20 {
+        let a = runner.run_seed(&scn, seed, false);
+        let b = runner.run_seed(&boosted, seed, false);
+        let c = runner.run_seed(&boosted, seed, false);
+        assert_eq!(
+            b.trace_hash, c.trace_hash,
+            "a boosted seed is deterministic"
+        );
+        differ += usize::from(a.trace_hash != b.trace_hash);
+        // A boosted run's recorded choices replay it without the search.
+        let r = runner.run_choices(&scn, seed, b.choices.clone(), false);
+        assert_eq!(
+            r.trace_hash, b.trace_hash,
+            "seed {seed}: recorded choices replay the boosted run"
+        );
+    }
+    assert!(
+        differ >= 15,
+        "boosted seeds are other runs: {differ} of 20 differ"
+    );
+    let plain = wakesim(&["run", LONG_CHAIN, "--seeds", "0..300", "--no-save"]);
+    let swarm = wakesim(&[
+        "run",
+        LONG_CHAIN,
+        "--seeds",
+        "0..300",
+        "--no-save",
+        "--search",
+        "swarm",
+    ]);
+    let strip = |o: &std::process::Output| {
+        let t = String::from_utf8_lossy(&o.stdout).to_string();
+        t.lines()
+            .filter(|l| !l.starts_with("summary"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(strip(&plain), strip(&swarm));
+}
+
+#[test]
+fn a_boosted_failure_replays_from_its_line() {
+    let out = wakesim(&[
+        "run",
+        LONG_CHAIN,
+        "--seeds",
+        "0..3000",
+        "--no-save",
+        "--search",
+        "boost:6",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let seed: u64 = text
+        .split("caught at seed ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("a seed caught: {text}"));
+    let seed = seed.to_string();
+    let replay = wakesim(&["replay", LONG_CHAIN, "--seed", &seed, "--search", "boost:6"]);
+    let shown = String::from_utf8_lossy(&replay.stdout);
+    assert_eq!(replay.status.code(), Some(1), "{shown}");
+    assert!(shown.contains(&format!(
+        "reproduce: wakesim replay {LONG_CHAIN} --seed {seed} --search boost:6"
+    )));
+    // The same seed under swarm is another run.
+    let swarm = wakesim(&["replay", LONG_CHAIN, "--seed", &seed]);
+    assert_ne!(swarm.stdout, replay.stdout);
+}
+
+#[test]
+fn boost_finds_the_repeated_draw_bug_in_fewer_seeds() {
+    let registry = Registry::builtin();
+    let mut scn = load(LONG_CHAIN);
+    let swarm = findability(&registry, &scn, 0..6000, 2);
+    scn.search = Search::Boost { depth: 6 };
+    let boost = findability(&registry, &scn, 0..6000, 2);
+    assert!(
+        boost.failing >= 2 * swarm.failing.max(1),
+        "boost:6 {} failing seeds, swarm {}",
+        boost.failing,
+        swarm.failing
+    );
+}
+
+#[test]
+fn a_bad_search_is_an_input_error() {
+    let dir = common::tempdir("search");
+    let text = std::fs::read_to_string(root().join(LONG_CHAIN)).expect("reads");
+    let bad = text.replacen("seeds = 10000", "seeds = 10\nsearch = \"boost:99\"", 1);
+    let path = dir.join("bad-search.toml");
+    std::fs::write(&path, bad).expect("writes");
+    let out = wakesim(&["run", path.to_str().expect("utf-8")]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("bad-search.toml:10:10: search: `boost:99`"),
+        "{err}"
+    );
+    let flag = wakesim(&["run", LONG_CHAIN, "--search", "pct"]);
+    assert_eq!(flag.status.code(), Some(2));
+}
