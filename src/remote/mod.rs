@@ -22,8 +22,8 @@
 //! - `home.rs`: the cache directory, and the drivers' sources embedded in the binary;
 //! - `wire.rs`: reading the driver's lines into draws, records, the mix and the end.
 
-pub mod tape;
 pub mod home;
+pub mod tape;
 mod wire;
 
 use std::cell::RefCell;
