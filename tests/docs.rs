@@ -448,6 +448,14 @@ const NOT_RUN: &[(&str, Why)] = &[
         Why::LongSweep,
     ),
     ("scripts/long-run.sh", Why::LongSweep),
+    (
+        "WAKESIM_SEEDS_MULTIPLIER=20 wakesim run scenarios/pi scenarios/gptme",
+        Why::LongSweep,
+    ),
+    (
+        "WAKESIM_SEEDS_MULTIPLIER=20 cargo test --release --test matrix -- --ignored --nocapture",
+        Why::LongSweep,
+    ),
     ("cargo insta review", Why::OtherTool),
     ("cargo install cargo-insta --locked", Why::OtherTool),
 ];
