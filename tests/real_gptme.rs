@@ -60,7 +60,7 @@ fn bad_gptme_wake_tables_are_scenario_errors() {
         ),
         (
             "host = \"gptme-server@9.9.9\"\nwake = { variant = \"w1\" }\n",
-            "gptme-server@0.35.1",
+            "gptme-server@9.9.9 is not pinned: adapters/python/real/gptme-9.9.9.txt is missing",
         ),
         (
             "host = \"gptme-server@0.35.1\"\nwake = { extension = \"x.ts\" }\n",

@@ -195,11 +195,12 @@ function transform(code, filename) {
   if (sucrase === null) throw new Error("unreachable: sucrase loaded above");
   try {
     return sucrase.transform(code, { transforms, filePath: filename, production: true }).code;
-  } catch (e) {
+  } catch (thrown) {
     // A syntax error in the user's module: name its file, line and column, without sucrase's own
     // stack frames (they say nothing about the module).
+    const e = /** @type {{ loc?: { line: number, column: number }, message?: string } | null} */ (thrown);
     const at = e && e.loc ? `:${e.loc.line}:${e.loc.column + 1}` : "";
-    const reason = String((e && e.message) || e)
+    const reason = String((e && e.message) || thrown)
       .replace(/^Error transforming [^:]*: /, "")
       .replace(/\s*\(\d+:\d+\)$/, "");
     const err = new SyntaxError(`${path.relative(cwd, filename) || filename}${at}: ${reason}`);

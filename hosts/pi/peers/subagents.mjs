@@ -30,6 +30,7 @@
 import childProcess from "node:child_process";
 import { EventEmitter } from "node:events";
 import fs from "node:fs";
+import workerThreads from "node:worker_threads";
 import module from "node:module";
 import os from "node:os";
 import path from "node:path";
@@ -153,6 +154,28 @@ export function install() {
     w.ref = () => w;
     w.unref = () => w;
     if (listener) watchers.set(target, listener);
+    return w;
+  };
+  // pi-subagents' retention housekeeping (a timer 60 s after session start) scans its async and
+  // results directories in a worker thread, whose reply lands at a wall-clock moment: a run that
+  // starts one would not replay the same, and the driver refuses it. Those directories are the
+  // run's fresh sandbox, which holds nothing retained, so the worker's answer is known: an empty
+  // discovery. This worker answers it at once (a microtask), in virtual time; any other worker is
+  // a real one.
+  const RealWorker = workerThreads.Worker;
+  /** @type {any} */ (workerThreads).Worker = function Worker(/** @type {any} */ url, /** @type {any} */ options) {
+    if (!/async-retention-discovery-worker\.mjs$/.test(String(url))) return new RealWorker(url, options);
+    /** @type {any} */
+    const w = new EventEmitter();
+    w.postMessage = (/** @type {any} */ m) => {
+      if (m && m.type === "discover") {
+        const reply = { type: "result", passId: m.passId, discoveryDurationMs: 0, rawReads: 0, sourceExhausted: {}, runCandidates: [], resultCandidates: [], cursorOps: [] };
+        queueMicrotask(() => w.emit("message", reply));
+      }
+    };
+    w.terminate = () => Promise.resolve(0);
+    w.ref = () => w;
+    w.unref = () => w;
     return w;
   };
   module.syncBuiltinESMExports();
