@@ -18,6 +18,24 @@ pub fn hosts_dir() -> std::result::Result<PathBuf, String> {
 }
 
 impl RawExternal {
+    /// A real host's wall-clock bounds, `timeout_ms` and `start_timeout_ms`, each checked and
+    /// named by its key (the launcher's driver and a family's own driver share them).
+    pub(super) fn remote_bounds(&self, err: Err<'_>) -> Result<(u64, u64)> {
+        let timeout_ms = bound(
+            &self.timeout_ms,
+            "timeout_ms",
+            REMOTE_TIMEOUT_MS_DEFAULT,
+            err,
+        )?;
+        let start_timeout_ms = bound(
+            &self.start_timeout_ms,
+            "start_timeout_ms",
+            REMOTE_START_TIMEOUT_MS_DEFAULT,
+            err,
+        )?;
+        Ok((timeout_ms, start_timeout_ms))
+    }
+
     /// The table of a real host's wake: the extension (relative to `cwd`), how its wake logic is
     /// reached (`deliver`), and the keys an adapter's table has too. Returns the spec and the
     /// wake's label.
@@ -45,18 +63,7 @@ impl RawExternal {
         let (extension, package) = self.extension_path(&cwd, err)?;
         let deliver = self.deliver(err)?;
         let constants_ms = self.constants(err)?;
-        let timeout_ms = bound(
-            &self.timeout_ms,
-            "timeout_ms",
-            REMOTE_TIMEOUT_MS_DEFAULT,
-            err,
-        )?;
-        let start_timeout_ms = bound(
-            &self.start_timeout_ms,
-            "start_timeout_ms",
-            REMOTE_START_TIMEOUT_MS_DEFAULT,
-            err,
-        )?;
+        let (timeout_ms, start_timeout_ms) = self.remote_bounds(err)?;
         // A version is pinned by its lock file (npm's for a Node host, pip's hashed requirements
         // for a Python one); `hosts/launch.mjs` installs it and starts the family's driver.
         let dir = format!("hosts/{}/{}", family.name(), real.version);
