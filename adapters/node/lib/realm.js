@@ -174,7 +174,8 @@
       return null;
     }
     // A lone surrogate is no UTF-8 (nor JSON the simulator reads): written as U+FFFD.
-    return cutText(text.toWellFormed(), USER_TEXT_BYTES_MAX);
+    // (`toWellFormed()` is ES2024; the type check is against ES2023.)
+    return cutText(text.replace(/\p{Cs}/gu, "\uFFFD"), USER_TEXT_BYTES_MAX);
   }
 
   /** UTF-8 bytes of one code point (a lone surrogate is written as U+FFFD, three bytes).
