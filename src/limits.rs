@@ -116,3 +116,7 @@ pub const SAVE_FAILURES_CAP_MAX: usize = 100;
 /// The bound on a real host's install on first use as a whole (`installing` lines, then the
 /// `hello`): Node 22, the pinned host and an extension's package, each an `npm ci`.
 pub const REMOTE_INSTALL_TIMEOUT_MS: u64 = 900_000;
+/// The text of a `sendUserMessage` an adapter's wake logic sends, as the timeline shows it: at
+/// most this many bytes, ellipsis included (a longer text is cut at a character boundary and
+/// ends in `…`), so a trace stays small. The adapters cut to the same bound before sending.
+pub const USER_MESSAGE_TEXT_BYTES_MAX: usize = 200;

@@ -3,7 +3,8 @@
 //! adapters start stops with a line and exit 130; wake logic named by `node`/`python` without a
 //! path into the checkout; a TypeScript syntax error named by file, line and column without
 //! sucrase's frames; Mermaid declaring only the participants a run uses; `WAKESIM_SEED` running
-//! a plain seed labelled as one and printing its timeline once.
+//! a plain seed labelled as one and printing its timeline once; an adapter's
+//! `sendUserMessage(text)` showing its text on the timeline.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -215,4 +216,76 @@ fn wakesim_seed_runs_a_plain_seed_and_prints_its_timeline_once() {
     assert!(t.contains("· seed 2 ·"), "{t}");
     assert!(!t.contains("recorded choices"), "{t}");
     assert_eq!(t.matches("· wakesim ").count(), 1, "the timeline once: {t}");
+}
+
+/// A Node or Python wake logic's `sendUserMessage(text)` shows its text on the timeline (it was
+/// `" "` whatever the text), a long text cut at `USER_MESSAGE_TEXT_BYTES_MAX` bytes with an
+/// ellipsis, the blank `" "` as before; text parts of a content list count as its text.
+#[test]
+fn a_user_message_sent_through_an_adapter_shows_its_text() {
+    let dir = scratch("user-text");
+    std::fs::write(
+        dir.join("wake.ts"),
+        r#"export default function (pi: any, options: { text?: string; repeat?: number }) {
+  const text = (options.text ?? "You have new background results.").repeat(options.repeat ?? 1);
+  return (message: { content: string }) => {
+    pi.sendMessage({ customType: "note", content: message.content, display: true }, { deliverAs: "nextTurn" });
+    pi.sendUserMessage(text);
+  };
+}
+"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("wake.py"),
+        r#"def wake(pi, options):
+    text = options.get("text", "You have new background results.") * options.get("repeat", 1)
+    def send(message, _options):
+        pi.send_message({"custom_type": "note", "content": message["content"]}, {"deliver_as": "nextTurn"})
+        pi.send_user_message([{"type": "text", "text": text}])
+    return send
+"#,
+    )
+    .unwrap();
+    let max = wakesim::limits::USER_MESSAGE_TEXT_BYTES_MAX;
+    // "é" is two bytes: 150 of them are cut to as many as fit with the three-byte ellipsis.
+    let cut = format!("{}…", "é".repeat((max - 3) / 2));
+    for (name, wake, shown) in [
+        (
+            "node",
+            r#"{ node = "wake.ts" }"#,
+            r#"sendUserMessage("You have new background results.") = P1 "#.to_string(),
+        ),
+        (
+            "python",
+            r#"{ python = "wake.py" }"#,
+            r#"sendUserMessage("You have new background results.") = P1 "#.to_string(),
+        ),
+        (
+            "long",
+            r#"{ node = "wake.ts", options = { text = "é", repeat = 150 } }"#,
+            format!(r#"sendUserMessage("{cut}") = P1 "#),
+        ),
+        (
+            "long-python",
+            r#"{ python = "wake.py", options = { text = "é", repeat = 150 } }"#,
+            format!(r#"sendUserMessage("{cut}") = P1 "#),
+        ),
+        (
+            "blank",
+            r#"{ node = "wake.ts", options = { text = " " } }"#,
+            r#"sendUserMessage(" ") = P1 "#.to_string(),
+        ),
+    ] {
+        let scn = format!("{name}.toml");
+        std::fs::write(
+            dir.join(&scn),
+            format!("name = \"{name}\"\nhost = \"pi\"\nwake = {wake}\nseeds = 1\n[expect]\nverdict = \"pass\"\n"),
+        )
+        .unwrap();
+        let out = wakesim(&dir, &["replay", &scn, "--seed", "0"]);
+        let t = text(&out);
+        assert_ne!(out.status.code(), Some(2), "{t}");
+        assert!(t.contains(&shown), "{name}: no `{shown}` in\n{t}");
+    }
 }

@@ -111,6 +111,10 @@ pub enum FromAdapter {
         carries: Option<Vec<u32>>,
         #[serde(default)]
         deliver_as: Option<String>,
+        /// The text the module sent, for the timeline (cut at `USER_MESSAGE_TEXT_BYTES_MAX`);
+        /// optional, so an adapter that does not send it still speaks the protocol.
+        #[serde(default)]
+        text: Option<String>,
     },
     IsIdle {
         ctx: Option<u64>,

@@ -153,6 +153,56 @@
     return ids;
   }
 
+  // The text a sendUserMessage shows on the timeline, at most this many UTF-8 bytes, ellipsis
+  // included: the simulator's bound (`USER_MESSAGE_TEXT_BYTES_MAX`, src/limits.rs), applied here
+  // too so a long text is not written whole only to be cut.
+  const USER_TEXT_BYTES_MAX = 200;
+  const ELLIPSIS = "\u2026";
+
+  /** What a sendUserMessage's content says as text: a string itself, a list of content parts
+   * its text parts joined by newlines; null for anything else (the timeline shows what it carries).
+   * @param {unknown} content @returns {string | null} */
+  function userTextOf(content) {
+    let text;
+    if (typeof content === "string") {
+      text = content;
+    } else if (Array.isArray(content)) {
+      const parts = content.filter((p) => p && p.type === "text" && typeof p.text === "string");
+      if (parts.length === 0) return null;
+      text = parts.map((p) => p.text).join("\n");
+    } else {
+      return null;
+    }
+    // A lone surrogate is no UTF-8 (nor JSON the simulator reads): written as U+FFFD.
+    // (`toWellFormed()` is ES2024; the type check is against ES2023.)
+    return cutText(text.replace(/\p{Cs}/gu, "\uFFFD"), USER_TEXT_BYTES_MAX);
+  }
+
+  /** UTF-8 bytes of one code point (a lone surrogate is written as U+FFFD, three bytes).
+   * @param {string} ch @returns {number} */
+  function utf8Bytes(ch) {
+    const c = /** @type {number} */ (ch.codePointAt(0));
+    return c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+  }
+
+  /** `text` in at most `max` UTF-8 bytes: whole if it fits, else cut at a character boundary so
+   * that with the ellipsis it fits (the simulator's cut, which leaves this one as it is). Counted
+   * by hand: the realm has no `Buffer` or `TextEncoder`.
+   * @param {string} text @param {number} max @returns {string} */
+  function cutText(text, max) {
+    const room = max - 3; // the ellipsis is three bytes
+    let used = 0;
+    let cut = -1;
+    let i = 0;
+    for (const ch of text) {
+      used += utf8Bytes(ch);
+      if (cut < 0 && used > room) cut = i;
+      if (used > max) return text.slice(0, cut) + ELLIPSIS;
+      i += ch.length;
+    }
+    return text;
+  }
+
   const DELIVER_AS = new Set(["steer", "followUp", "nextTurn"]);
 
   /** @param {{deliverAs?: unknown} | null | undefined} options @param {string} fn
@@ -199,6 +249,7 @@
         type: "send_user_message",
         carries: carriesOf(content),
         deliver_as: deliverAsOf(options, "pi.sendUserMessage"),
+        text: userTextOf(content),
       });
     },
     // Registrations that do not bear on waking: accepted and ignored.

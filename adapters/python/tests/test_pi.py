@@ -36,6 +36,23 @@ class CarriesTest(unittest.TestCase):
             P.deliver_as({"deliver_as": "later"}, "pi.send_message")
 
 
+class UserTextTest(unittest.TestCase):
+    def test_the_text_is_a_string_or_a_lists_text_parts(self) -> None:
+        self.assertEqual(P.user_text("You have new background results."),
+                         "You have new background results.")
+        self.assertEqual(P.user_text([{"type": "text", "text": "a"}, {"type": "image"},
+                                      {"type": "text", "text": "b"}]), "a\nb")
+        self.assertIsNone(P.user_text([{"type": "image"}]))
+        self.assertIsNone(P.user_text({"content": "x"}))
+
+    def test_a_long_text_is_cut_to_the_bound_with_an_ellipsis(self) -> None:
+        cut = P.cut_text("\u00e9" * 150)
+        self.assertEqual(cut, "\u00e9" * 98 + "\u2026")
+        self.assertLessEqual(len(cut.encode()), P.USER_TEXT_BYTES_MAX)
+        self.assertEqual(P.cut_text(cut), cut)
+        self.assertEqual(P.cut_text("x" * 200), "x" * 200)
+
+
 class FacadeTest(unittest.TestCase):
     def test_the_factory_gets_pi_and_a_copy_of_the_options(self) -> None:
         got = {}
@@ -73,7 +90,8 @@ class FacadeTest(unittest.TestCase):
         self.assertEqual(link.sent, [
             {"type": "send_message", "custom_type": "wakesim.notification", "carries": [1],
              "deliver_as": "steer", "trigger_turn": True},
-            {"type": "send_user_message", "carries": [1], "deliver_as": "followUp"},
+            {"type": "send_user_message", "carries": [1], "deliver_as": "followUp",
+             "text": "again watch fired [wakesim m2]"},
         ])
 
     def test_is_idle_uses_the_hint_until_a_send(self) -> None:

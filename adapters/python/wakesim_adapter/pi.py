@@ -30,6 +30,11 @@ DEFAULT_OPTIONS: dict[str, dict[str, Any]] = {
     "orchestrator": {"deliver_as": "followUp", "trigger_turn": True},
 }
 STALE = "This extension ctx is stale after session replacement or reload."
+# The text a send_user_message shows on the timeline, at most this many UTF-8 bytes, ellipsis
+# included: the simulator's bound (`USER_MESSAGE_TEXT_BYTES_MAX`, src/limits.rs), applied here too
+# so a long text is not written whole only to be cut.
+USER_TEXT_BYTES_MAX = 200
+ELLIPSIS = "\u2026"
 
 
 class StaleCtx(Exception):
@@ -46,6 +51,34 @@ def carries(value: object) -> list[int]:
         if i >= 0 and i not in ids:
             ids.append(i)
     return ids
+
+
+def cut_text(text: str, limit: int = USER_TEXT_BYTES_MAX) -> str:
+    """`text` in at most `limit` UTF-8 bytes: whole if it fits, else cut at a character boundary
+    so that with the ellipsis it fits (the simulator's cut, which leaves this one as it is)."""
+    # A lone surrogate is no UTF-8 (nor JSON the simulator reads): written as "?".
+    raw = text.encode("utf-8", errors="replace")
+    if len(raw) <= limit:
+        return raw.decode("utf-8")
+    room = limit - len(ELLIPSIS.encode("utf-8"))
+    return raw[:room].decode("utf-8", errors="ignore") + ELLIPSIS
+
+
+def user_text(content: object) -> str | None:
+    """What a send_user_message's content says as text: a string itself, a list of content parts
+    its text parts joined by newlines; None for anything else (the timeline shows what it
+    carries)."""
+    if isinstance(content, str):
+        text = content
+    elif isinstance(content, list):
+        parts = [p["text"] for p in content
+                 if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)]
+        if not parts:
+            return None
+        text = "\n".join(parts)
+    else:
+        return None
+    return cut_text(text)
 
 
 def deliver_as(options: dict[str, Any] | None, fn: str) -> str | None:
@@ -120,6 +153,7 @@ class Pi:
             "type": "send_user_message",
             "carries": carries(content),
             "deliver_as": deliver_as(options, "pi.send_user_message"),
+            "text": user_text(content),
         })
 
     def now(self) -> int:

@@ -338,11 +338,16 @@ impl ExternalPi {
             FromAdapter::SendUserMessage {
                 carries: ids,
                 deliver_as: d,
+                text,
             } => {
                 let deliver_as = deliver_as(d.as_deref()).map_err(|w| slot.bad(&w, doing))?;
                 let ids =
                     carries_produced(&ids, pi.k.produced()).map_err(|w| slot.bad(&w, doing))?;
-                pi.send_user_message(Payload::from_slice(&ids), deliver_as);
+                let payload = Payload::from_slice(&ids);
+                match text {
+                    Some(t) => pi.send_user_message_text(payload, &t, deliver_as),
+                    None => pi.send_user_message(payload, deliver_as),
+                }
             }
             FromAdapter::IsIdle { ctx, known } => self.is_idle(pi, slot, ctx, known, doing)?,
             FromAdapter::SetTimeout { timer, ms } => {

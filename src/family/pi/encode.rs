@@ -220,12 +220,18 @@ impl Encode for Note {
             Note::SendUserMessage {
                 prompt,
                 payload,
+                text,
                 deliver_as,
             } => {
-                h.tag(4);
+                // A text has a tag of its own, so a note without one (every built-in logic's)
+                // keeps the encoding it had before notes carried text.
+                h.tag(if text.is_some() { 16 } else { 4 });
                 h.u32(*prompt);
                 payload.encode(h);
                 h.option(*deliver_as, |h, d| d.encode(h));
+                if let Some(t) = text {
+                    h.str(t);
+                }
             }
             Note::UserPrompt { prompt, steer } => {
                 h.tag(5);

@@ -6,6 +6,7 @@ use super::core::PiCore;
 use super::note::{HostError, Note, TimerOp};
 use super::{PiEv, PiKernel, vocab};
 use crate::family::common::Core;
+use crate::limits::USER_MESSAGE_TEXT_BYTES_MAX;
 use crate::sim::msg::Payload;
 use crate::sim::record::{Actor, Ev};
 use crate::sim::sink::Sink;
@@ -33,6 +34,32 @@ impl Pi<'_> {
     /// `pi.sendUserMessage(content, {deliverAs})`: `prompt()` with source "extension". An empty
     /// payload is the blank wake text `" "`; a non-empty one renders those messages as the text.
     pub fn send_user_message(&mut self, payload: Payload, deliver_as: Option<DeliverAs>) {
+        self.send_user(payload, None, deliver_as);
+    }
+
+    /// `pi.sendUserMessage(text, {deliverAs})` with the text the logic wrote, for the timeline:
+    /// what an adapter's module sent. The text is shown only where it says more than the payload:
+    /// a payload that carries messages is shown by them (as [`Pi::send_user_message`] shows it),
+    /// and the blank `" "` is the empty payload's own rendering, so neither keeps the text and
+    /// their trace (and hash) is the one the same call without text gives. A kept text is cut at
+    /// [`USER_MESSAGE_TEXT_BYTES_MAX`] bytes.
+    pub fn send_user_message_text(
+        &mut self,
+        payload: Payload,
+        text: &str,
+        deliver_as: Option<DeliverAs>,
+    ) {
+        let kept = (payload.is_empty() && text != " " && self.k.sink.narrating())
+            .then(|| cut_text(text, USER_MESSAGE_TEXT_BYTES_MAX));
+        self.send_user(payload, kept, deliver_as);
+    }
+
+    fn send_user(
+        &mut self,
+        payload: Payload,
+        text: Option<Box<str>>,
+        deliver_as: Option<DeliverAs>,
+    ) {
         self.core.calls.count();
         if self.core.live_prompts > 0 {
             self.core.mark(self.k, vocab::WAKE_WHILE_PREPARING);
@@ -51,6 +78,7 @@ impl Pi<'_> {
             Note::SendUserMessage {
                 prompt: id,
                 payload: noted,
+                text,
                 deliver_as,
             },
         );
@@ -140,4 +168,19 @@ impl Pi<'_> {
             Ok(self.core.is_idle())
         }
     }
+}
+
+/// `text` in at most `max` bytes: whole if it fits, else cut at a character boundary so that
+/// with the ending `…` it fits. Cutting a cut text again leaves it as it is, so the adapters'
+/// own cut (to the same bound) and this one agree.
+fn cut_text(text: &str, max: usize) -> Box<str> {
+    if text.len() <= max {
+        return text.into();
+    }
+    const ELLIPSIS: &str = "…";
+    let mut end = max.saturating_sub(ELLIPSIS.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{ELLIPSIS}", &text[..end]).into_boxed_str()
 }

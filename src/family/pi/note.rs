@@ -185,6 +185,9 @@ pub enum Note {
     SendUserMessage {
         prompt: u32,
         payload: Payload,
+        /// The text an adapter's module sent, where it says more than the payload (neither
+        /// messages carried nor the blank `" "`); `None` for every built-in logic.
+        text: Option<Box<str>>,
         deliver_as: Option<DeliverAs>,
     },
     UserPrompt {
@@ -310,12 +313,14 @@ impl record::Note for Note {
             Note::SendUserMessage {
                 prompt,
                 payload: p,
+                text: t,
                 deliver_as,
             } => {
-                let text = if p.is_empty() {
-                    "\" \"".to_string()
-                } else {
-                    payload(p)
+                // The text quoted as JSON quotes it (as the real-host driver shows it).
+                let text = match t {
+                    _ if !p.is_empty() => payload(p),
+                    Some(t) => serde_json::Value::String(t.to_string()).to_string(),
+                    None => "\" \"".to_string(),
                 };
                 match deliver_as {
                     Some(d) => format!("sendUserMessage({text}, {}) = P{prompt}", d.name()),
