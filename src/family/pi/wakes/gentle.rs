@@ -133,6 +133,9 @@ pub struct Gentle {
     dispatch_task: Option<TimerId>,
     boundary_flush: Option<TimerId>,
     hold_recheck: Option<TimerId>,
+    /// How many wake prompts this load has sent: the wake text names it, as gentle-agents' own
+    /// `[gentle-agents wake N]` does, so the built-in and the TypeScript twin show one timeline.
+    wake_nonce: u32,
 }
 
 impl Gentle {
@@ -161,6 +164,7 @@ impl Gentle {
             dispatch_task: None,
             boundary_flush: None,
             hold_recheck: None,
+            wake_nonce: 0,
         }
     }
 
@@ -248,7 +252,10 @@ impl Gentle {
         self.wake_owed = false;
         self.begin_prompt_start(pi, PARENT_WAKE_GRACE_MS);
         self.wake_in_flight = true;
-        pi.send_user_message(Payload::None, Some(DeliverAs::Steer));
+        self.wake_nonce += 1;
+        // The wake text names a nonce; it repeats none of the content.
+        let text = format!("[gentle-agents wake {}]", self.wake_nonce);
+        pi.send_user_message_text(Payload::None, &text, Some(DeliverAs::Steer));
     }
 
     fn has_held_content(&self) -> bool {
