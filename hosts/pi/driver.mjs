@@ -32,6 +32,10 @@ import { scriptedModel, services } from "./services.mjs";
 const here = path.dirname(fileURLToPath(import.meta.url));
 const DRIVER = "wakesim-pi-driver/0.1.0";
 
+/** An exception's stack, or the exception itself: what a driver error reports.
+ * @param {any} e @returns {unknown} */
+const stackOf = (e) => (e && e.stack ? e.stack : e);
+
 // Faults in the model's order (src/host/pi/config.rs `PiFault::ALL`): the plan draws them in it.
 const FAULTS = [
   "input_swallows_prompt",
@@ -101,7 +105,8 @@ vclock.strict();
 // V8's compile cache (Node 22) roughly halves importing pi in every driver after the first;
 // it lives beside the pinned packages, git-ignored, and holds nothing a run depends on.
 try {
-  module.enableCompileCache?.(path.join(process.env.WAKESIM_HOST_CACHE || path.join(here, "..", ".cache"), "node-compile"));
+  // (Node 22's; the type check reads Node 20's types.)
+  /** @type {any} */ (module).enableCompileCache?.(path.join(process.env.WAKESIM_HOST_CACHE || path.join(here, "..", ".cache"), "node-compile"));
 } catch {
   // Without the cache the driver starts slower; nothing else changes.
 }
@@ -132,13 +137,13 @@ try {
   piAi = await import(pkg("pi-ai/dist/index.js"));
   agentMod = await import(pkg("pi-agent-core/dist/index.js"));
 } catch (e) {
-  wire.fatal(`cannot import pi ${version} from ${modules}: ${e && e.stack ? e.stack : e}`);
+  wire.fatal(`cannot import pi ${version} from ${modules}: ${stackOf(e)}`);
 }
 let F;
 try {
   F = features.detect(version, piMod, agentMod);
 } catch (e) {
-  wire.fatal(e.message);
+  wire.fatal(/** @type {Error} */ (e).message);
 }
 // A release without a before-settle boundary (0.58, 0.76-0.87: no agent_before_settle) cannot
 // take extra continues there.
@@ -206,8 +211,9 @@ wire.send({ type: "hello", protocol: 1, driver: DRIVER, host: `${scope}/pi-codin
 
 const als = new AsyncLocalStorage();
 
-/** Per-run state the observers and services share. */
-let R = null;
+/** Per-run state the observers and services share (made by each `run`, before anything reads it).
+ * @type {import("./services.mjs").Run} */
+let R = /** @type {any} */ (null);
 
 /** The session's run flag: `_isAgentRunActive`; before 0.99 the agent's `isStreaming` (no flag of its own). */
 function runActive(s) {
@@ -391,7 +397,7 @@ async function runOnce() {
   await resourceLoader.reload();
   const loaded = resourceLoader.getExtensions();
   if (loaded.errors && loaded.errors.length) {
-    const e = new Error(`the extension failed to load: ${loaded.errors.map((e) => `${e.path}: ${e.error}`).join("; ")}`);
+    const e = /** @type {Error & {wakesimKind?: string}} */ (new Error(`the extension failed to load: ${loaded.errors.map((e) => `${e.path}: ${e.error}`).join("; ")}`));
     e.wakesimKind = "load";
     throw e;
   }
@@ -444,7 +450,7 @@ async function runOnce() {
   // leaves, while a run ends when nothing ref'd is pending. A peer whose extension keeps only
   // unref()ed timers on its delivery path names how long after the last planned message its
   // user stays (`STAY_UP_MS`); the driver holds the session up that long (vclock.hold).
-  if (peerRun && peer.STAY_UP_MS > 0 && planned.messages.length) {
+  if (peer && peerRun && peer.STAY_UP_MS > 0 && planned.messages.length) {
     vclock.hold(planned.messages.reduce((a, m) => Math.max(a, m.at), 0) + peer.STAY_UP_MS);
   }
   for (const m of planned.messages) {
@@ -529,7 +535,7 @@ async function runOnce() {
 process.on("unhandledRejection", (e) => {
   // pi's fire-and-forget sends report failures on the extension error channel; a rejection that
   // reaches here is pi's own, and does not change the run.
-  process.stderr.write(`unhandled rejection: ${e && e.stack ? e.stack : e}\n`);
+  process.stderr.write(`unhandled rejection: ${stackOf(e)}\n`);
 });
 
 for (;;) {
@@ -537,8 +543,9 @@ for (;;) {
   if (m.type !== "run") wire.fatal(`expected run, got ${m.type}`);
   try {
     await runOnce();
-  } catch (e) {
+  } catch (thrown) {
+    const e = /** @type {any} */ (thrown);
     if (e && e.wakesimKind) wire.fatal(e.message, e.wakesimKind);
-    wire.fatal(`the run failed in the driver: ${e && e.stack ? e.stack : e}`);
+    wire.fatal(`the run failed in the driver: ${stackOf(e)}`);
   }
 }
