@@ -24,6 +24,7 @@ import path from "node:path";
 import vm from "node:vm";
 import { createRequire } from "node:module";
 import { LineReader, sleepMs, writeAll } from "./lib/lines.mjs";
+import { loadRealm } from "./lib/realm-load.mjs";
 
 const PROTOCOL = 1;
 const NAME = "wakesim-node/0.1.0";
@@ -307,9 +308,7 @@ const host = {
   builtin: (/** @type {string} */ name) => requireHere(name),
 };
 
-const prelude = fs.readFileSync(path.join(here, "lib", "realm.js"), "utf8");
-const makeRealm = new vm.Script(prelude, { filename: "wakesim-realm.js" }).runInContext(context);
-const realm = makeRealm(host);
+const realm = loadRealm(context, host);
 context.__wakesim = realm;
 const resetScript = new vm.Script("__wakesim.reset(__wakesim_entry, __wakesim_export, __wakesim_options)", {
   filename: "wakesim-adapter",

@@ -4,18 +4,15 @@
 // What is real: AgentSession, Agent and its loop, the extension runner, pi's extension loader
 // (jiti) loading the wake logic's file, the session manager (in memory), settings (in memory),
 // retries and their backoff. What wakesim provides, each resolving after a virtual delay drawn
-// through `choose`:
-//   - the model: `streamSimple` replies with text or a tool call (`wakesim_tool`), after a drawn
-//     model delay; a retryable error when the `retries` fault fires;
-//   - the auth check of prompt() step 8 (`checkAuth`), which fails when `auth_error` fires;
-//   - the input handlers' await (a probe extension's `input` handler, registered after the wake
-//     logic's), which claims the prompt when `input_swallows_prompt` fires;
-//   - before_agent_start (the probe adds the harness marker to the system prompt; its await is
-//     the handlers' delay); the tool's execution; the before-settle boundary (`extra_continues`).
-// Time is virtual (../lib/vclock.mjs). Observations are read from pi's real state: the run flag
-// `_isAgentRunActive`, `Agent.activeRun`, `_isEmittingAgentSettled` (accessors on the instances),
-// `agent.prompt`/`agent.continue` (starters), the messages entering the context (message_end),
-// and what each model request carries.
+// through `choose` (services.mjs): the model, the auth check, the input handlers' await, the
+// handler delays of run events, the tool's execution, the before-settle boundary. Time is
+// virtual (../lib/vclock.mjs). Observations are read from pi's real state (instrument.mjs; pi
+// 0.58's shape in gen058.mjs): the run flag, `Agent.activeRun`, `_isEmittingAgentSettled`, the
+// starters, the messages entering the context, and what each model request carries.
+//
+// This file: the sandbox pi runs in, `hello` (importing the pinned pi and the wake logic's
+// extension), the per-seed plan, and the run loop: one fresh session per `run`, its producer
+// messages and timed faults on virtual timers, its idle observations, its `end`.
 
 import fs from "node:fs";
 import os from "node:os";
@@ -26,16 +23,18 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 
 import * as vclock from "../lib/vclock.mjs";
 import * as peers from "./peers.mjs";
-import * as gen058 from "./gen058.mjs";
-import { watchField } from "./watch.mjs";
 import * as features from "./features.mjs";
 import * as wire from "../lib/wire.mjs";
+import { carried, sourceName } from "./content.mjs";
+import { instrument } from "./instrument.mjs";
+import { scriptedModel, services } from "./services.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const DRIVER = "wakesim-pi-driver/0.1.0";
-const HARNESS = "[wakesim harness]";
-// `[wakesim m<id+1>]`, or a fake peer's tag `[wakesim <tag>]` that it bound to an id (peers.mjs).
-const MARKER = /\[wakesim ([a-z]+)(\d+)\]/g;
+
+/** An exception's stack, or the exception itself: what a driver error reports.
+ * @param {any} e @returns {unknown} */
+const stackOf = (e) => (e && e.stack ? e.stack : e);
 
 // Faults in the model's order (src/host/pi/config.rs `PiFault::ALL`): the plan draws them in it.
 const FAULTS = [
@@ -106,7 +105,8 @@ vclock.strict();
 // V8's compile cache (Node 22) roughly halves importing pi in every driver after the first;
 // it lives beside the pinned packages, git-ignored, and holds nothing a run depends on.
 try {
-  module.enableCompileCache?.(path.join(process.env.WAKESIM_HOST_CACHE || path.join(here, "..", ".cache"), "node-compile"));
+  // (Node 22's; the type check reads Node 20's types.)
+  /** @type {any} */ (module).enableCompileCache?.(path.join(process.env.WAKESIM_HOST_CACHE || path.join(here, "..", ".cache"), "node-compile"));
 } catch {
   // Without the cache the driver starts slower; nothing else changes.
 }
@@ -137,13 +137,13 @@ try {
   piAi = await import(pkg("pi-ai/dist/index.js"));
   agentMod = await import(pkg("pi-agent-core/dist/index.js"));
 } catch (e) {
-  wire.fatal(`cannot import pi ${version} from ${modules}: ${e && e.stack ? e.stack : e}`);
+  wire.fatal(`cannot import pi ${version} from ${modules}: ${stackOf(e)}`);
 }
 let F;
 try {
   F = features.detect(version, piMod, agentMod);
 } catch (e) {
-  wire.fatal(e.message);
+  wire.fatal(/** @type {Error} */ (e).message);
 }
 // A release without a before-settle boundary (0.58, 0.76-0.87: no agent_before_settle) cannot
 // take extra continues there.
@@ -161,7 +161,6 @@ const OLD = F.runs === "agent-prompt";
 const REGISTRY = !F.modelRuntime;
 const loaderMod = await import(pkg("pi-coding-agent/dist/core/extensions/loader.js"));
 const { createAgentSession, SessionManager, SettingsManager, ModelRuntime, DefaultResourceLoader, AuthStorage, ModelRegistry } = piMod;
-const { createAssistantMessageEventStream } = piAi;
 
 // The extension file is loaded by pi's loader through a small wrapper module written into the
 // sandbox: pi drops a factory's return value, so the wrapper keeps it (the `send` function of the
@@ -190,7 +189,7 @@ fs.writeFileSync(
 );
 const preWrapper = path.join(sandbox, "wakesim-pre-probe.ts");
 fs.writeFileSync(preWrapper, `export default function wakesimPreProbe(pi: any) { (globalThis as any).__wakesim.preProbe(pi); }\n`);
-const slot = { options: JSON.parse(JSON.stringify(wake.options || {})), preProbe: (pi) => preProbe(pi) };
+const slot = { options: JSON.parse(JSON.stringify(wake.options || {})), preProbe: (pi) => svc.preProbe(pi) };
 globalThis.__wakesim = slot;
 
 // One model runtime serves every run: building it reads the (empty) sandbox's auth and model
@@ -212,8 +211,9 @@ wire.send({ type: "hello", protocol: 1, driver: DRIVER, host: `${scope}/pi-codin
 
 const als = new AsyncLocalStorage();
 
-/** Per-run state the observers and services share. */
-let R = null;
+/** Per-run state the observers and services share (made by each `run`, before anything reads it).
+ * @type {import("./services.mjs").Run} */
+let R = /** @type {any} */ (null);
 
 /** The session's run flag: `_isAgentRunActive`; before 0.99 the agent's `isStreaming` (no flag of its own). */
 function runActive(s) {
@@ -316,414 +316,29 @@ function plan() {
   return { faults, messages, timed };
 }
 
-function sourceName(kind, source) {
-  return kind === "orchestrator" ? "orchestrator" : `subagent ${String.fromCharCode(97 + (source % 26))}`;
-}
-
-/** The producer ids a piece of content carries, by their markers. */
-function carried(content) {
-  const text = typeof content === "string" ? content : JSON.stringify(content);
-  const ids = [];
-  for (const m of text.matchAll(MARKER)) {
-    if (m[1] === "m") ids.push(Number(m[2]) - 1);
-    else if (R.tags.has(m[1] + m[2]) && !ids.includes(R.tags.get(m[1] + m[2]))) ids.push(R.tags.get(m[1] + m[2]));
-  }
-  return ids;
-}
-
-function userText(message) {
-  const c = message.content;
-  if (typeof c === "string") return c;
-  if (Array.isArray(c)) return c.map((p) => (p && p.type === "text" ? p.text : "")).join("");
-  return "";
-}
-
-/**
- * The entry of a request's context that sits between a tool call and its result (TOOL-PAIRING),
- * or null: an assistant message's tool calls must be followed by their results before anything
- * else. An entry counts only when a result of one of those calls comes after it (a call whose
- * results never came is a different matter).
- */
-function interleaved(messages) {
-  for (let i = 0; i < messages.length; i++) {
-    const m = messages[i];
-    if (m.role !== "assistant" || !Array.isArray(m.content)) continue;
-    const open = new Set(m.content.filter((c) => c && c.type === "toolCall").map((c) => c.id));
-    let j = i + 1;
-    while (open.size && j < messages.length && messages[j].role === "toolResult") open.delete(messages[j++].toolCallId);
-    if (!open.size || j >= messages.length) continue;
-    if (messages.slice(j + 1).some((n) => n.role === "toolResult" && open.has(n.toolCallId))) return messages[j];
-  }
-  return null;
-}
-
-/** The scripted model: pi's `streamSimple`, with replies and delays drawn by wakesim. */
-function makeStream() {
-  const timing = scenario.timing;
-  return (model, context, _options) => {
-    const stream = createAssistantMessageEventStream();
-    const system = piAi.getCurrentSystemPrompt ? piAi.getCurrentSystemPrompt(context.messages) : JSON.stringify(context);
-    const summarizing = context.messages.some((m) => m.role === "user" && /summar/i.test(userText(m))) && false;
-    R.requests++;
-    obs("request", { req: R.requests, harness: String(system).includes(HARNESS) || summarizing });
-    const split = interleaved(context.messages);
-    if (split) obs("interleaved", { req: R.requests, msg: carried(split.content ?? "")[0] ?? null });
-    // The tool-calling turns come first; the final turn of an inner run is where the model
-    // decides a retryable error (after the run, in `post_run`): here it is that turn's reply.
-    let toolCall = false;
-    let retry = false;
-    // Each run's own count (pi 0.58 can run two agent loops at once: `toolsByRun`).
-    const run = als.getStore()?.run;
-    const own = R.toolsByRun.has(run);
-    if ((own ? R.toolsByRun.get(run) : R.toolsLeft) > 0) {
-      if (own) R.toolsByRun.set(run, R.toolsByRun.get(run) - 1);
-      else R.toolsLeft--;
-      toolCall = true;
-    } else {
-      retry = fires("retries");
-    }
-    const ms = wire.delay(timing.model_ms.min, timing.model_ms.max, "model");
-    const base = {
-      role: "assistant",
-      api: model.api,
-      provider: model.provider,
-      model: model.id,
-      usage: { input: 10, output: 10, cacheRead: 0, cacheWrite: 0, totalTokens: 20, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
-      timestamp: Date.now(),
-    };
-    vclock.sleep(ms).then(() => {
-      if (retry) {
-        const message = { ...base, content: [], stopReason: "error", errorMessage: "529 overloaded_error: Overloaded (wakesim retries fault)" };
-        stream.push({ type: "start", partial: { ...message } });
-        stream.push({ type: "error", reason: "error", error: message });
-        stream.end();
-        return;
-      }
-      if (toolCall) {
-        const call = { type: "toolCall", id: `call_${R.requests}`, name: "wakesim_tool", arguments: {} };
-        const message = { ...base, content: [call], stopReason: "toolUse" };
-        stream.push({ type: "start", partial: { ...base, content: [], stopReason: "toolUse" } });
-        stream.push({ type: "toolcall_start", contentIndex: 0, partial: { ...message } });
-        stream.push({ type: "toolcall_end", contentIndex: 0, toolCall: call, partial: { ...message } });
-        stream.push({ type: "done", reason: "toolUse", message });
-        stream.end();
-        return;
-      }
-      const text = { type: "text", text: "ok" };
-      const message = { ...base, content: [text], stopReason: "stop" };
-      stream.push({ type: "start", partial: { ...base, content: [], stopReason: "stop" } });
-      stream.push({ type: "text_start", contentIndex: 0, partial: { ...message } });
-      stream.push({ type: "text_delta", contentIndex: 0, delta: "ok", partial: { ...message } });
-      stream.push({ type: "text_end", contentIndex: 0, content: "ok", partial: { ...message } });
-      stream.push({ type: "done", reason: "stop", message });
-      stream.end();
-    });
-    return stream;
-  };
-}
-
-/** A handler delay: the model's "handlers" draw after (or before) an extension event. */
-async function handlers() {
-  const h = scenario.timing.handler_ms;
-  await vclock.sleep(wire.delay(h.min, h.max, "handlers"));
-}
-
-/**
- * wakesim's probe extensions: the services pi awaits that wakesim provides, the harness, and the
- * handler delays of run events. The model awaits handlers once before `agent_start`'s hook (after
- * the run starts) and once after each run event's hook; pi awaits every extension's handler in
- * load order, so a probe loaded before the wake logic (`preProbe`) and one loaded after it
- * (`probe`) put those awaits where the model has them.
- */
-function preProbe(pi) {
-  pi.on("agent_start", handlers);
-}
-
-function probe(pi) {
-  const timing = scenario.timing;
-  pi.on("input", async () => {
-    // A handler that claims the prompt does so at once (the model's step 3); one that lets it
-    // through is awaited for a step delay before step 5.
-    if (fires("input_swallows_prompt")) {
-      note("prompt claimed by an input handler (fault): no run, no event", "fault");
-      return { action: "handled" };
-    }
-    await vclock.sleep(wire.delay(timing.step_ms.min, timing.step_ms.max, "await"));
-    return { action: "continue" };
-  });
-  pi.on("before_agent_start", async (event) => {
-    await handlers();
-    return { systemPrompt: `${event.systemPrompt}\n${HARNESS}` };
-  });
-  pi.on("agent_start", handlers);
-  pi.on("turn_end", handlers);
-  pi.on("agent_end", handlers);
-  pi.on("agent_settled", handlers);
-  if (faultOn("extra_continues")) {
-    pi.on("agent_before_settle", async (event) => {
-      if (!fires("extra_continues")) return undefined;
-      note("the before-settle boundary asks for another continue() (fault)", "fault");
-      await handlers();
-      // pi continues only with runnable context (its docs: chain an entry and return
-      // `continue: true`); a bare `continue: true` after an assistant reply is refused as
-      // "requested continuation without runnable model context", and the run settles.
-      const entry = { type: "custom_message", customType: "wakesim.continue", content: "continue", display: false };
-      return { entries: [...(event.entries || []), entry], continue: true };
-    });
-  }
-  pi.registerTool({
-    name: "wakesim_tool",
-    label: "wakesim tool",
-    description: "A tool call of the scripted model; it takes a drawn virtual time.",
-    parameters: { type: "object", properties: {} },
-    async execute() {
-      const d = wire.delay(timing.tool_ms.min, timing.tool_ms.max, "tools");
-      await vclock.sleep(d);
-      return { content: [{ type: "text", text: "done" }], details: {} };
-    },
-  });
-}
-
-/**
- * Tool-calling turns of an inner run, drawn when the agent takes it (the model's `start_run`).
- * `run`, when given (pi 0.58), keeps the count for that run's requests: 0.58 can run a second
- * agent loop beside the first (a direct run started while `isStreaming` reads false under a
- * running loop), and each loop's replies follow its own draw, as each model run's do.
- */
-function drawToolTurns(run) {
-  const tt = scenario.timing.tool_turns;
-  R.toolsLeft = tt.min + wire.choose(tt.max - tt.min + 1, "tool turns");
-  if (run !== undefined) R.toolsByRun.set(run, R.toolsLeft);
-}
-
-
-function instrument(session) {
-  if (OLD) gen058.instrument(session, { obs, note, als, R: () => R, drawToolTurns, carried });
-  else instrumentRuns(session);
-  instrumentCalls(session);
-}
-
-/** pi 0.76 and later: the run flag, the agent run, settling, starters and runs. */
-function instrumentRuns(session) {
-  const agent = session.agent;
-  if (F.sessionFlag) {
-    watchField(session, "_isAgentRunActive", (v) => obs("run_flag", { on: !!v }));
-    watchField(agent, "activeRun", (v, old) => {
-      if (v && !old) obs("agent_run", { on: true });
-      else if (!v && old) obs("agent_run", { on: false });
-    });
-  } else {
-    // Before 0.99 the session's flag is the agent's `isStreaming`, which the agent sets and
-    // clears in the same synchronous steps as its `activeRun` (`runWithLifecycle`, `finishRun`):
-    // no code runs between the two, so both are observed at the flag's change, as on 0.58.
-    watchField(agent.state, "isStreaming", (v, old) => {
-      if (!!v === !!old) return;
-      obs("agent_run", { on: !!v });
-      obs("run_flag", { on: !!v });
-    });
-  }
-  watchField(session, "_isEmittingAgentSettled", (v) => {
-    if (v) obs("settled");
-  });
-
-  // Starters: who calls agent.prompt / agent.continue, and whether the agent takes it.
-  const origPrompt = agent.prompt.bind(agent);
-  agent.prompt = (...args) => {
-    const who = als.getStore() || {};
-    const accepted = !agent.activeRun;
-    if (who.prompt !== undefined) obs("starter", { who: "prompt", n: who.prompt, accepted });
-    else obs("starter", { who: "direct", n: who.run, accepted });
-    if (!accepted) note(`Agent.prompt rejects: "Agent is already processing a prompt."`);
-    else drawToolTurns();
-    return origPrompt(...args);
-  };
-  const origContinue = agent.continue.bind(agent);
-  agent.continue = (...args) => {
-    const who = als.getStore() || {};
-    const accepted = !agent.activeRun;
-    obs("starter", { who: "continue", n: who.run, accepted });
-    if (accepted) drawToolTurns();
-    return origContinue(...args);
-  };
-
-  // Runs are numbered as the model numbers them. pi 0.99 starts a run in `_runAgentPrompt`
-  // (prompt() passes an array of messages at step 12, a direct sendMessage one message); pi 1.x
-  // in `_startRun(trigger)`, which sets the run flag before the compaction check and
-  // before_agent_start (`_prepareRun`), and takes nextTurn there.
-  if (F.runs === "start-run") {
-    const origStart = session._startRun.bind(session);
-    session._startRun = (trigger, onStarted) => {
-      const run = ++R.runs;
-      const store = als.getStore() || {};
-      const fromPrompt = trigger?.messageType === "user" && store.prompt !== undefined && !store.promptStarted;
-      if (fromPrompt) {
-        store.promptStarted = true;
-        R.livePrompts--;
-        note(`P${store.prompt} starts its run (the run flag is set before before_agent_start)`);
-      } else {
-        note(`direct run R${run} (sendMessage triggerTurn)`);
-      }
-      return als.run({ prompt: fromPrompt ? store.prompt : undefined, run }, () => origStart(trigger, onStarted));
-    };
-    const origPrepare = session._prepareRun.bind(session);
-    session._prepareRun = async (trigger) => {
-      // The compaction check's await, where pi 1.x has it: first in `_prepareRun`.
-      const timing = scenario.timing;
-      await vclock.sleep(wire.delay(timing.step_ms.min, timing.step_ms.max, "await"));
-      const messages = await origPrepare(trigger);
-      const ids = messages.slice(1).flatMap((m) => carried(m.content));
-      const who = als.getStore()?.prompt;
-      note(`${who !== undefined ? `P${who}` : `R${als.getStore()?.run}`} takes nextTurn [${ids.map((i) => `m${i + 1}`).join(" ")}]`);
-      return messages;
-    };
-  } else {
-    const origRun = session._runAgentPrompt.bind(session);
-    session._runAgentPrompt = (messages) => {
-      const run = ++R.runs;
-      const store = als.getStore() || {};
-      const fromPrompt = Array.isArray(messages) && store.prompt !== undefined && !store.promptStarted;
-      if (fromPrompt) {
-        store.promptStarted = true;
-        R.livePrompts--;
-        const ids = messages.slice(1).flatMap((m) => carried(m.content));
-        note(`P${store.prompt} step 12 takes nextTurn [${ids.map((i) => `m${i + 1}`).join(" ")}] and starts its run`);
-      } else {
-        note(`direct run R${run} (sendMessage triggerTurn)`);
-      }
-      return als.run({ prompt: fromPrompt ? store.prompt : undefined, run }, () => origRun(messages));
-    };
-  }
-}
-
-/** Every version: prompts, the wake logic's calls and the session's events. */
-function instrumentCalls(session) {
-  // prompt(): numbered per call (sendUserMessage and the user's), deferred ones keep theirs.
-  const origSessionPrompt = session.prompt.bind(session);
-  session.prompt = (text, options) => {
-    let n;
-    // A prompt deferred while agent_settled handlers ran comes back through prompt() from its
-    // deferred action: it keeps its number (the model's deferred prompt).
-    const store0 = als.getStore();
-    if (store0 && store0.deferredPrompt !== undefined) {
-      n = store0.deferredPrompt;
-      store0.deferredPrompt = undefined;
-    } else {
-      n = ++R.prompts;
-    }
-    const fromWake = options?.source === "extension";
-    if (session._isEmittingAgentSettled) {
-      R.deferredPrompts.push(n);
-      note(`P${n} deferred until agent_settled handlers return`);
-      const p = origSessionPrompt(text, options);
-      const actions = session._deferredSettledActions;
-      const act = actions[actions.length - 1];
-      actions[actions.length - 1] = () => {
-        R.deferredPrompts.splice(R.deferredPrompts.indexOf(n), 1);
-        return als.run({ deferredPrompt: n }, act);
-      };
-      return p;
-    }
-    if (fromWake && R.livePrompts > 0) mark("wake-while-preparing");
-    if (fromWake) R.lastWakeAt = t();
-    R.livePrompts++;
-    if (R.livePrompts >= 2) mark("concurrent-prompts");
-    const store = { prompt: n, promptStarted: false };
-    const p = als.run(store, () => origSessionPrompt(text, options));
-    return p.then(
-      (v) => {
-        if (!store.promptStarted) {
-          R.livePrompts--;
-          store.promptStarted = true;
-          if (fromWake) mark("wake-prompt-failed");
-          note(`P${n} ends without a run`);
-        }
-        return v;
-      },
-      (e) => {
-        if (!store.promptStarted) {
-          R.livePrompts--;
-          store.promptStarted = true;
-          if (fromWake) mark("wake-prompt-failed");
-        }
-        note(`P${n} rejects: "${e && e.message ? e.message.split("\n")[0] : e}"`);
-        throw e;
-      }
-    );
-  };
-
-  // The wake logic's calls into the session, narrated with what they carry.
-  const origCustom = session.sendCustomMessage.bind(session);
-  session.sendCustomMessage = (message, options) => {
-    const ids = carried(message?.content ?? "");
-    const what = ids.length ? ids.map((i) => `m${i + 1}`).join(" ") : `${message?.customType ?? "a message"}`;
-    const opts = [options?.deliverAs && `deliverAs: ${options.deliverAs}`, options?.triggerTurn !== undefined && `triggerTurn: ${options.triggerTurn}`]
-      .filter(Boolean)
-      .join(", ");
-    note(`sendMessage(${what}${opts ? `, {${opts}}` : ""})`, "wake");
-    return origCustom(message, options);
-  };
-  const origUser = session.sendUserMessage.bind(session);
-  session.sendUserMessage = (content, options) => {
-    const ids = carried(content);
-    const what = ids.length ? ids.map((i) => `m${i + 1}`).join(" ") : JSON.stringify(typeof content === "string" ? content : "…");
-    note(`sendUserMessage(${what}${options?.deliverAs ? `, {deliverAs: ${options.deliverAs}}` : ""}) = P${R.prompts + 1}`, "wake");
-    return origUser(content, options);
-  };
-
-  // Messages entering the context the model reads, and the run's events.
-  session.subscribe((ev) => {
-    switch (ev.type) {
-      case "agent_start":
-        note(`R${als.getStore()?.run ?? R.runs} agent_start`);
-        break;
-      case "turn_end":
-        note(`R${als.getStore()?.run ?? R.runs} turn_end`);
-        break;
-      case "agent_end":
-        note(`R${als.getStore()?.run ?? R.runs} agent_end`);
-        break;
-      case "agent_settled":
-        note("agent_settled");
-        break;
-      case "auto_retry_start":
-        note(`retryable error: retry ${ev.attempt} after ${ev.delayMs} ms`);
-        break;
-      default:
-        break;
-    }
-    // pi 0.58's session listeners run after the agent moved on: gen058.mjs observes the agent,
-    // and here only what the session appended itself.
-    if (ev.type === "message_end" && OLD) R.appendedBySession(ev.message);
-    else if (ev.type === "message_end") {
-      const m = ev.message;
-      if (m.role === "user" || m.role === "custom") {
-        for (const id of carried(m.content)) obs("appended", { msg: id });
-      }
-    }
-  });
-}
-
-/** pi 0.99 and 1.x: the services of the model runtime pi awaits, wakesim's. */
-function services099() {
-  modelRuntime.hasConfiguredAuth = () => false;
-  // prompt() awaits the auth check (step 8), then `_checkCompaction` (step 9, only with an
-  // assistant message before it), then image normalization (step 11). Each is an await of a
-  // service, in the model's order: auth, the compaction check, images (the model's `await` draws
-  // at steps 5-8, 8-9 and 11). The compaction check's await is taken inside the auth service when
-  // pi would skip it, so every prompt has the model's four awaits.
-  modelRuntime.checkAuth = async () => {
-    const timing = scenario.timing;
-    const fail = fires("auth_error");
-    await vclock.sleep(wire.delay(timing.step_ms.min, timing.step_ms.max, "await"));
-    if (fail) return undefined;
-    // pi 0.99's compaction check follows the auth check inside prompt(); pi 1.x moved it into
-    // `_prepareRun`, after the run flag is set (taken there, below).
-    if (F.runs === "run-agent-prompt") await vclock.sleep(wire.delay(timing.step_ms.min, timing.step_ms.max, "await"));
-    return { type: "api_key", source: "wakesim" };
-  };
-  modelRuntime.streamSimple = makeStream();
-  modelRuntime.getAuth = async () => ({ auth: { apiKey: "wakesim" }, env: {} });
-}
+// The driver's parts (services.mjs, instrument.mjs, gen058.mjs) reach the run through these.
+/** @type {import("./services.mjs").Driver} */
+const cx = {
+  F,
+  OLD,
+  REGISTRY,
+  scenario,
+  piAi,
+  modelRuntime,
+  modelRegistry,
+  als,
+  R: () => R,
+  t,
+  sleep: vclock.sleep,
+  obs,
+  note,
+  mark,
+  fires,
+  faultOn,
+  carried: (content) => carried(content, R.tags),
+  drawToolTurns: (run) => svc.drawToolTurns(run),
+};
+const svc = services(cx);
 
 async function runOnce() {
   R = {
@@ -777,36 +392,23 @@ async function runOnce() {
     systemPrompt: "You are the agent under wakesim.",
     additionalExtensionPaths: [preWrapper, wrapper],
     // Loaders before 0.99 take the factories themselves.
-    extensionFactories: F.namedFactories ? [{ name: "wakesim-probe", factory: probe }] : [probe],
+    extensionFactories: F.namedFactories ? [{ name: "wakesim-probe", factory: svc.probe }] : [svc.probe],
   });
   await resourceLoader.reload();
   const loaded = resourceLoader.getExtensions();
   if (loaded.errors && loaded.errors.length) {
-    const e = new Error(`the extension failed to load: ${loaded.errors.map((e) => `${e.path}: ${e.error}`).join("; ")}`);
+    const e = /** @type {Error & {wakesimKind?: string}} */ (new Error(`the extension failed to load: ${loaded.errors.map((e) => `${e.path}: ${e.error}`).join("; ")}`));
     e.wakesimKind = "load";
     throw e;
   }
-  const model = {
-    id: "wakesim-model",
-    name: "wakesim scripted model",
-    api: "wakesim",
-    provider: "wakesim",
-    baseUrl: "http://127.0.0.1:9",
-    reasoning: false,
-    input: ["text"],
-    cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
-    contextWindow: 200000,
-    maxTokens: 8192,
-  };
   // Auth (prompt() step 8) and the model are wakesim's services (the runtime is built once).
-  if (!REGISTRY) services099();
-
+  svc.runtime();
 
   vclock.begin();
   const { session } = await createAgentSession({
     cwd: workDir,
     agentDir: path.join(sandbox, "agent"),
-    model,
+    model: scriptedModel(),
     thinkingLevel: "off",
     ...(REGISTRY ? { modelRegistry, authStorage: modelRegistry.authStorage } : { modelRuntime }),
     settingsManager,
@@ -815,28 +417,8 @@ async function runOnce() {
     noTools: "builtin",
   });
   R.session = session;
-  instrument(session);
-  if (OLD) {
-    // pi 0.58 has no image normalization step: no await there.
-    const timing = scenario.timing;
-    const stepDelay = () => wire.delay(timing.step_ms.min, timing.step_ms.max, "await");
-    gen058.services(session, modelRegistry, { fires, stepDelay, sleep: vclock.sleep, stream: makeStream() });
-  } else if (REGISTRY) {
-    // 0.76-0.87: prompt()'s auth check is the registry's synchronous `hasConfiguredAuth` (no
-    // await: the fault fails it at once), and the agent's stream function asks the registry for
-    // the request's key before it calls the model: both wakesim's, the model scripted.
-    modelRegistry.hasConfiguredAuth = () => !fires("auth_error");
-    modelRegistry.isUsingOAuth = () => false;
-    session.agent.streamFn = makeStream();
-  }
-  if (!OLD && F.images) {
-    const origImages = session._normalizePromptImages.bind(session);
-    session._normalizePromptImages = async (images) => {
-      const timing = scenario.timing;
-      await vclock.sleep(wire.delay(timing.step_ms.min, timing.step_ms.max, "await"));
-      return origImages(images);
-    };
-  }
+  instrument(session, cx);
+  svc.session(session);
 
   let send = null;
   if (deliver === "factory") {
@@ -868,7 +450,7 @@ async function runOnce() {
   // leaves, while a run ends when nothing ref'd is pending. A peer whose extension keeps only
   // unref()ed timers on its delivery path names how long after the last planned message its
   // user stays (`STAY_UP_MS`); the driver holds the session up that long (vclock.hold).
-  if (peerRun && peer.STAY_UP_MS > 0 && planned.messages.length) {
+  if (peer && peerRun && peer.STAY_UP_MS > 0 && planned.messages.length) {
     vclock.hold(planned.messages.reduce((a, m) => Math.max(a, m.at), 0) + peer.STAY_UP_MS);
   }
   for (const m of planned.messages) {
@@ -953,7 +535,7 @@ async function runOnce() {
 process.on("unhandledRejection", (e) => {
   // pi's fire-and-forget sends report failures on the extension error channel; a rejection that
   // reaches here is pi's own, and does not change the run.
-  process.stderr.write(`unhandled rejection: ${e && e.stack ? e.stack : e}\n`);
+  process.stderr.write(`unhandled rejection: ${stackOf(e)}\n`);
 });
 
 for (;;) {
@@ -961,8 +543,9 @@ for (;;) {
   if (m.type !== "run") wire.fatal(`expected run, got ${m.type}`);
   try {
     await runOnce();
-  } catch (e) {
+  } catch (thrown) {
+    const e = /** @type {any} */ (thrown);
     if (e && e.wakesimKind) wire.fatal(e.message, e.wakesimKind);
-    wire.fatal(`the run failed in the driver: ${e && e.stack ? e.stack : e}`);
+    wire.fatal(`the run failed in the driver: ${stackOf(e)}`);
   }
 }

@@ -472,7 +472,15 @@ pub fn export(
     }
     let driver = driver.replacen(from, "path.join(here, \"..\", \"..\", \"node_modules\")", 1);
     files.push(("runtime/pi/driver.mjs".into(), driver));
-    for f in ["peers.mjs", "gen058.mjs", "watch.mjs", "features.mjs"] {
+    for f in [
+        "peers.mjs",
+        "gen058.mjs",
+        "watch.mjs",
+        "features.mjs",
+        "content.mjs",
+        "instrument.mjs",
+        "services.mjs",
+    ] {
         files.push((format!("runtime/pi/{f}"), read(&hosts.join("pi").join(f))?));
     }
     if let Some(peer) = deliver.strip_prefix("peer:") {

@@ -1,18 +1,15 @@
 // adapters/node/lib/realm.js, the Node adapter's realm prelude, evaluated in a vm context as the
-// adapter evaluates it, with a host that serves modules from memory and records what is written:
-// a reset loads the module and reports its events; a message event calls its send, whose calls
-// go out with `done`; the event's idle hint answers isIdle; a query in an event sent ahead
-// abandons the handler; timers are host calls fired by `timer` events. Each reset starts a fresh
-// run (handlers, timers, random sequence, the module's globals): nothing carries over.
+// adapter evaluates it (realm-load.mjs, with its parts), with a host that serves modules from
+// memory and records what is written: a reset loads the module and reports its events; a message
+// event calls its send, whose calls go out with `done`; the event's idle hint answers isIdle; a
+// query in an event sent ahead abandons the handler; timers are host calls fired by `timer`
+// events. Each reset starts a fresh run (handlers, timers, random sequence, the module's
+// globals): nothing carries over.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import fs from "node:fs";
 import path from "node:path";
 import vm from "node:vm";
-import { fileURLToPath } from "node:url";
-
-const here = path.dirname(fileURLToPath(import.meta.url));
-const PRELUDE = fs.readFileSync(path.join(here, "..", "..", "adapters", "node", "lib", "realm.js"), "utf8");
+import { loadRealm } from "../../adapters/node/lib/realm-load.mjs";
 
 /** A realm over in-memory modules (`files`: absolute path -> CommonJS source). */
 function makeRealm(files, answers = []) {
@@ -40,7 +37,7 @@ function makeRealm(files, answers = []) {
     },
     builtin: () => ({}),
   };
-  const realm = new vm.Script(PRELUDE, { filename: "wakesim-realm.js" }).runInContext(context)(host);
+  const realm = loadRealm(context, host);
   context.__wakesim_r = realm;
   // Entering the context drains its microtasks, as the adapter does for each event.
   const enter = (code) => vm.runInContext(code, context);

@@ -34,8 +34,8 @@ export default [
     rules: { "no-useless-catch": "off" },
   },
   {
-    // The realm prelude is a script evaluated inside the module's vm context (adapter.mjs).
-    files: ["adapters/node/lib/realm.js"],
+    // The realm prelude is scripts evaluated inside the module's vm context (realm-load.mjs).
+    files: ["adapters/node/lib/realm.js", "adapters/node/lib/realm-clock.js", "adapters/node/lib/realm-content.js"],
     languageOptions: { sourceType: "script" },
   },
 ];

@@ -1,6 +1,8 @@
-// The realm prelude: evaluated inside the module's vm context (one per adapter process), it builds
-// the `pi` facade, the virtual clock and timers, and the module loader, and returns the functions
-// the adapter's main loop calls (`reset`, `dispatch`, `finish`).
+// The realm prelude: evaluated inside the module's vm context (one per adapter process, by
+// realm-load.mjs, with its parts: realm-clock.js, the virtual clock, timers and randomness;
+// realm-content.js, what a send carries and how errors are written), it builds the `pi` facade,
+// the run's state and the module loader, and returns the functions the adapter's main loop calls
+// (`reset`, `dispatch`, `finish`).
 //
 // Everything here runs in the context's own realm. The adapter drains the microtask queue after
 // each `dispatch` and `reset` (adapter.mjs: Node's own queue, or the context's at the end of each
@@ -25,16 +27,27 @@
 /** A message of the protocol, decoded. @typedef {Record<string, any>} Msg */
 /** A handler or callback of the module's (any shape: the module is not typed here).
  * @typedef {(...args: any[]) => any} Fn */
+// The type checker reads these files as modules (the package is `"type": "module"`): the parts'
+// typedefs are imported by name.
+/** @typedef {import("./realm-clock.js").ClockHost} ClockHost */
+/** @typedef {import("./realm-clock.js").RealmClock} RealmClock */
+/** @typedef {import("./realm-clock.js").VirtualTimer} VirtualTimer */
+/** @typedef {import("./realm-clock.js").QueuedMicrotask} QueuedMicrotask */
+/** @typedef {import("./realm-content.js").RealmContent} RealmContent */
+/**
+ * The prelude's parts, each the value of its script evaluated in the same context.
+ * @typedef {object} RealmParts
+ * @property {(clockHost: ClockHost) => RealmClock} clock realm-clock.js
+ * @property {() => RealmContent} content realm-content.js
+ */
 
-(/** @param {RealmHost} host */ function wakesimRealm(host) {
+(/** @param {RealmHost} host @param {RealmParts} parts */ function wakesimRealm(host, parts) {
   "use strict";
 
   const STALE_CTX =
     "This extension ctx is stale after session replacement or reload. Use the ctx passed to the current handler.";
   // Date.now() is this epoch plus virtual time: realistic dates, the same in every run.
   const EPOCH_MS = 1767225600000; // 2026-01-01T00:00:00Z
-  const TIMEOUT_MAX = 2147483647;
-  const RealDate = Date;
   const realMath = Math;
 
   /**
@@ -47,7 +60,7 @@
    * @property {Map<string, Fn[]>} handlers `pi.on` registrations, by event
    * @property {Fn | null} deliverFn the module's send(message, options)
    * @property {Map<number, object>} ctxs the ctx objects handed out, by session
-   * @property {Map<number, Timeout | {micro: Fn}>} timers wire id -> timer record
+   * @property {Map<number, VirtualTimer | QueuedMicrotask>} timers wire id -> timer record
    * @property {number} nextTimerId
    * @property {unknown} pendingError what the handler (or its promise) threw
    * @property {string | null} inputAction the input event's answer
@@ -125,96 +138,8 @@
     return answer;
   }
 
-  // ---------------------------------------------------------------------------------------------
-  // What a send carries: producer messages are marked "[wakesim mN]" in their text; whatever a
-  // logic sends carries the markers it contains, however it wraps or joins them.
-
-  const MARKER = /\[wakesim m(\d+)\]/g;
-
-  /** @param {unknown} x @returns {number[]} */
-  function carriesOf(x) {
-    let text;
-    if (typeof x === "string") {
-      text = x;
-    } else {
-      try {
-        text = JSON.stringify(x);
-      } catch {
-        text = String(x && /** @type {{content?: unknown}} */ (x).content);
-      }
-    }
-    if (typeof text !== "string" || text.indexOf("[wakesim m") < 0) return [];
-    /** @type {number[]} */
-    const ids = [];
-    for (const m of text.matchAll(MARKER)) {
-      const id = Number(m[1]) - 1;
-      if (id >= 0 && !ids.includes(id)) ids.push(id);
-    }
-    return ids;
-  }
-
-  // The text a sendUserMessage shows on the timeline, at most this many UTF-8 bytes, ellipsis
-  // included: the simulator's bound (`USER_MESSAGE_TEXT_BYTES_MAX`, src/limits.rs), applied here
-  // too so a long text is not written whole only to be cut.
-  const USER_TEXT_BYTES_MAX = 200;
-  const ELLIPSIS = "\u2026";
-
-  /** What a sendUserMessage's content says as text: a string itself, a list of content parts
-   * its text parts joined by newlines; null for anything else (the timeline shows what it carries).
-   * @param {unknown} content @returns {string | null} */
-  function userTextOf(content) {
-    let text;
-    if (typeof content === "string") {
-      text = content;
-    } else if (Array.isArray(content)) {
-      const parts = content.filter((p) => p && p.type === "text" && typeof p.text === "string");
-      if (parts.length === 0) return null;
-      text = parts.map((p) => p.text).join("\n");
-    } else {
-      return null;
-    }
-    // A lone surrogate is no UTF-8 (nor JSON the simulator reads): written as U+FFFD.
-    // (`toWellFormed()` is ES2024; the type check is against ES2023.)
-    return cutText(text.replace(/\p{Cs}/gu, "\uFFFD"), USER_TEXT_BYTES_MAX);
-  }
-
-  /** UTF-8 bytes of one code point (a lone surrogate is written as U+FFFD, three bytes).
-   * @param {string} ch @returns {number} */
-  function utf8Bytes(ch) {
-    const c = /** @type {number} */ (ch.codePointAt(0));
-    return c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
-  }
-
-  /** `text` in at most `max` UTF-8 bytes: whole if it fits, else cut at a character boundary so
-   * that with the ellipsis it fits (the simulator's cut, which leaves this one as it is). Counted
-   * by hand: the realm has no `Buffer` or `TextEncoder`.
-   * @param {string} text @param {number} max @returns {string} */
-  function cutText(text, max) {
-    const room = max - 3; // the ellipsis is three bytes
-    let used = 0;
-    let cut = -1;
-    let i = 0;
-    for (const ch of text) {
-      used += utf8Bytes(ch);
-      if (cut < 0 && used > room) cut = i;
-      if (used > max) return text.slice(0, cut) + ELLIPSIS;
-      i += ch.length;
-    }
-    return text;
-  }
-
-  const DELIVER_AS = new Set(["steer", "followUp", "nextTurn"]);
-
-  /** @param {{deliverAs?: unknown} | null | undefined} options @param {string} fn
-   * @returns {string | null} */
-  function deliverAsOf(options, fn) {
-    const d = options == null ? undefined : options.deliverAs;
-    if (d === undefined || d === null) return null;
-    if (typeof d !== "string" || !DELIVER_AS.has(d)) {
-      throw new TypeError(`${fn}: deliverAs must be "steer", "followUp" or "nextTurn", not ${JSON.stringify(d)}`);
-    }
-    return d;
-  }
+  // What a send carries, what a sendUserMessage shows, how an error is written (realm-content.js).
+  const { carriesOf, userTextOf, deliverAsOf, describeError, format } = parts.content();
 
   // ---------------------------------------------------------------------------------------------
   // The pi facade.
@@ -288,177 +213,14 @@
   }
 
   // ---------------------------------------------------------------------------------------------
-  // Virtual time: Date, performance.now(), timers and queueMicrotask all follow the simulation.
+  // Virtual time: Date, performance.now(), timers and queueMicrotask all follow the simulation,
+  // and Math.random and crypto give the same sequence in every run (realm-clock.js).
 
-  function virtualNow() {
-    return EPOCH_MS + run.now;
-  }
-
-  /** @param {any[]} args */
-  function VirtualDate(...args) {
-    if (!new.target) return new RealDate(virtualNow()).toString();
-    return Reflect.construct(RealDate, args.length ? args : [virtualNow()], new.target);
-  }
-  VirtualDate.prototype = RealDate.prototype;
-  VirtualDate.now = virtualNow;
-  VirtualDate.parse = RealDate.parse;
-  VirtualDate.UTC = RealDate.UTC;
-  Object.defineProperty(RealDate.prototype, "constructor", { value: VirtualDate, writable: true, configurable: true });
-
-  const performance = Object.freeze({ now: () => run.now, timeOrigin: EPOCH_MS });
-
-  /** @param {unknown} ms @returns {number} */
-  function delayOf(ms) {
-    const n = Math.floor(Number(ms));
-    if (!(n >= 0)) return 0;
-    // Node runs a delay beyond the 32-bit range at once (after a warning).
-    return n > TIMEOUT_MAX ? 1 : n;
-  }
-
-  class Timeout {
-    /** @param {Fn} fn @param {unknown[]} args @param {number} ms @param {boolean} repeat */
-    constructor(fn, args, ms, repeat) {
-      this._fn = fn;
-      this._args = args;
-      this._ms = ms;
-      this._repeat = repeat;
-      this._id = 0;
-      this._live = false;
-      this._cleared = false;
-    }
-    _arm() {
-      this._id = run.nextTimerId++;
-      this._live = true;
-      this._cleared = false;
-      run.timers.set(this._id, this);
-      call({ type: "set_timeout", timer: this._id, ms: this._ms });
-    }
-    _cancel() {
-      this._cleared = true;
-      if (!this._live) return;
-      this._live = false;
-      run.timers.delete(this._id);
-      call({ type: "clear_timeout", timer: this._id });
-    }
-    ref() {
-      return this;
-    }
-    unref() {
-      return this;
-    }
-    hasRef() {
-      return true;
-    }
-    refresh() {
-      this._cancel();
-      this._arm();
-      return this;
-    }
-    close() {
-      this._cancel();
-      return this;
-    }
-    [Symbol.toPrimitive]() {
-      return this._id;
-    }
-  }
-
-  /** @param {unknown} fn @param {string} name @returns {asserts fn is Fn} */
-  function checkFn(fn, name) {
-    if (typeof fn !== "function") throw new TypeError(`${name}: the callback must be a function`);
-  }
-
-  /** @param {Fn} fn @param {unknown} ms @param {unknown[]} args */
-  function setTimeout(fn, ms, ...args) {
-    checkFn(fn, "setTimeout");
-    const t = new Timeout(fn, args, delayOf(ms), false);
-    t._arm();
-    return t;
-  }
-
-  /** @param {Fn} fn @param {unknown} ms @param {unknown[]} args */
-  function setInterval(fn, ms, ...args) {
-    checkFn(fn, "setInterval");
-    const t = new Timeout(fn, args, Math.max(1, delayOf(ms)), true);
-    t._arm();
-    return t;
-  }
-
-  /** @param {unknown} t */
-  function clearTimeout(t) {
-    if (t instanceof Timeout) {
-      t._cancel();
-    } else if (t != null) {
-      const rec = run.timers.get(Number(t));
-      if (rec instanceof Timeout) rec._cancel();
-    }
-  }
-
-  /** @param {Fn} fn */
-  function queueMicrotask(fn) {
-    checkFn(fn, "queueMicrotask");
-    const id = run.nextTimerId++;
-    run.timers.set(id, { micro: fn });
-    call({ type: "queue_microtask", timer: id });
-  }
-
-  /** @param {number} id */
-  function fire(id) {
-    const t = run.timers.get(id);
-    if (!t) return;
-    run.timers.delete(id);
-    if (!(t instanceof Timeout)) {
-      t.micro();
-      return;
-    }
-    t._live = false;
-    try {
-      t._fn(...t._args);
-    } finally {
-      if (t._repeat && !t._cleared && !t._live) {
-        t._arm();
-      }
-    }
-  }
-
-  // A deterministic Math.random and crypto: the same sequence in every run (mulberry32).
-  function random() {
-    run.rngState = (run.rngState + 0x6d2b79f5) | 0;
-    let x = run.rngState;
-    x = Math.imul(x ^ (x >>> 15), x | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  }
-
-  const crypto = Object.freeze({
-    /** @template {{length: number, [i: number]: number}} T @param {T} a @returns {T} */
-    getRandomValues(a) {
-      for (let i = 0; i < a.length; i++) a[i] = Math.floor(random() * 2 ** 32);
-      return a;
-    },
-    randomUUID() {
-      const h = [];
-      for (let i = 0; i < 16; i++) h.push(Math.floor(random() * 256));
-      h[6] = (h[6] & 0x0f) | 0x40;
-      h[8] = (h[8] & 0x3f) | 0x80;
-      const s = h.map((b) => b.toString(16).padStart(2, "0")).join("");
-      return `${s.slice(0, 8)}-${s.slice(8, 12)}-${s.slice(12, 16)}-${s.slice(16, 20)}-${s.slice(20)}`;
-    },
+  const { VirtualDate, performance, setTimeout, setInterval, clearTimeout, queueMicrotask, fire, random, crypto } = parts.clock({
+    state: () => run,
+    call,
+    epochMs: EPOCH_MS,
   });
-
-  /** @param {unknown[]} args */
-  function format(args) {
-    return args
-      .map((a) => {
-        if (typeof a === "string") return a;
-        try {
-          return JSON.stringify(a);
-        } catch {
-          return String(a);
-        }
-      })
-      .join(" ");
-  }
 
   // stdout is the protocol: the module's console writes to stderr.
   const log = (/** @type {unknown[]} */ ...args) => host.log(format(args) + "\n");
@@ -538,17 +300,6 @@
       module.loaded = true;
       return module.exports;
     };
-  }
-
-  /** @param {any} e @returns {string} */
-  function describeError(e) {
-    if (e && typeof e.stack === "string") {
-      const lines = e.stack.split("\n");
-      const head = lines.filter((/** @type {string} */ l) => !/^\s+at /.test(l));
-      const frames = lines.filter((/** @type {string} */ l) => /^\s+at /.test(l) && !/wakesim-(realm|adapter)/.test(l) && !/node:/.test(l));
-      return head.concat(frames.slice(0, 3)).join("\n");
-    }
-    return String(e);
   }
 
   /** @type {Record<string, {deliverAs: string, triggerTurn: boolean}>} */
