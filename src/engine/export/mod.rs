@@ -279,10 +279,20 @@ fn write_files(
     violations: Vec<(Invariant, u64, Option<u64>)>,
     unjudged: Vec<Invariant>,
 ) -> Result<Exported> {
+    // The export is the package's bug report, not this project's: every name of this project
+    // in the runtime it copies (comments, marker texts, driver names, environment variables) is
+    // made neutral, in every file alike, so the replay still matches its recording.
+    let files: Vec<(String, String)> = files
+        .into_iter()
+        .map(|(name, text)| (neutral(&name), neutral(&text)))
+        .collect();
     // Nothing may name this machine's paths.
     let mut leaks = Vec::new();
     let home = std::env::var("HOME").unwrap_or_default();
-    let needles: Vec<String> = [root.to_string_lossy().into_owned(), home]
+    let cache = crate::remote::home::cache_dir()
+        .map(|d| d.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let needles: Vec<String> = [root.to_string_lossy().into_owned(), home, cache]
         .into_iter()
         .filter(|n| n.len() > 1)
         .collect();
@@ -317,6 +327,39 @@ fn write_files(
     })
 }
 
+/// The word that stands for this project's name in an export.
+const NEUTRAL: &str = "harness";
+
+/// `text` with every occurrence of this project's name, in any case, replaced by [`NEUTRAL`] in
+/// the same case (all capitals, a capital first, or lower case). The two words have the same
+/// length, so nothing that measures a text (pi's token estimate of a message) changes.
+pub fn neutral(text: &str) -> String {
+    const NAME: &[u8] = b"wakesim";
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    let mut i = 0;
+    while i + NAME.len() <= bytes.len() {
+        let w = &bytes[i..i + NAME.len()];
+        if w.eq_ignore_ascii_case(NAME) {
+            out.push_str(&text[last..i]);
+            if w.iter().all(u8::is_ascii_uppercase) {
+                out.push_str(&NEUTRAL.to_ascii_uppercase());
+            } else if w[0].is_ascii_uppercase() {
+                out.push_str("Harness");
+            } else {
+                out.push_str(NEUTRAL);
+            }
+            i += NAME.len();
+            last = i;
+        } else {
+            i += 1;
+        }
+    }
+    out.push_str(&text[last..]);
+    out
+}
+
 fn pretty(v: &Value) -> String {
     let mut s = serde_json::to_string_pretty(v).expect("JSON");
     s.push('\n');
@@ -346,5 +389,22 @@ pub fn plain(i: Invariant, p: &crate::check::CheckParams) -> String {
             p.latency_ms_max, p.latency_requests_max
         ),
         other => other.statement().to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::neutral;
+
+    #[test]
+    fn the_projects_name_is_replaced_in_its_case_and_length() {
+        let text = "[wakesim m1] WAKESIM_HOST_CACHE Wakesim's wakesimKind ünï wAkEsIm";
+        let out = neutral(text);
+        assert_eq!(
+            out,
+            "[harness m1] HARNESS_HOST_CACHE Harness's harnessKind ünï harness"
+        );
+        assert_eq!(out.len(), text.len());
+        assert_eq!(neutral("nothing here"), "nothing here");
     }
 }
