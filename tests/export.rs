@@ -17,6 +17,10 @@
 //! - `wakesim export scenarios/real-gptme/w2-subagent-completions-reordered.toml --seed 0` writes a
 //!   Python project whose pytest, in a fresh venv from its hash-pinned requirements.txt, fails
 //!   naming fifo (`WAKESIM_FULL_GATE=1` or a release build: the venv install takes minutes);
+//! - an export names nothing of this project's and no path of this machine: the files of a pi
+//!   and of a gptme export hold no "wakesim" in any case (the runtime's names are made neutral,
+//!   and the replay still follows the recording: the reproducer tests above run such exports)
+//!   and neither this checkout's, the home's, the cache's nor the temporary directory's path;
 //! - a regression file exports its recorded (shrunk) run;
 //! - bad uses are exit-2 errors: a model-host scenario, a non-empty directory, a scenario without --seed.
 //!
@@ -204,6 +208,7 @@ fn the_exported_pi_reproducer_fails_on_the_release_and_passes_with_the_patch() {
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
+    assert_neutral(&out);
     // Nothing names this checkout or the binary that made it.
     let here = root().display().to_string();
     for f in files(&out) {
@@ -423,11 +428,7 @@ fn the_exported_gptme_reproducer_fails_on_the_release() {
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    let here = root().display().to_string();
-    for f in files(&out) {
-        let text = std::fs::read_to_string(&f).unwrap();
-        assert!(!text.contains(&here), "{} names {here}", f.display());
-    }
+    assert_neutral(&out);
     let venv = out.join(".venv");
     let ok = Command::new("python3")
         .args(["-m", "venv"])
@@ -468,6 +469,72 @@ fn the_exported_gptme_reproducer_fails_on_the_release() {
             text.contains(want),
             "pytest's output lacks {want:?}:\n{text}"
         );
+    }
+}
+
+/// Every file of an export names nothing of this project's (no "wakesim", in any case, in its
+/// name or text) and no absolute path of this machine.
+fn assert_neutral(out: &Path) {
+    let cache = wakesim::remote::home::cache_dir().unwrap();
+    let tmp = std::env::temp_dir();
+    let mut paths: Vec<String> = vec![
+        root().display().to_string(),
+        cache.display().to_string(),
+        format!("{}/", tmp.display()),
+    ];
+    if let Ok(home) = std::env::var("HOME") {
+        paths.push(format!("{home}/"));
+    }
+    let all = files(out);
+    assert!(all.len() > 5, "an export of {} files", all.len());
+    for f in all {
+        let rel = f.strip_prefix(out).unwrap().display().to_string();
+        if rel.starts_with(".venv/") {
+            continue;
+        }
+        assert!(
+            !rel.to_ascii_lowercase().contains("wakesim"),
+            "{rel}: the file's name names wakesim"
+        );
+        let text = std::fs::read_to_string(&f).unwrap();
+        if let Some(i) = text.to_ascii_lowercase().find("wakesim") {
+            let from = text[..i].rfind('\n').map_or(0, |n| n + 1);
+            let line = text[from..].lines().next().unwrap_or("");
+            panic!("{rel} names wakesim: {line}");
+        }
+        for p in &paths {
+            assert!(!text.contains(p.as_str()), "{rel} names the path {p}");
+        }
+    }
+}
+
+#[test]
+fn exports_name_nothing_of_this_project_nor_of_this_machine() {
+    let dir = tempdir("export-neutral");
+    for (scn, seed, name) in [
+        (KILL, "14", "pi"),
+        (
+            "scenarios/real-gptme/w2-persist-failure-overtaken.toml",
+            "0",
+            "gptme",
+        ),
+    ] {
+        let out = dir.join(name);
+        let o = wakesim(&[
+            "export",
+            scn,
+            "--seed",
+            seed,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert_neutral(&out);
     }
 }
 

@@ -104,6 +104,11 @@ def cli_plan(ch: PlanChooser, sc: Msg, limits: Msg) -> Plan:
     drain_ms = _span(t.get("drain_ms", {"min": 0, "max": 1000}))
     idle_max_s = t.get("idle_max_ms", 1_800_000) / 1000
     tools = ("shell", "complete") if on.get("auto_reply") else ("shell",)
+    # Steer records are read mid-turn by the subagent tool's STEP_PRE hook
+    # (`tools/subagent/hooks.py`, drain_steer_prompts): the model drains them at every STEP_PRE,
+    # so a run with an outside steer writer loads that tool, as a steered subagent has it.
+    if on.get("steer_writes"):
+        tools += ("subagent",)
     control = Control()
     state = {"replies": 0, "jobs": 0}
 
