@@ -198,7 +198,10 @@ fn a_gptme_release_is_refused_for_what_its_package_lacks() {
         assert_eq!(out.status.code(), Some(2), "{stderr}");
         assert!(stderr.contains(&format!("{name}:3")), "{stderr}");
         assert!(
-            stderr.contains(&format!("gptme 0.33.0 cannot be driven as {}", &host[..host.find('@').unwrap()])),
+            stderr.contains(&format!(
+                "gptme 0.33.0 cannot be driven as {}",
+                &host[..host.find('@').unwrap()]
+            )),
             "{stderr}"
         );
         assert!(stderr.contains(lacks), "{stderr}");
