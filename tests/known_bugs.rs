@@ -1,7 +1,7 @@
 //! The known-bug pack (`scenarios/known-bugs/`, docs/known-bugs.md) and the real pi at any pinned
 //! version. What this proves, without running pi (the scenarios' verdicts are the gate's, in
 //! `tests/scenarios.rs`):
-//! - every bug folder is whole: a trigger, a scenario at an affected release expecting a named
+//! - every bug folder is whole: a trigger (an extension, or a gptme session's script), a scenario at an affected release expecting a named
 //!   failure, one at a fixed release expecting a pass, and a README with the upstream link and
 //!   the replay line of the affected scenario;
 //! - `pi@X.Y.Z` is a real host for any version (judged like a declared one, with no model
@@ -33,11 +33,22 @@ fn every_known_bug_folder_has_its_trigger_both_verdicts_and_a_readme() {
             .expect("readable")
             .map(|e| e.expect("an entry").path())
             .collect();
+        // The trigger: an extension doing what the reporter's code did (pi), or, where the
+        // reporter's session is the model's own replies (gptme), the script every scenario of the
+        // folder plays.
+        let scripted = files
+            .iter()
+            .filter(|f| f.extension().is_some_and(|e| e == "toml"))
+            .all(|f| {
+                let text = std::fs::read_to_string(f).unwrap_or_default();
+                text.contains("host = \"gptme-") && text.contains("script = [")
+            });
         assert!(
-            files
-                .iter()
-                .any(|f| f.extension().is_some_and(|e| e == "ts")),
-            "{name}: no trigger (.ts)"
+            scripted
+                || files
+                    .iter()
+                    .any(|f| f.extension().is_some_and(|e| e == "ts")),
+            "{name}: no trigger (a .ts extension, or a gptme script in every scenario)"
         );
         let (mut failing, mut passing) = (Vec::new(), 0);
         for f in files
@@ -74,7 +85,7 @@ fn every_known_bug_folder_has_its_trigger_both_verdicts_and_a_readme() {
             );
         }
     }
-    assert!(folders >= 4, "{folders} known bugs");
+    assert!(folders >= 6, "{folders} known bugs");
 }
 
 #[test]
@@ -153,4 +164,46 @@ fn conform_refuses_a_version_without_a_model_twin() {
         stderr.contains("pi@0.78.0 has no model twin: conformance is declared for pi@0.99.1"),
         "{stderr}"
     );
+}
+
+/// The real gptme driver drives a release by what its package has: gptme 0.33.0 runs the CLI
+/// lane with its own loop (the #3843 scenarios), and a variant that patches a part 0.33.0 does not
+/// have (B0 leaves out the wait hook, which 0.33.0 never had) or the server lane (no watch tool)
+/// is refused when the driver starts, naming what the package lacks (exit 2, naming the
+/// scenario's `wake`). The first run installs the pinned 0.33.0 venv (about a minute).
+#[test]
+fn a_gptme_release_is_refused_for_what_its_package_lacks() {
+    let dir = common::tempdir("known-bugs-gptme-lacks");
+    for (name, host, variant, lacks) in [
+        (
+            "b0.toml",
+            "gptme-cli@0.33.0",
+            "b0",
+            "its package lacks the shell tool's background_wait hook",
+        ),
+        (
+            "server.toml",
+            "gptme-server@0.33.0",
+            "w2",
+            "its package lacks gptme.tools.watch, SessionManager.request_watch_wake",
+        ),
+    ] {
+        let file = dir.join(name);
+        let text = format!(
+            "name = \"x\"\nhost = \"{host}\"\nwake = {{ variant = \"{variant}\" }}\nseeds = 1\n\n[expect]\nverdict = \"pass\"\n"
+        );
+        std::fs::write(&file, text).expect("written");
+        let out = common::wakesim(&["run", &file.to_string_lossy()]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(&format!("{name}:3")), "{stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "gptme 0.33.0 cannot be driven as {}",
+                &host[..host.find('@').unwrap()]
+            )),
+            "{stderr}"
+        );
+        assert!(stderr.contains(lacks), "{stderr}");
+    }
 }

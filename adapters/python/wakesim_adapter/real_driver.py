@@ -1,4 +1,6 @@
-"""The remote-host driver of the real gptme 0.35.1 (docs/remote-host.md, protocol 1).
+"""The remote-host driver of the real gptme (docs/remote-host.md, protocol 1): 0.35.1, and any
+release pinned under `adapters/python/real/` whose package has what the lane needs
+(`real_gptme_patch.missing`; 0.33.0 and 0.34.0 drive the CLI lane).
 
 wakesim sends `hello` (the family, `gptme-server` or `gptme-cli`; the version; the `wake` table;
 the scenario's resolved sections; the limits), then one `run` per seed. For each run the driver
@@ -51,7 +53,7 @@ Msg = dict[str, Any]
 
 PROTOCOL = 1
 DRIVER = "wakesim-gptme-driver/0.1.0"
-HOST = "gptme[server]@0.35.1"
+HOST = "gptme[server]@{version}"
 CPU_LOG = os.environ.get("WAKESIM_DRIVER_CPU_LOG")
 
 # ---- observations in the protocol's names
@@ -149,7 +151,9 @@ def cli_state() -> str:
     run = R.current()
     if run.session_end is not None:
         return "ENDED"
-    if any(c._waiters for c in R.P.G.shell_background._job_conditions.values()):
+    # (0.33.0 has no wait conditions: its loop never waits.)
+    conditions = getattr(R.P.G.shell_background, "_job_conditions", {})
+    if any(c._waiters for c in conditions.values()):
         return "WAITING"
     if run.generating:
         return "GENERATING"
@@ -219,8 +223,15 @@ class Driver:
         family = msg.get("host")
         if family not in ("gptme-server", "gptme-cli"):
             raise Fatal(f"{DRIVER} drives gptme-server and gptme-cli, not {family!r}")
-        if msg.get("host_version") != "0.35.1":
-            raise Fatal(f"{DRIVER} has gptme 0.35.1 pinned, not {msg.get('host_version')!r}")
+        version = msg.get("host_version")
+        from importlib.metadata import PackageNotFoundError
+        from importlib.metadata import version as installed_version
+        try:
+            have = installed_version("gptme")
+        except PackageNotFoundError:
+            have = None
+        if have != version:
+            raise Fatal(f"{DRIVER} runs in the venv of gptme {have}, not {version!r}")
         self.family = family
         wake = msg.get("wake") or {}
         self.variant = wake.get("variant") or ("w2" if family == "gptme-server" else "b1")
@@ -244,8 +255,14 @@ class Driver:
                             f"{f.get('name')!r} (it implements {', '.join(known)})")
         self.limits.update(msg.get("limits") or {})
         R.load()
-        self.wire.send({"type": "hello", "protocol": PROTOCOL, "driver": DRIVER, "host": HOST,
-                        "ahead": AHEAD})
+        # What the release lacks for this lane, variant and faults, read from its package.
+        lacks = R.P.missing(family, self.variant,
+                            [f.get("name") for f in self.sections.get("faults", [])])
+        if lacks:
+            raise Fatal(f"gptme {version} cannot be driven as {family} with the variant "
+                        f"{self.variant!r}: its package lacks {', '.join(lacks)}")
+        self.wire.send({"type": "hello", "protocol": PROTOCOL, "driver": DRIVER,
+                        "host": HOST.format(version=version), "ahead": AHEAD})
 
     def run(self, chooser: LocalChooser | None = None,
             start: Msg | None = None) -> tuple[R.Run, sched.Outcome]:
@@ -363,10 +380,20 @@ class Driver:
             self.patch.undo(R.P.G)
         return run, out
 
-    def serve(self) -> NoReturn:
+    def serve(self, first: str | None = None) -> NoReturn:
+        """Answer wakesim until it closes stdin; `first`: its first line, read already (the
+        launcher read `hello` for the version)."""
         try:
             while True:
-                msg = self.wire.read()
+                if first is not None:
+                    try:
+                        msg = json.loads(first)
+                    except ValueError:
+                        raise Fatal(f"wakesim sent a line that is not JSON: {first[:200]!r}") \
+                            from None
+                    first = None
+                else:
+                    msg = self.wire.read()
                 kind = msg.get("type")
                 if kind == "hello":
                     self.hello(msg)
@@ -381,7 +408,7 @@ class Driver:
             sys.exit(1)
 
 
-def main() -> None:
-    """The driver's entry point (`gptme_driver.py`)."""
-    Driver(Wire()).serve()
+def main(first: str | None = None) -> None:
+    """The driver's entry point (`gptme_driver.py`, which read the first line)."""
+    Driver(Wire()).serve(first)
 

@@ -1,4 +1,4 @@
-"""The real gptme 0.35.1 under the deterministic thread scheduler.
+"""The real gptme (0.35.1; 0.33.0 and 0.34.0 for the CLI) under the deterministic thread scheduler.
 
 gptme's own modules, imported from the pinned package (`venv.py`), run unchanged: the server's
 `SessionManager` (`request_watch_wake`, `retry_deferred_watch_wakes`, `finish_command`),
@@ -73,30 +73,44 @@ def reset(run: Run) -> None:
     SM._conversation_locks.clear()
     SM._active_commands.clear()
     SM._server_default_model_full = MODEL
+    # What a release has of these is cleared (0.33.0 and 0.34.0 have no watch tool; 0.33.0 no
+    # completion queue, wait conditions or per-conversation job ids).
     w = g.watch
-    w._watches.clear()
-    w._watch_seq = 0
-    w._pending_deliveries.clear()
+    if w is not None:
+        w._watches.clear()
+        w._watch_seq = 0
+        w._pending_deliveries.clear()
     st = g.subagent_types
-    st._completion_queue.queue.clear()
-    st._progress_queue.queue.clear()
-    st._subagents.clear()
-    st._subagent_results.clear()
+    for name in ("_completion_queue", "_progress_queue"):
+        if hasattr(st, name):
+            getattr(st, name).queue.clear()
+    for name in ("_subagents", "_subagent_results"):
+        if hasattr(st, name):
+            getattr(st, name).clear()
     sb = g.shell_background
     sb._background_jobs.clear()
-    sb._next_job_ids.clear()
-    sb._completion_queue.queue.clear()
-    sb._job_conditions.clear()
-    sb._control_wait_keys.clear()
-    g.cost_tracker.CostTracker._sessions.clear()
-    g.variant_retry = g.real_retry
+    if hasattr(sb, "_next_job_ids"):
+        sb._next_job_ids.clear()
+    else:
+        sb._next_job_id = 1
+    if hasattr(sb, "_completion_queue"):
+        sb._completion_queue.queue.clear()
+    for name in ("_job_conditions", "_control_wait_keys"):
+        if hasattr(sb, name):
+            getattr(sb, name).clear()
+    if hasattr(g.cost_tracker.CostTracker, "_sessions"):   # 0.33.0 keeps it in a ContextVar
+        g.cost_tracker.CostTracker._sessions.clear()
+    g.variant_retry = getattr(g, "real_retry", None)   # none without the server's watch wakes
     # What a variant patched in shell_background is put back.
     for name, value in g.shell_background_originals.items():
         setattr(sb, name, value)
     sb.__dict__.pop("min", None)
-    for lock in (SM._lock, w._watches_lock, w._pending_lock, st._subagents_lock,
-                 st._subagent_results_lock, sb._job_lock, sb._job_log_lock):
-        if lock._owner is not None:
+    locks = [SM._lock, sb._job_lock]
+    locks += [getattr(m, n) for m, n in ((w, "_watches_lock"), (w, "_pending_lock"),
+                                        (st, "_subagents_lock"), (st, "_subagent_results_lock"),
+                                        (sb, "_job_log_lock")) if m is not None and hasattr(m, n)]
+    for lock in locks:
+        if getattr(lock, "_owner", None) is not None:
             raise sched.SchedulerError(f"{lock!r} still held at reset")
     os.environ.pop("GPTME_WATCH_IDLE_MAX", None)
     import shutil

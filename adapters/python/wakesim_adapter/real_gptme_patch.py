@@ -1,7 +1,14 @@
-"""The real gptme 0.35.1's boundaries, patched (`load`, once per process): what is faked around
-the unchanged code under test (see `real_gptme`'s docstring), the observation wrappers around
-gptme's own functions, and the state they reach: the loaded modules (`G`) and the run in progress
-(`RUN`, made current by `real_gptme.reset`).
+"""The real gptme's boundaries, patched (`load`, once per process): what is faked around the
+unchanged code under test (see `real_gptme`'s docstring), the observation wrappers around gptme's
+own functions, and the state they reach: the loaded modules (`G`) and the run in progress (`RUN`,
+made current by `real_gptme.reset`).
+
+A release is driven by what its package has, not by its version number (`G.shape`, `missing`):
+gptme 0.35.1 registers a job the driver runs (`register_background_job`,
+`complete_background_job`: the "registry" shape); 0.33.0 and 0.34.0 start a job's process
+themselves (`start_background_job`, `subprocess.Popen`, a reader thread: the "popen" shape, where
+the process, its signals and its reader are the boundary). The server lane needs the watch tool
+and the server's watch wakes, which 0.35.1 has and the earlier releases do not.
 
 gptme is not type-checked here (its package is the pinned venv's, not the dev tools'): what it
 hands back is `Any`.
@@ -96,18 +103,26 @@ def load() -> Any:
     import gptme.tools.subagent as subagent
     import gptme.tools.subagent.hooks as subagent_hooks
     import gptme.tools.subagent.types as subagent_types  # noqa: F401
-    import gptme.tools.watch as watch
     import gptme.util.cost_tracker as cost_tracker  # noqa: F401
+    try:
+        # The watch tool (the server lane's producers) is in 0.35.1, not in 0.33.0 or 0.34.0.
+        import gptme.tools.watch as watch
+    except ImportError:
+        watch = None
 
     g: Any = _Namespace()
     for name, value in list(locals().items()):
         if not name.startswith("_") and name not in ("g",):
             setattr(g, name, value)
     g.SessionManager = session_models.SessionManager
+    g.shape = "registry" if hasattr(shell_background, "register_background_job") else "popen"
     sched_patch.patch_package("gptme")
+    if g.shape == "popen":
+        _popen_boundary(shell_background)
     # An outside input that ends the background wait (the control-file notice) is reported
-    # with the file's fingerprint, as the model reports it: NO-SPIN judges repeats.
-    real_wait_input = shell_background._background_wait_input
+    # with the file's fingerprint, as the model reports it: NO-SPIN judges repeats. (A release
+    # without the wait hook has neither: 0.33.0.)
+    real_wait_input: Any = getattr(shell_background, "_background_wait_input", None)
 
     def wait_input(manager: Any) -> Any:
         r = real_wait_input(manager)
@@ -125,36 +140,42 @@ def load() -> Any:
             run.obs("host", {"InputInterrupt": {"input": fp}})
         return r
 
-    shell_background._background_wait_input = wait_input
+    if real_wait_input is not None:
+        shell_background._background_wait_input = wait_input
     # The wait hook takes its condition with `_job_conditions.setdefault` right before
     # `condition.wait`: the moment the model reports `Waiting`.
-    shell_background._job_conditions = _Conditions(shell_background._job_conditions)
-    real_notify = shell_background._notify_completion
+    if hasattr(shell_background, "_job_conditions"):
+        shell_background._job_conditions = _Conditions(shell_background._job_conditions)
+    real_notify = getattr(shell_background, "_notify_completion", None)
     real_reset_jobs = shell_background.reset_background_jobs
+    g.reset_background_jobs_real = real_reset_jobs
 
-    def reset_background_jobs(conversation_id: str | None = None, *,
-                              all_conversations: bool = True) -> Any:
+    def reset_background_jobs(*args: Any, **kwargs: Any) -> Any:
         # A job whose process exited while its reader still drains is popped without a kill
         # (`is_running()` is false) and its late callback dropped: its result will never come,
         # which the model reports as the job `Killed` at the pop (`WorkOp::Killed`).
         if RUN is None or not RUN.draining:
-            return real_reset_jobs(conversation_id, all_conversations=all_conversations)
+            return real_reset_jobs(*args, **kwargs)
+        conversation_id = args[0] if args else kwargs.get("conversation_id")
+        all_conversations = kwargs.get("all_conversations", True)
         sb = shell_background
         with sb._job_lock:
             popped = [p for p in RUN.draining.values()
-                      if (all_conversations or p.job.conversation_id == conversation_id)
-                      and sb._background_jobs.get(p.job.conversation_id, {}).get(p.job.id) is p.job]
-            real_reset_jobs(conversation_id, all_conversations=all_conversations)
+                      if (all_conversations or p.conv == conversation_id)
+                      and registered(p.job)]
+            real_reset_jobs(*args, **kwargs)
             for p in popped:
                 RUN.job_killed(p)
 
     shell_background.reset_background_jobs = reset_background_jobs
     shell.reset_background_jobs = reset_background_jobs
-    shell_background._notify_completion = lambda job: current().notify_completion(job, real_notify)
+    if real_notify is not None:
+        shell_background._notify_completion = \
+            lambda job: current().notify_completion(job, real_notify)
     g.shell_background_originals = {
         n: getattr(shell_background, n) for n in (
             "_control_wait_keys", "_background_wait_input", "background_job_completion_hook",
-            "_pending_wait_jobs")}
+            "_pending_wait_jobs") if hasattr(shell_background, n)}
     # The user configuration, loaded once (from the empty sandbox): a Config made in a fresh
     # context (every step thread has one) would read the files again at each step.
     import gptme.config.core as config_core
@@ -176,7 +197,7 @@ def load() -> Any:
     logmanager.LogManager = FakeLogManager
     config.ChatConfig.load_or_create = classmethod(lambda cls, logdir, default=None: current().config(logdir))
     tools_base.ToolUse.execute = _execute_tool
-    real_start = session_step._start_step_thread
+    real_start: Any = getattr(session_step, "_start_step_thread", None)
 
     def start_step_thread(*args: Any, **kwargs: Any) -> Any:
         # A fault at the thread boundary: starting a wake's step thread fails (`can't start
@@ -193,7 +214,8 @@ def load() -> Any:
             raise RuntimeError("can't start new thread (a wakesim fault)")
         return real_start(*args, **kwargs)
 
-    session_step._start_step_thread = start_step_thread
+    if real_start is not None:
+        session_step._start_step_thread = start_step_thread
     session_step.get_logs_dir = lambda: current().logs_dir
     import gptme.dirs as dirs
     dirs.get_logs_dir = lambda: current().logs_dir
@@ -204,8 +226,9 @@ def load() -> Any:
     g.chat = chat
     g.message = message
     g.complete = complete
-    g.tools = {"watch": watch.tool, "shell": shell.tool, "subagent": subagent.tool,
-               "complete": complete.tool}
+    g.tools = {"shell": shell.tool, "subagent": subagent.tool, "complete": complete.tool}
+    if watch is not None:
+        g.tools["watch"] = watch.tool
     # The CLI loop's boundaries: a step is the model call and the tool it asks for; no
     # compaction, no naming thread (a model call), no cost printing; the chat config in memory.
     chat.step = _cli_step
@@ -236,6 +259,10 @@ def load() -> Any:
     _remembered_signatures()
 
     # ---- observation wrappers (they call the real functions, and only report)
+    if watch is None or not hasattr(g.SessionManager, "request_watch_wake"):
+        # No watch wakes to observe: the server lane refuses this release (`missing`).
+        G = g
+        return g
     SM = g.SessionManager
     real_wake = SM.request_watch_wake.__func__
     real_retry = SM.retry_deferred_watch_wakes.__func__
@@ -304,6 +331,147 @@ def load() -> Any:
     watch._deliver = deliver
     G = g
     return g
+
+
+# ---- what a release has
+
+
+def registered(job: Any) -> bool:
+    """gptme's job registry still holds `job` (by conversation from 0.34.0; by id in 0.33.0)."""
+    jobs = G.shell_background._background_jobs
+    cid = getattr(job, "conversation_id", _NO_CONVERSATIONS)
+    if cid is _NO_CONVERSATIONS:
+        return jobs.get(job.id) is job
+    return jobs.get(cid, {}).get(job.id) is job
+
+
+_NO_CONVERSATIONS = object()
+
+
+def missing(family: str, variant: str, faults: list[str]) -> list[str]:
+    """What the loaded release lacks to be driven as `family` with `variant` and `faults`
+    (empty: it can be). Read from the package, never from its version number."""
+    g = load()
+    sb = g.shell_background
+    need: list[tuple[str, bool]] = [
+        ("gptme.chat._run_chat_loop", hasattr(g.chat, "_run_chat_loop")),
+        ("gptme.hooks.registry.HookRegistry.unregister",
+         hasattr(getattr(g.hooks_registry, "HookRegistry", None), "unregister")),
+    ]
+    if g.shape == "registry":
+        need.append(("shell_background.complete_background_job",
+                     hasattr(sb, "complete_background_job")))
+    else:
+        need += [("shell_background.start_background_job", hasattr(sb, "start_background_job")),
+                 ("shell_background.BackgroundJob.start_reader",
+                  hasattr(getattr(sb, "BackgroundJob", None), "start_reader"))]
+    if family == "gptme-server":
+        need += [("gptme.tools.watch", g.watch is not None),
+                 ("SessionManager.request_watch_wake",
+                  hasattr(g.SessionManager, "request_watch_wake")),
+                 ("shell_background.register_background_job",
+                  hasattr(sb, "register_background_job"))]
+    hooks = getattr(g.shell.tool, "hooks", None) or {}
+    wait = ("shell_background._background_wait_input", hasattr(sb, "_background_wait_input"))
+    if variant == "b0":
+        need += [("the shell tool's background_wait hook", "background_wait" in hooks),
+                 ("the shell tool's background_completion hook", "background_completion" in hooks)]
+    elif variant == "b1-pre":
+        need.append(("shell_background._control_wait_keys", hasattr(sb, "_control_wait_keys")))
+    elif variant in ("b1-no-recheck", "b1-no-recheck-capped"):
+        need += [wait, ("shell_background._pending_wait_jobs", hasattr(sb, "_pending_wait_jobs"))]
+    for f in faults:
+        if f in ("control_writes", "stale_control"):
+            need.append(wait)
+        elif f == "teardown_reset":
+            import inspect
+            params = inspect.signature(g.reset_background_jobs_real).parameters
+            need.append(("reset_background_jobs(conversation_id, all_conversations=)",
+                         "all_conversations" in params))
+        elif f in ("prompt_writes", "steer_writes"):
+            need.append(("gptme.prompt_queue.queue_prompt", hasattr(g.prompt_queue, "queue_prompt")))
+    out: list[str] = []
+    for name, ok in need:
+        if not ok and name not in out:
+            out.append(name)
+    return out
+
+
+def complete_job(job: Any, stdout: str, stderr: str) -> None:
+    """A job's reader has read its process's last output: what the release does then. 0.35.1's
+    `complete_background_job`; in the popen shape the reader's own end: the output into the
+    job's buffers, then `_notify_completion` where the release has it (0.34.0). Where it has no
+    completion to publish (0.33.0, whose results are only pulled with `output N`), the
+    completion message is made here, when its output is in the buffer."""
+    sb = G.shell_background
+    if G.shape == "registry":
+        sb.complete_background_job(job, stdout, stderr)
+        return
+    for data, fd in ((stdout, 1), (stderr, 2)):
+        if not data:
+            continue
+        if hasattr(job, "_append_output"):
+            job._append_output(fd, 1, data.encode())
+        else:
+            with job._buffer_lock:
+                job._append_to_buffer(job.stdout_buffer if fd == 1 else job.stderr_buffer, data)
+    if hasattr(sb, "_notify_completion"):
+        sb._notify_completion(job)
+    else:
+        current().notify_completion(job, lambda job: None)
+
+
+def append_output_locked(job: Any, data: str) -> None:
+    """Add `data` to a job's stdout under `_job_lock` (the completion's marker), as the
+    release's own buffer append does: the dropped characters counted where it counts them."""
+    if hasattr(job, "_append_to_buffer_locked"):
+        job._stdout_buffer_start += job._append_to_buffer_locked(job.stdout_buffer, data)
+    else:
+        removed = job._append_to_buffer(job.stdout_buffer, data)
+        if hasattr(job, "_stdout_buffer_start") and isinstance(removed, int):
+            job._stdout_buffer_start += removed
+
+
+class _Delegate:
+    """A module's stand-in: the names given, else the module's own."""
+
+    def __init__(self, module: Any, **names: Any) -> None:
+        self.__dict__.update(names)
+        self._module = module
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._module, name)
+
+
+_FAKE_PID_BASE = 1 << 30   # far above any pid the system hands out; never signalled for real
+_FAKE_PROCESSES: dict[int, FakeProcess] = {}
+
+
+def _popen_boundary(sb: Any) -> None:
+    """The popen shape's boundary: `subprocess.Popen` in shell_background hands out the run's
+    next fake process (`Run.start_job` makes it), `os.killpg` of its process group kills that
+    fake process (and never a real one), and a job's reader thread is the driver's
+    (`Run._job_reader`: the pipes it reads are outside the process under test)."""
+    import subprocess
+
+    def popen(*args: Any, **kwargs: Any) -> FakeProcess:
+        proc = current().next_process
+        if proc is None:
+            raise RuntimeError("gptme started a process the driver did not plan")
+        current().next_process = None
+        proc.pid = _FAKE_PID_BASE + len(_FAKE_PROCESSES)
+        _FAKE_PROCESSES[proc.pid] = proc
+        return proc
+
+    def killpg(pgid: int, sig: int) -> None:
+        proc = _FAKE_PROCESSES.get(pgid)
+        if proc is None:
+            raise ProcessLookupError(pgid)
+        proc.kill()
+
+    sb.subprocess = _Delegate(subprocess, Popen=popen)
+    sb.os = _Delegate(os, killpg=killpg)
+    sb.BackgroundJob.start_reader = lambda self: None
 
 
 # ---- boundaries
@@ -482,7 +650,8 @@ def prepare_execution_environment(workspace: Any, tools: Any = None,
     registry = _REGISTRIES[(current().tools, current().hooks_left_out, current().hooks_added)]
     G.hooks_registry.set_registry(registry)
     G.tools_pkg._loaded_tools_var.set([G.tools[n] for n in current().tools])
-    G.tools_pkg._tools_initialized_var.set(True)
+    if hasattr(G.tools_pkg, "_tools_initialized_var"):   # 0.33.0 tells by the list alone
+        G.tools_pkg._tools_initialized_var.set(True)
     return None, []
 
 
@@ -567,6 +736,9 @@ class FakeProcess:
     def __init__(self) -> None:
         self.returncode: int | None = None
         self.pid = 0
+        self.stdout = None   # no pipes: the driver's reader stands for the one reading them
+        self.stderr = None
+        self.conv = "A"      # the conversation whose job it is (`Run.start_job`)
         self.job: Any = None   # gptme's BackgroundJob (`Run.start_job`)
         self.work = 0          # the model's number of the job
 

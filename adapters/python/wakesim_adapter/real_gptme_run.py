@@ -95,6 +95,9 @@ class Run:
         self.control_fingerprint: Callable[[bytes], int] | None = None
         self.cli_bg_tool = False
         self.emit_waiting = False
+        # The popen shape (0.33.0, 0.34.0): the fake process gptme's `subprocess.Popen` hands
+        # out next (`real_gptme_patch._popen_boundary`).
+        self.next_process: P.FakeProcess | None = None
 
     # ---- time and choices
 
@@ -236,20 +239,28 @@ class Run:
     # ---- background jobs (CLI)
 
     def start_job(self, command: str, conversation: str | None = None) -> Any:
-        """Register a job with gptme's registry (under the calling context's conversation) and
-        start its reader: it finishes after `job_ms`, unless killed or the process exited."""
+        """Start a job with gptme's own registry (under the calling context's conversation) and
+        its reader: it finishes after `job_ms`, unless killed or the process exited. 0.35.1
+        registers the driver's process (`register_background_job`); an earlier release starts
+        it itself (`start_background_job`, whose `subprocess.Popen` hands out this process)."""
         sb = P.G.shell_background
         proc = P.FakeProcess()
-        job = sb.register_background_job(command, proc, kill_callback=proc.kill)
+        if P.G.shape == "registry":
+            job = sb.register_background_job(command, proc, kill_callback=proc.kill)
+        else:
+            self.next_process = proc
+            job = sb.start_background_job(command)
+        from gptme.hooks import current_conversation_id
+        proc.conv = getattr(job, "conversation_id", None) or current_conversation_id.get() or "A"
         self.jobs.append((job, proc))
         proc.job = job
         proc.work = self.work   # numbered from 0, as the model's
         self.work += 1
-        self.obs("host", {"Work": {"work": proc.work, "shown": job.id, "conv": job.conversation_id,
+        self.obs("host", {"Work": {"work": proc.work, "shown": job.id, "conv": proc.conv,
                                    "op": "Started"}})
         ms = self.job_ms.pop(0) if isinstance(self.job_ms, list) else \
             self.draw_ms(self.job_ms, "job")
-        spawn(self._job_reader, job, proc, ms, name=f"reader-{job.conversation_id}-{job.id}")
+        spawn(self._job_reader, job, proc, ms, name=f"reader-{proc.conv}-{job.id}")
         return job
 
     def _job_reader(self, job: Any, proc: P.FakeProcess, ms: int) -> None:
@@ -260,7 +271,7 @@ class Run:
             # Killed: the reader drains what is left and reports the completion, as gptme's
             # does; `_notify_completion` drops it when the registry no longer holds the job.
             self.late_callbacks.append(job.id)
-            P.G.shell_background.complete_background_job(job, "", "killed")
+            P.complete_job(job, "", "killed")
             return
         proc.returncode = 0
         if self.drain_ms is not None:
@@ -276,13 +287,12 @@ class Run:
             if self.exited:
                 return
             self.finishing[id(job)] = proc
-            P.G.shell_background.complete_background_job(job, "tests passed\n", "")
+            P.complete_job(job, "tests passed\n", "")
             return
-        m = self.produce(f"job:{job.conversation_id}", job.conversation_id, kind="job",
-                         origin=f"job #{job.id}")
-        self.obs("host", {"Work": {"work": proc.work, "shown": job.id, "conv": job.conversation_id,
+        m = self.produce(f"job:{proc.conv}", proc.conv, kind="job", origin=f"job #{job.id}")
+        self.obs("host", {"Work": {"work": proc.work, "shown": job.id, "conv": proc.conv,
                                    "op": {"Finished": m}}})
-        P.G.shell_background.complete_background_job(job, f"tests passed [wakesim m{m}]\n", "")
+        P.complete_job(job, f"tests passed [wakesim m{m}]\n", "")
 
     def notify_completion(self, job: Any, real_notify: Callable[[Any], Any]) -> Any:
         """`_notify_completion(job)` of a job whose reader finished (`_job_reader`): under
@@ -293,15 +303,14 @@ class Run:
             return real_notify(job)
         sb = P.G.shell_background
         with sb._job_lock:
-            if sb._background_jobs.get(job.conversation_id, {}).get(job.id) is job:
-                m = self.produce(f"job:{job.conversation_id}", job.conversation_id, kind="job",
+            if P.registered(job):
+                m = self.produce(f"job:{proc.conv}", proc.conv, kind="job",
                                  origin=f"job #{job.id}")
                 self.obs("host", {"Work": {"work": proc.work, "shown": job.id,
-                                           "conv": job.conversation_id, "op": {"Finished": m}}})
+                                           "conv": proc.conv, "op": {"Finished": m}}})
                 # Its output is read only by a claim, which takes `_job_lock` too: no
                 # `_buffer_lock` (a scheduling point of its own) needed.
-                job._stdout_buffer_start += job._append_to_buffer_locked(
-                    job.stdout_buffer, f"[wakesim m{m}]\n")
+                P.append_output_locked(job, f"[wakesim m{m}]\n")
             else:
                 self.late_callbacks.append(job.id)
             return real_notify(job)
@@ -331,7 +340,7 @@ class Run:
 
     def job_killed(self, proc: P.FakeProcess) -> None:
         self.obs("host", {"Work": {"work": proc.work, "shown": proc.job.id,
-                                   "conv": proc.job.conversation_id, "op": "Killed"}})
+                                   "conv": proc.conv, "op": "Killed"}})
 
     # ---- wake observation
 

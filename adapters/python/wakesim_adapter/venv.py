@@ -2,10 +2,10 @@
 
 `ensure()` returns the environment's python. The environment lives in the cache directory
 (`$WAKESIM_CACHE_DIR`, else `$XDG_CACHE_HOME/wakesim`, else `~/.cache/wakesim`) under
-`venv/gptme-0.35.1-<hash>`, the hash of the committed lock file, so every checkout and wakesim
-binary with the same pins shares it. The first caller that finds no complete environment creates
+`venv/gptme-<version>-<hash>`, the hash of the committed lock file, so every checkout and
+wakesim binary with the same pins shares it (0.35.1 unless `select` names another pinned version). The first caller that finds no complete environment creates
 it (`python3 -m venv`, then `pip install --require-hashes --no-deps` of the lock file
-`adapters/python/real/gptme-0.35.1.txt`), holding the lock directory `<venv>.lock`, so that
+`adapters/python/real/gptme-<version>.txt`), holding the lock directory `<venv>.lock`, so that
 processes starting side by side (a runner thread each, tests in parallel) install once; the others
 wait for the lock, then use what it installed. The holder refreshes the lock every two seconds: a
 lock is taken over when its holder is gone, when its pid names another process now (another start
@@ -32,9 +32,13 @@ import sys
 import threading
 import time
 
-PACKAGE = "gptme[server]==0.35.1"
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # adapters/python
-LOCK_FILE = os.path.join(HERE, "real", "gptme-0.35.1.txt")
+# The version the tools and tests use; a driver started for another pinned version (its `hello`
+# names it) selects that one first (`select`).
+DEFAULT_VERSION = "0.35.1"
+VERSION = DEFAULT_VERSION
+PACKAGE = f"gptme[server]=={VERSION}"
+LOCK_FILE = os.path.join(HERE, "real", f"gptme-{VERSION}.txt")
 MARKER = ".wakesim-installed"
 WAIT_S = 900
 STALE_S = 10
@@ -58,7 +62,7 @@ def _lock_hash():
         return hashlib.sha256(f.read()).hexdigest()[:16]
 
 
-VENV = os.path.join(cache_dir(), "venv", f"gptme-0.35.1-{_lock_hash()}")
+VENV = os.path.join(cache_dir(), "venv", f"gptme-{VERSION}-{_lock_hash()}")
 INSTALL_LOCK = VENV + ".lock"
 
 
@@ -66,8 +70,23 @@ class InstallError(Exception):
     """The pinned package could not be installed; the message names it and says why."""
 
 
-def python_path(venv=VENV):
-    return os.path.join(venv, "bin", "python")
+def select(version):
+    """Make `version` (X.Y.Z, pinned by `real/gptme-X.Y.Z.txt`) the one `ensure` installs and
+    `python_path` names: each pinned version has its own environment."""
+    global VERSION, PACKAGE, LOCK_FILE, VENV, INSTALL_LOCK
+    parts = str(version).split(".")
+    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+        raise InstallError(f"gptme {version!r} is not a version X.Y.Z")
+    lock_file = os.path.join(HERE, "real", f"gptme-{version}.txt")
+    if not os.path.isfile(lock_file):
+        raise InstallError(f"gptme {version} is not pinned: {os.path.relpath(lock_file)} is missing")
+    VERSION, PACKAGE, LOCK_FILE = version, f"gptme[server]=={version}", lock_file
+    VENV = os.path.join(cache_dir(), "venv", f"gptme-{version}-{_lock_hash()}")
+    INSTALL_LOCK = VENV + ".lock"
+
+
+def python_path(venv=None):
+    return os.path.join(venv or VENV, "bin", "python")
 
 
 def _lock_digest():
@@ -75,7 +94,8 @@ def _lock_digest():
         return hashlib.sha256(f.read()).hexdigest()
 
 
-def installed(venv=VENV):
+def installed(venv=None):
+    venv = venv or VENV
     try:
         with open(os.path.join(venv, MARKER)) as f:
             return f.read().strip() == _lock_digest() and os.path.exists(python_path(venv))
@@ -203,9 +223,10 @@ def _pip(venv, log):
                            f"{done.returncode}; lock file {os.path.relpath(LOCK_FILE)}):\n{tail}")
 
 
-def ensure(venv=VENV, log=sys.stderr, wait_s=WAIT_S, protocol=None):
+def ensure(venv=None, log=sys.stderr, wait_s=WAIT_S, protocol=None):
     """The venv's python, installing the pinned gptme first if needed. `protocol`: write
     `installing` lines on stdout meanwhile (default: when wakesim started this process)."""
+    venv = venv or VENV
     if installed(venv):
         return python_path(venv)
     if protocol is None:
@@ -242,8 +263,10 @@ def _install(venv, log, wait_s, lock):
 
 
 def main():
-    """`python3 -m wakesim_adapter.venv`: install if needed, print the venv's python."""
+    """`python3 -m wakesim_adapter.venv [VERSION]`: install if needed, print the venv's python."""
     try:
+        if len(sys.argv) > 1:
+            select(sys.argv[1])
         print(ensure(protocol=False))
     except InstallError as e:
         print(f"wakesim-python: {e}", file=sys.stderr)
