@@ -443,7 +443,11 @@ fn failing_seeds_are_counted_per_seed_in_the_progress_line_and_the_summary() {
 /// A run stopped part-way (here `--time-budget` over a range it cannot finish) judges what the
 /// seeds that ran showed, but not what they have not reached yet: a failure the scenario expects
 /// and has not seen is reported unjudged and met, not failed (it was failed, exit 1). How many
-/// seeds run in the second depends on the machine; the verdict does not.
+/// seeds run in the second depends on the machine; the verdict does not: the scenario has no
+/// tool turns, so nothing breaks `tool-pairing`, and every other invariant is allowed (beyond
+/// its budget of 100 seeds the fixed G4 meets rarer timings: seed 7208 breaks bounded-latency).
+const ALSO: &str = r#"["no-loss", "exactly-once", "fifo", "bounded-latency", "single-starter", "flag-coherence", "harness", "no-wasted-wake", "boundary-flush"]"#;
+
 #[test]
 fn a_partial_run_leaves_an_expected_failure_not_yet_seen_unjudged() {
     let dir = scratch("partial");
@@ -452,7 +456,7 @@ fn a_partial_run_leaves_an_expected_failure_not_yet_seen_unjudged() {
     std::fs::write(
         dir.join("never.toml"),
         format!(
-            "{}[expect]\nverdict = \"fail\"\ninvariant = \"no-loss\"\n",
+            "{}[expect]\nverdict = \"fail\"\ninvariant = \"tool-pairing\"\nalso = {ALSO}\n",
             &passes[..expect]
         ),
     )

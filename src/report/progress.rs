@@ -86,9 +86,15 @@ fn class(kind: &str) -> &str {
     }
 }
 
-/// A kind's host without its version (`real host pi` of `real host pi@0.99.1`).
+/// A kind without its directory (`real host pi@0.99.1` of `real host pi@0.99.1 in
+/// scenarios/real-pi-ext`).
+fn base(kind: &str) -> &str {
+    kind.split(" in ").next().unwrap_or(kind)
+}
+
+/// A kind's host without its version or directory (`real host pi` of `real host pi@0.99.1`).
 fn family(kind: &str) -> &str {
-    kind.split('@').next().unwrap_or(kind)
+    base(kind).split('@').next().unwrap_or(kind)
 }
 
 /// What a scenario's start weighs, in seeds of its class: a real host's driver or an adapter
@@ -113,12 +119,23 @@ fn prior(class: &str) -> f64 {
     }
 }
 
-/// A scenario's kind for the ETA: what its cost per seed is like.
+/// A scenario's kind for the ETA: what its cost per seed is like, and the directory it is in
+/// (the scenarios of a directory are alike: a real host's extension scenarios cost ten times
+/// its model-twin scenarios a seed).
 pub fn kind(scn: &Scenario) -> String {
-    match (&scn.adapter, &scn.remote) {
+    let what = match (&scn.adapter, &scn.remote) {
         (Some(a), _) => format!("adapter {}", a.command.first().map_or("", |p| p.as_str())),
         (None, Some(_)) => format!("real host {}", scn.host.version_label()),
         (None, None) => "built-in".to_string(),
+    };
+    in_dir(&what, &scn.path.display().to_string())
+}
+
+/// `what` of the scenario file at `path`, with its directory.
+fn in_dir(what: &str, path: &str) -> String {
+    match path.rsplit_once('/') {
+        Some((dir, _)) => format!("{what} in {dir}"),
+        None => format!("{what} in ."),
     }
 }
 
@@ -188,12 +205,14 @@ impl Costs {
         (secs, seeds)
     }
 
-    /// Seconds per weighted seed of a kind: measured on the kind itself, else on the same host
-    /// at other versions, else on its class, else the class's prior scaled by how the measured
-    /// classes compare with theirs. `None` before anything is measured.
+    /// Seconds per weighted seed of a kind: measured on the kind itself (in its directory),
+    /// else in other directories, else on the same host at other versions, else on its class,
+    /// else the class's prior scaled by how the measured classes compare with theirs. `None`
+    /// before anything is measured.
     fn per_seed(&self, kind: &str, now: Instant) -> Option<f64> {
         let rate = |(secs, seeds): (f64, f64)| (seeds > 0.0).then(|| secs / seeds);
         rate(self.measured_where(|k| k == kind, now))
+            .or_else(|| rate(self.measured_where(|k| base(k) == base(kind), now)))
             .or_else(|| rate(self.measured_where(|k| family(k) == family(kind), now)))
             .or_else(|| rate(self.measured_where(|k| class(k) == class(kind), now)))
             .or_else(|| {
@@ -588,7 +607,12 @@ pub fn replay(log: &str) -> Result<String, String> {
         match f[0] {
             "scenario" => {
                 planned.push(num(2)?);
-                kinds.push(f.get(3).ok_or_else(bad)?.to_string());
+                // A log of a build whose kinds did not name the directory: add it.
+                let (what, path) = (f.get(3).ok_or_else(bad)?, f.get(4).ok_or_else(bad)?);
+                kinds.push(match what.contains(" in ") {
+                    true => what.to_string(),
+                    false => in_dir(what, path),
+                });
             }
             "start" | "advance" | "skip" | "tick" | "end" => events.push((f[0], secs()?, f)),
             _ => return Err(bad()),
@@ -690,6 +714,26 @@ mod tests {
         c.start(2, at(t0, 1155));
         let eta = c.eta(at(t0, 1155)).expect("measured");
         assert!(close_to(eta, 0.1 * 1050.0), "{eta}");
+    }
+
+    /// A scenario costs what the scenarios of its kind in its own directory did, before those of
+    /// its kind elsewhere: a real host's extension scenarios are not its model twins.
+    #[test]
+    fn a_kind_in_a_directory_costs_what_it_did_there() {
+        let t0 = Instant::now();
+        let (twins, ext) = (
+            "real host pi@0.99.1 in real-pi",
+            "real host pi@0.99.1 in real-pi-ext",
+        );
+        let mut c = Costs::new(vec![twins.into(), ext.into(), ext.into()], vec![50, 50, 50]);
+        c.start(0, t0);
+        c.advance(50);
+        // The twin: 1050 weighted seeds in 105 s; the first extension scenario ten times that.
+        c.start(1, at(t0, 105));
+        c.advance(50);
+        c.start(2, at(t0, 1155));
+        let eta = c.eta(at(t0, 1155)).expect("measured");
+        assert!(close_to(eta, 1.0 * 1050.0), "{eta}");
     }
 
     /// The estimator replayed over a log's records gives the ETA it would have shown at each
