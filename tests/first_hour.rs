@@ -289,3 +289,197 @@ fn a_user_message_sent_through_an_adapter_shows_its_text() {
         assert!(t.contains(&shown), "{name}: no `{shown}` in\n{t}");
     }
 }
+
+/// Copy `from` into `to`, directories included, leaving out `node_modules`.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("a directory");
+    for e in std::fs::read_dir(from).expect("a directory").flatten() {
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        if e.file_name() == "node_modules" || e.file_name().to_string_lossy().starts_with('.') {
+            continue;
+        }
+        if src.is_dir() {
+            copy_tree(&src, &dst);
+        } else {
+            std::fs::copy(&src, &dst).expect("a copy");
+        }
+    }
+}
+
+/// The Node adapter's own first-use install of sucrase (a copy of the adapter without
+/// `node_modules`, as in a fresh clone) says what it installs and how long it took, in the
+/// `wakesim: ` lines every install prints, which `run` relays (it said `wakesim-node: ...`,
+/// which nothing relayed). Needs the npm registry, as the adapter itself does on first use.
+#[test]
+fn the_node_adapters_sucrase_install_says_wakesim_installing_and_installed() {
+    let dir = scratch("sucrase-install");
+    let adapter = dir.join("adapter");
+    copy_tree(&root().join("adapters/node"), &adapter);
+    let pinned = std::fs::read_to_string(adapter.join("package.json")).expect("package.json");
+    let version = pinned
+        .split("\"sucrase\": \"")
+        .nth(1)
+        .and_then(|v| v.split('"').next())
+        .expect("sucrase pinned in package.json");
+    std::fs::write(
+        dir.join("wake.ts"),
+        "export default function (pi: any) {\n  return (m: { content: string }) => pi.sendUserMessage(m.content);\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("fresh.toml"),
+        format!(
+            "name = \"fresh\"\nhost = \"pi\"\nwake = {{ command = [\"node\", \"{}\", \"wake.ts\"], start_timeout_ms = 300000 }}\nseeds = 2\n[expect]\nverdict = \"pass\"\n",
+            adapter.join("adapter.mjs").display()
+        ),
+    )
+    .unwrap();
+    let out = wakesim(&dir, &["run", "fresh.toml", "--no-save"]);
+    let t = text(&out);
+    assert_ne!(out.status.code(), Some(2), "{t}");
+    let installing = format!("wakesim: installing sucrase {version} (pinned, ");
+    assert!(t.contains(&installing), "no `{installing}` in\n{t}");
+    let installed = format!("wakesim: installed sucrase {version} in ");
+    assert!(
+        t.lines()
+            .any(|l| l.starts_with(&installed) && l.ends_with(" s")),
+        "no `{installed}N s` line in\n{t}"
+    );
+    assert!(!t.contains("wakesim-node: installing"), "{t}");
+}
+
+/// Failing seeds are counted per seed, expected apart from unexpected, the same in the summary
+/// and in the progress line (whose figures the ETA log records): over a directory holding G2 as
+/// it is (every failing seed expected), G2 with `harness` taken out of `also` (seeds that also
+/// break `harness` are unexpected, the others expected: one scenario, both kinds) and G2 expected
+/// to pass (every failing seed unexpected). The figures are checked against each seed's outcome
+/// classified here, from its invariants.
+#[test]
+fn failing_seeds_are_counted_per_seed_in_the_progress_line_and_the_summary() {
+    let dir = scratch("per-seed-counts");
+    let g2 =
+        std::fs::read_to_string(root().join("scenarios/pi/g2-two-wakes-during-preparation.toml"))
+            .expect("G2");
+    let also = r#"also = ["no-loss", "flag-coherence", "harness", "fifo", "bounded-latency", "no-wasted-wake"]"#;
+    assert!(g2.contains(also), "G2's `also` moved: {g2}");
+    let without_harness = g2.replace(
+        also,
+        r#"also = ["no-loss", "flag-coherence", "fifo", "bounded-latency", "no-wasted-wake"]"#,
+    );
+    let expect = g2.find("[expect]").expect("an [expect] table");
+    let passing = format!("{}[expect]\nverdict = \"pass\"\n", &g2[..expect]);
+    let files = [
+        ("a-expected.toml", g2.clone(), vec!["single-starter"], also),
+        (
+            "b-mixed.toml",
+            without_harness,
+            vec!["single-starter"],
+            "no-loss flag-coherence fifo bounded-latency no-wasted-wake",
+        ),
+        ("c-pass.toml", passing, vec![], ""),
+    ];
+    let registry = wakesim::family::Registry::builtin();
+    let mut runner = wakesim::engine::Runner::new(&registry);
+    let (mut expected, mut unexpected) = (0u64, 0u64);
+    for (name, text, wanted, allowed) in &files {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        let scn = wakesim::scenario::Scenario::load(&path, &registry).expect("the scenario");
+        for seed in 0..200 {
+            let r = runner.run_verdict(&scn, seed);
+            if r.outcome.is_pass() {
+                continue;
+            }
+            let names: Vec<&str> = r
+                .outcome
+                .violations()
+                .iter()
+                .map(|v| v.invariant.name())
+                .collect();
+            let ok = !names.is_empty()
+                && !wanted.is_empty()
+                && names
+                    .iter()
+                    .all(|n| wanted.contains(n) || allowed.contains(n));
+            match ok {
+                true => expected += 1,
+                false => unexpected += 1,
+            }
+        }
+    }
+    // Each kind is there, and the mixed scenario holds both.
+    assert!(expected > 0 && unexpected > 0, "{expected} {unexpected}");
+    let log = dir.join("eta.tsv");
+    let out = Command::new(env!("CARGO_BIN_EXE_wakesim"))
+        .args(["run", ".", "--seeds", "0..200", "--no-save"])
+        .env("WAKESIM_ETA_LOG", &log)
+        .current_dir(&dir)
+        .stdin(Stdio::null())
+        .output()
+        .expect("wakesim runs");
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "two expectations not met: {t}");
+    let figures = format!("failing seeds: {expected} expected, {unexpected} unexpected");
+    let summary = t
+        .lines()
+        .find(|l| l.starts_with("summary: "))
+        .expect("a summary");
+    assert!(summary.contains(&figures), "no `{figures}` in {summary}");
+    assert!(summary.contains("2 of 3 expectations NOT met"), "{summary}");
+    // The progress line's own figures at the end of the run.
+    let log = std::fs::read_to_string(&log).expect("the ETA log");
+    let end = log
+        .lines()
+        .find(|l| l.starts_with("end\t"))
+        .expect("an end record");
+    let f: Vec<&str> = end.split('\t').collect();
+    assert_eq!(
+        f[2..],
+        ["600", "600", &expected.to_string(), &unexpected.to_string()],
+        "{end}"
+    );
+}
+
+/// A run stopped part-way (here `--time-budget` over a range it cannot finish) judges what the
+/// seeds that ran showed, but not what they have not reached yet: a failure the scenario expects
+/// and has not seen is reported unjudged and met, not failed (it was failed, exit 1). How many
+/// seeds run in the second depends on the machine; the verdict does not: the scenario has no
+/// tool turns, so nothing breaks `tool-pairing`, and every other invariant is allowed (beyond
+/// its budget of 100 seeds the fixed G4 meets rarer timings: seed 7208 breaks bounded-latency).
+const ALSO: &str = r#"["no-loss", "exactly-once", "fifo", "bounded-latency", "single-starter", "flag-coherence", "harness", "no-wasted-wake", "boundary-flush"]"#;
+
+#[test]
+fn a_partial_run_leaves_an_expected_failure_not_yet_seen_unjudged() {
+    let dir = scratch("partial");
+    let passes = std::fs::read_to_string(root().join("tests/data/reliab/passes.toml")).unwrap();
+    let expect = passes.find("[expect]").expect("an [expect] table");
+    std::fs::write(
+        dir.join("never.toml"),
+        format!(
+            "{}[expect]\nverdict = \"fail\"\ninvariant = \"tool-pairing\"\nalso = {ALSO}\n",
+            &passes[..expect]
+        ),
+    )
+    .unwrap();
+    let out = wakesim(
+        &dir,
+        &[
+            "run",
+            "never.toml",
+            "--seeds",
+            "0..10000000000000",
+            "--time-budget",
+            "1s",
+            "--threads",
+            "1",
+            "--no-save",
+        ],
+    );
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    assert!(
+        t.contains("unjudged: ") && t.contains(" of 10000000000000 seeds ran"),
+        "{t}"
+    );
+    assert!(t.contains("partial: --time-budget"), "{t}");
+}

@@ -293,7 +293,7 @@ fn a_fail_fast_sweep_reports_the_first_unexpected_seed_whatever_the_threads() {
     };
     let sweep = Sweep {
         stop: &|| false,
-        progress: &|_, _| {},
+        progress: &|_| {},
         fail_fast: true,
     };
     let one = run_scenario_swept(&registry, &scn, 3..3000, 1, &sweep);

@@ -45,7 +45,7 @@ fn run_seeds(
         let r = runner.run_seed(scn, seed, false);
         rep.add(&r, &scn.expect);
         // A scripted scenario's exact request count, as `run` and tests/scenarios.rs judge it.
-        rep.check_requests(&r, scn.requests);
+        rep.check_requests(&r, scn.requests, &scn.expect);
         if rep.unexpected.is_some() {
             return;
         }

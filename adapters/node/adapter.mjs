@@ -136,6 +136,17 @@ function lockHolderGone() {
   }
 }
 
+/** The version package.json pins for `name`, as the install line names it.
+ * @param {string} name @returns {string} */
+function pinnedVersion(name) {
+  try {
+    const pkg = JSON.parse(fs.readFileSync(path.join(here, "package.json"), "utf8"));
+    return String(pkg.dependencies[name]);
+  } catch {
+    return "(pinned in package.json)";
+  }
+}
+
 function installPinned() {
   const deadline = Date.now() + INSTALL_WAIT_MS;
   for (;;) {
@@ -158,7 +169,13 @@ function installPinned() {
   try {
     fs.writeFileSync(path.join(INSTALL_LOCK, "pid"), String(process.pid));
     if (loadable()) return; // the previous holder installed it
-    process.stderr.write(`wakesim-node: installing the pinned sucrase (npm ci in ${here})\n`);
+    // Said as every first-use install says it (`wakesim: installing X V ...`, then `wakesim:
+    // installed X V in N s`), so that `wakesim run` relays both above its progress line.
+    const what = `sucrase ${pinnedVersion("sucrase")}`;
+    const started = Date.now();
+    process.stderr.write(
+      `wakesim: installing ${what} (pinned, ${path.join(here, "package-lock.json")}) into ${path.join(here, "node_modules")} ...\n`
+    );
     const npm = spawnSync(
       "npm",
       ["ci", "--prefix", here, "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error"],
@@ -169,6 +186,7 @@ function installPinned() {
       const why = npm.error ? npm.error.message : `exit status ${npm.status}`;
       throw new Error(`npm ci failed (${why})`);
     }
+    process.stderr.write(`wakesim: installed ${what} in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
   } finally {
     fs.rmSync(INSTALL_LOCK, { recursive: true, force: true });
   }

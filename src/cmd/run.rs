@@ -87,9 +87,11 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
     let identity = super::shard::identity(&suite, multiplier, args.seeds.as_ref())?;
     // A shard's progress covers its scenarios' whole ranges, the seeds other shards own
     // included (`run_part_swept` counts them as they pass).
-    let progress = Progress::new(&suite.scenarios, |scn: &Scenario| {
-        (args.seeds.clone()).unwrap_or(0..scn.seeds.saturating_mul(multiplier))
-    });
+    let progress = Progress::new(
+        &suite.scenarios,
+        |scn: &Scenario| (args.seeds.clone()).unwrap_or(0..scn.seeds.saturating_mul(multiplier)),
+        eta_log()?,
+    );
     // What an adapter, driver or installer child says for the user (`wakesim: ` lines on its
     // stderr: "installing pi 0.99.1 ... done in 41 s") is printed above the progress line.
     let _relay = crate::adapter::relay::Printer::set(progress.printer());
@@ -132,6 +134,8 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
         events: 0,
         secs: 0.0,
         unmet: 0,
+        expected_failing: 0,
+        unexpected_seeds: 0,
         shard: shard.map(|s| (s.index, s.count)),
         stopped: None,
         not_run: 0,
@@ -172,7 +176,7 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
         progress.start(i, scn);
         let sweep = Sweep {
             stop: &|| control.stop(),
-            progress: &|n, failing| progress.advance(n, failing, &scn.expect),
+            progress: &|part| progress.advance(part),
             fail_fast: args.fail_fast,
         };
         let mut rep = run_part_swept(registry, scn, range.clone(), shard, threads, &sweep);
@@ -185,6 +189,7 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
         }
         let ran = rep.seeds.clone();
         progress.skip(i, range.end - ran.end);
+        progress.settle(&rep);
         // Told first, so that a sweep fail-fast cut short says why.
         if !rep.met {
             control.unmet();
@@ -208,6 +213,8 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
         let diverged = extras.determinism.as_ref();
         sum.seeds += rep.seed_count();
         sum.events += rep.events;
+        sum.expected_failing += rep.expected_failing;
+        sum.unexpected_seeds += rep.unexpected_seeds;
         if !rep.met || diverged.is_some_and(|d| !d.divergences.is_empty()) {
             sum.unmet += 1;
             control.unmet();
@@ -254,6 +261,23 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
     } else {
         1
     })
+}
+
+/// `WAKESIM_ETA_LOG=FILE`: the progress line's ETA and what it was estimated from, a line a
+/// second, written to FILE (created or truncated) for `scripts/eta-accuracy.py` to judge. Read
+/// here, by the command: nothing in a seed's run depends on it.
+fn eta_log() -> Result<Option<std::fs::File>> {
+    let Some(path) = std::env::var_os("WAKESIM_ETA_LOG").filter(|p| !p.is_empty()) else {
+        return Ok(None);
+    };
+    let path = PathBuf::from(path);
+    match std::fs::File::create(&path) {
+        Ok(f) => Ok(Some(f)),
+        Err(e) => Err(Error::Usage(format!(
+            "WAKESIM_ETA_LOG={}: cannot create the ETA log: {e}",
+            path.display()
+        ))),
+    }
 }
 
 /// A path that is not there is a usage error that says what to do; the default, `scenarios/`,

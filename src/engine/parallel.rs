@@ -18,8 +18,9 @@ pub struct Sweep<'a> {
     /// Asked before each seed: `true` stops the sweep there (Ctrl-C, a time budget, fail-fast
     /// elsewhere). Seeds already running finish; the report covers a prefix of the range.
     pub stop: &'a (dyn Fn() -> bool + Sync),
-    /// Told after each chunk: how many seeds it ran and how many of them failed.
-    pub progress: &'a (dyn Fn(u64, u64) + Sync),
+    /// Told after each chunk, with the chunk's report: the seeds it covered (`seeds`, other
+    /// shards' included), its failing seeds expected and unexpected.
+    pub progress: &'a (dyn Fn(&ScenarioReport) + Sync),
     /// Stop at the first seed whose outcome the expectation does not allow.
     pub fail_fast: bool,
 }
@@ -36,7 +37,7 @@ pub fn run_scenario_parallel(
 ) -> ScenarioReport {
     let sweep = Sweep {
         stop: &|| false,
-        progress: &|n, _| progress(n),
+        progress: &|part| progress(part.seeds.end - part.seeds.start),
         fail_fast: false,
     };
     run_scenario_swept(registry, scn, range, threads, &sweep)
@@ -159,7 +160,7 @@ fn run_chunks(
                         }
                         // The seeds the chunk covered, its other shards' included: the progress
                         // line's total is the range, so that it ends full.
-                        (sweep.progress)(part.seeds.end - part.seeds.start, part.failures);
+                        (sweep.progress)(&part);
                         done.push((i, part));
                     }
                     done
@@ -221,7 +222,7 @@ fn run_owned_while(
         }
         let r = runner.run_verdict(scn, seed);
         report.add_tallied(&r, &scn.expect, &mut tally);
-        report.check_requests(&r, scn.requests);
+        report.check_requests(&r, scn.requests, &scn.expect);
         if matches!(r.outcome, Outcome::AdapterFault(_)) {
             // As `run_range_while`: one broken adapter is one finding.
             report.seeds.end = seed + 1;

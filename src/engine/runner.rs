@@ -244,7 +244,7 @@ impl Runner<'_> {
             }
             let r = self.run_verdict(scn, seed);
             report.add_tallied(&r, &scn.expect, &mut tally);
-            report.check_requests(&r, scn.requests);
+            report.check_requests(&r, scn.requests, &scn.expect);
             if matches!(r.outcome, Outcome::AdapterFault(_)) {
                 // A broken adapter is one finding; restarting it for every remaining seed would
                 // only repeat it, slowly. The report covers the seeds that ran.

@@ -32,6 +32,15 @@ pub struct ScenarioReport {
     pub others: u64,
     pub events: u64,
     pub failures: u64,
+    /// Failing seeds whose outcome the expectation allows (the failure a failing scenario
+    /// expects, or one it also allows): what the progress line and the summary call expected.
+    #[serde(default)]
+    pub expected_failing: u64,
+    /// Seeds whose outcome the expectation does not allow (any failure of a scenario expected to
+    /// pass, an invariant a failing one does not allow, a wrong number of model requests), each
+    /// seed counted once however many ways it is wrong.
+    #[serde(default)]
+    pub unexpected_seeds: u64,
     /// Seeds that broke each invariant (or panicked, ran out of steps).
     pub counts: BTreeMap<String, u64>,
     /// Seeds that reached each race window.
@@ -93,6 +102,8 @@ impl ScenarioReport {
             others: 0,
             events: 0,
             failures: 0,
+            expected_failing: 0,
+            unexpected_seeds: 0,
             counts: BTreeMap::new(),
             windows: BTreeMap::new(),
             faults: BTreeMap::new(),
@@ -174,6 +185,10 @@ impl ScenarioReport {
             });
         }
         let (expected, allowed) = allowed(expect, outcome);
+        match allowed {
+            true => self.expected_failing += 1,
+            false => self.unexpected_seeds += 1,
+        }
         if expected && self.first_expected.is_none() {
             self.first_expected = Some(r.seed);
         }
@@ -187,10 +202,22 @@ impl ScenarioReport {
     }
 
     /// A scripted scenario fixes the number of model requests every seed makes
-    /// (`[expect] requests`): another count is an outcome the expectation does not allow.
-    pub fn check_requests(&mut self, r: &RunResult, requests: Option<u32>) {
+    /// (`[expect] requests`): another count is an outcome the expectation does not allow. Called
+    /// after [`ScenarioReport::add`] for the same seed, which has already counted an outcome
+    /// `expect` does not allow as unexpected: a seed is counted once.
+    pub fn check_requests(&mut self, r: &RunResult, requests: Option<u32>, expect: &Expect) {
         let Some(n) = requests else { return };
-        if r.requests != n && self.unexpected.is_none() {
+        if r.requests == n {
+            return;
+        }
+        if r.outcome.is_pass() || allowed(expect, &r.outcome).1 {
+            // Counted by `add` as passing or as an expected failure: it is unexpected after all.
+            self.unexpected_seeds += 1;
+            if !r.outcome.is_pass() {
+                self.expected_failing -= 1;
+            }
+        }
+        if self.unexpected.is_none() {
             self.unexpected = Some(SeedNote {
                 seed: r.seed,
                 outcome: "requests".to_string(),
@@ -212,6 +239,8 @@ impl ScenarioReport {
         self.others += later.others;
         self.events += later.events;
         self.failures += later.failures;
+        self.expected_failing += later.expected_failing;
+        self.unexpected_seeds += later.unexpected_seeds;
         for (k, v) in later.counts {
             *self.counts.entry(k).or_default() += v;
         }

@@ -41,6 +41,12 @@ pub struct ScenarioLine {
     pub seed_range: [u64; 2],
     pub events: u64,
     pub failures: u64,
+    /// Of `failures`, the seeds whose failure the expectation allows.
+    #[serde(default)]
+    pub expected_failing_seeds: u64,
+    /// Seeds whose outcome the expectation does not allow.
+    #[serde(default)]
+    pub unexpected_seeds: u64,
     pub failing_seeds_by_outcome: BTreeMap<String, u64>,
     pub windows: BTreeMap<String, u64>,
     /// Seeds that switched each fault on.
@@ -135,6 +141,11 @@ pub struct SummaryLine {
     pub scenarios: usize,
     pub unmet: usize,
     pub seeds: u64,
+    /// Failing seeds the expectations allow, and seeds whose outcome they do not.
+    #[serde(default)]
+    pub expected_failing_seeds: u64,
+    #[serde(default)]
+    pub unexpected_seeds: u64,
     pub events: u64,
     pub seconds: f64,
     pub seeds_per_s: f64,
@@ -248,6 +259,8 @@ pub fn scenario_line(scn: &Scenario, rep: &ScenarioReport, extras: &Extras) -> S
         seed_range: [rep.seeds.start, rep.seeds.end],
         events: rep.events,
         failures: rep.failures,
+        expected_failing_seeds: rep.expected_failing,
+        unexpected_seeds: rep.unexpected_seeds,
         failing_seeds_by_outcome: rep.counts.clone(),
         windows: rep.windows.clone(),
         faults: rep.faults.clone(),
@@ -302,6 +315,8 @@ impl ScenarioLine {
         })?;
         rep.events = self.events;
         rep.failures = self.failures;
+        rep.expected_failing = self.expected_failing_seeds;
+        rep.unexpected_seeds = self.unexpected_seeds;
         rep.counts = self.failing_seeds_by_outcome.clone();
         rep.windows = self.windows.clone();
         rep.faults = self.faults.clone();
@@ -334,6 +349,8 @@ pub fn summary_line(sum: &Summary) -> String {
         scenarios: sum.scenarios,
         unmet: sum.unmet,
         seeds: sum.seeds,
+        expected_failing_seeds: sum.expected_failing,
+        unexpected_seeds: sum.unexpected_seeds,
         events: sum.events,
         seconds: (sum.secs * 1000.0).round() / 1000.0,
         seeds_per_s: sum.rate(sum.seeds).round(),

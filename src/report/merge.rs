@@ -247,6 +247,8 @@ fn union(mut a: ScenarioReport, b: ScenarioReport) -> ScenarioReport {
     a.seeds = a.seeds.start.min(b.seeds.start)..a.seeds.end.max(b.seeds.end);
     a.events += b.events;
     a.failures += b.failures;
+    a.expected_failing += b.expected_failing;
+    a.unexpected_seeds += b.unexpected_seeds;
     for (into, from) in [
         (&mut a.counts, b.counts),
         (&mut a.windows, b.windows),
@@ -337,6 +339,7 @@ pub fn merge(registry: &Registry, files: &[PathBuf]) -> Result<Merged> {
     }
     let mut out = String::new();
     let (mut seeds, mut events, mut unmet) = (0, 0, 0);
+    let (mut expected_failing, mut unexpected_seeds) = (0, 0);
     // Every shard replays every regression; each is reported once, in the first shard's order.
     let mut reg_order: Vec<&str> = first.regressions.iter().map(|r| r.file.as_str()).collect();
     reg_order.extend(
@@ -376,6 +379,8 @@ pub fn merge(registry: &Registry, files: &[PathBuf]) -> Result<Merged> {
         }
         seeds += rep.seed_count();
         events += rep.events;
+        expected_failing += rep.expected_failing;
+        unexpected_seeds += rep.unexpected_seeds;
         unmet += usize::from(!rep.met);
         out += &scenario_line(&scn, &rep, &Extras::default());
         out.push('\n');
@@ -388,6 +393,8 @@ pub fn merge(registry: &Registry, files: &[PathBuf]) -> Result<Merged> {
         // In shard order, so the sum does not depend on the order of the files.
         secs: shards.iter().map(|s| s.secs).sum(),
         unmet,
+        expected_failing,
+        unexpected_seeds,
         shard: None,
         stopped: None,
         not_run: 0,

@@ -151,6 +151,11 @@ pub struct Summary {
     pub events: u64,
     pub secs: f64,
     pub unmet: usize,
+    /// Over the scenarios' seeds that ran: failing seeds whose failure the expectation allows,
+    /// and seeds whose outcome it does not allow (`ScenarioReport::expected_failing`,
+    /// `ScenarioReport::unexpected_seeds`), as the progress line counts them.
+    pub expected_failing: u64,
+    pub unexpected_seeds: u64,
     /// `run --shard K/N`: which shard this run is, for `merge` to check the set is whole.
     pub shard: Option<(u64, u64)>,
     /// Why the run stopped before its end (Ctrl-C, `--time-budget`, `--fail-fast`), if it did.

@@ -217,7 +217,7 @@ pub fn summary_line(sum: &Summary) -> String {
         let _ = write!(verdict, ", {} not run", sum.not_run);
     }
     let mut s = format!(
-        "summary: {} regressions, {} scenarios, {} seeds, {} events in {:.2} s: {:.0} seeds/s, {:.0} events/s · {verdict}",
+        "summary: {} regressions, {} scenarios, {} seeds, {} events in {:.2} s: {:.0} seeds/s, {:.0} events/s · failing seeds: {} expected, {} unexpected · {verdict}",
         sum.regressions,
         sum.scenarios,
         sum.seeds,
@@ -225,6 +225,8 @@ pub fn summary_line(sum: &Summary) -> String {
         sum.secs,
         sum.rate(sum.seeds),
         sum.rate(sum.events),
+        sum.expected_failing,
+        sum.unexpected_seeds,
     );
     if let Some(why) = &sum.stopped {
         let _ = write!(
