@@ -46,6 +46,7 @@ use crate::limits::Limits;
 use crate::outcome::{Drive, RunResult};
 use crate::remote::Vocab;
 use crate::sim::choice::{Choices, Ratio};
+use crate::sim::msg::{MsgInfo, SenderNames};
 use crate::sim::record::{Note, Window};
 use crate::sim::{Kernel, World};
 use common::faults::{FaultKind, FaultSpec};
@@ -131,6 +132,10 @@ pub trait Family: Sized + 'static {
     /// Register the family's built-in wake logics.
     fn builtin_wakes(registry: &mut Registry);
 
+    /// Its messages' senders as timelines and violations name them, in its hosts' words
+    /// (`subagent a`, `watch w1`); the conversation is added for every family alike.
+    fn sender_name(info: &MsgInfo) -> String;
+
     /// Its real hosts (none unless the family has a driver).
     const REAL_HOSTS: &'static [RealHost] = &[];
     /// What its drivers name on the wire.
@@ -199,6 +204,8 @@ pub trait AnyFamily: Sync {
     fn own_driver(&self) -> Option<OwnDriver>;
     /// The bounds derived from `config` (see [`Family::derived_bounds`]).
     fn derived_bounds(&self, config: &Config) -> Option<DerivedBounds>;
+    /// How it names its senders (see [`Family::sender_name`]).
+    fn sender_names(&self) -> SenderNames;
 }
 
 /// One fault of a family, for `wakesim list`.
@@ -575,6 +582,10 @@ impl<F: Family> AnyFamily for Of<F> {
     fn derived_bounds(&self, config: &Config) -> Option<DerivedBounds> {
         F::derived_bounds(typed::<F>(config))
     }
+
+    fn sender_names(&self) -> SenderNames {
+        SenderNames(F::sender_name)
+    }
 }
 
 /// A configuration of family `F`. Scenarios are read by their host's family, so any other is a
@@ -614,6 +625,7 @@ impl<F: Family> Runs for FamilyRuns<F> {
                     enabled: F::INVARIANTS,
                     check: job.check,
                     recording: job.recording,
+                    names: SenderNames(F::sender_name),
                 };
                 let wake = F::external(Rc::clone(&slot), constants_ms.clone());
                 let result = drive.run(&mut self.kernel, || F::world(variant, config, wake));
@@ -640,6 +652,7 @@ impl<F: Family> Runs for FamilyRuns<F> {
             enabled: F::INVARIANTS,
             check: job.check,
             recording: job.recording,
+            names: SenderNames(F::sender_name),
         };
         drive.run_in(&mut self.kernel, &mut self.world, |w| match w {
             Some(w) => F::renew(w, variant, config, wake),

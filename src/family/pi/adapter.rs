@@ -27,7 +27,7 @@ use crate::adapter::{
 fn respeculate() -> ! {
     std::panic::panic_any(Respeculate)
 }
-use crate::sim::msg::{MsgInfo, Payload};
+use crate::sim::msg::{MsgInfo, Payload, SenderNames};
 
 /// The events an adapter may ask for in `ready`.
 const EVENTS: [&str; 11] = [
@@ -465,6 +465,7 @@ impl PiWake for ExternalPi {
             conv: 0,
             stream: None,
             produced_at: pi.now(),
+            names: SenderNames(super::vocab::sender_name),
         };
         let source = info.source_name();
         let kind = msg.kind.name();

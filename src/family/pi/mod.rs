@@ -50,6 +50,7 @@ use crate::family::common::faults::FaultSpec;
 use crate::family::{Family, Host, RealHost, Registry, WireNames};
 use crate::input::Cx;
 use crate::sim::Kernel;
+use crate::sim::msg::MsgInfo;
 use crate::sim::record::Window;
 
 /// Which pi the model plays.
@@ -209,6 +210,10 @@ impl Family for PiFamily {
 
     fn external(slot: SlotRef, constants_ms: Vec<u64>) -> Box<dyn PiWake> {
         Box::new(adapter::ExternalPi::new(slot, constants_ms))
+    }
+
+    fn sender_name(info: &MsgInfo) -> String {
+        vocab::sender_name(info)
     }
 
     fn builtin_wakes(registry: &mut Registry) {
