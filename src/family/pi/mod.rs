@@ -221,6 +221,7 @@ impl Family for PiFamily {
     }
 
     const REAL_HOSTS: &'static [RealHost] = real::REAL_HOSTS;
+    const PEERS: Option<&'static str> = Some("hosts/pi/peers");
     const WIRE: WireNames = real::WIRE;
     const PLAN_LABELS: &'static [&'static str] = real::PLAN_LABELS;
 
