@@ -38,6 +38,7 @@ pub use real::{OwnDriver, RealHost, Twin, WireNames};
 pub use registry::{Entry, Registry};
 
 use crate::adapter::SlotRef;
+use crate::adapter::protocol::AdapterCall;
 use crate::check::{CheckParams, DerivedBounds, InvariantSet, Monitor, Recording};
 use crate::error::Result;
 use crate::input::Cx;
@@ -200,6 +201,10 @@ pub trait Family: Sized + 'static {
     type Timing: DeserializeOwned + Default;
     /// The wake-logic API (`dyn PiWake`, ...).
     type Wake: ?Sized + 'static;
+    /// The calls its adapters may make (`adapter::protocol::AdapterCall`, declared in its
+    /// `adapter.rs`; `NoCalls` for a family without an adapter side): the protocol's frame is
+    /// shared, every call is the family's own.
+    type Call: AdapterCall;
     type World: World<Sink = Monitor<Self::Note>>;
 
     /// The configuration a scenario's sections make, with every value checked.
@@ -319,6 +324,8 @@ pub trait AnyFamily: Sync {
     fn peers(&self) -> Option<&'static str>;
     /// Whether its wake logics may live in an adapter (see [`Family::ADAPTER`]).
     fn has_adapter(&self) -> bool;
+    /// The `type` of every call its adapters may make (see [`Family::Call`]).
+    fn adapter_calls(&self) -> &'static [&'static str];
     /// The bounds derived from `config` (see [`Family::derived_bounds`]).
     fn derived_bounds(&self, config: &Config) -> Option<DerivedBounds>;
     /// How it names its senders (see [`Family::sender_name`]).
@@ -705,6 +712,10 @@ impl<F: Family> AnyFamily for Of<F> {
         F::ADAPTER
     }
 
+    fn adapter_calls(&self) -> &'static [&'static str] {
+        <F::Call as AdapterCall>::TYPES
+    }
+
     fn derived_bounds(&self, config: &Config) -> Option<DerivedBounds> {
         F::derived_bounds(typed::<F>(config))
     }
@@ -806,6 +817,23 @@ mod tests {
                 "{}",
                 family.name()
             );
+        }
+    }
+
+    /// Each family's adapter calls are its own: a family with an adapter side has calls, and
+    /// no call `type` is the frame's or the simulator's.
+    #[test]
+    fn every_family_owns_its_adapter_calls() {
+        use crate::adapter::protocol::{FRAME_TYPES, SIMULATOR_TYPES};
+        for family in FAMILIES {
+            let calls = family.adapter_calls();
+            assert_eq!(family.has_adapter(), !calls.is_empty(), "{}", family.name());
+            for c in calls {
+                assert!(
+                    !FRAME_TYPES.contains(c) && !SIMULATOR_TYPES.contains(c),
+                    "{c}"
+                );
+            }
         }
     }
 

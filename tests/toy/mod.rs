@@ -11,6 +11,7 @@ use std::convert::Infallible;
 
 use serde::Deserialize;
 use wakesim::adapter::SlotRef;
+use wakesim::adapter::protocol::NoCalls;
 use wakesim::check::{Invariant, InvariantSet, Monitor};
 use wakesim::error::Result;
 use wakesim::family::common::faults::{FaultKind, FaultSpec};
@@ -266,6 +267,7 @@ impl Family for ToyFamily {
     type Producers = Producers;
     type Timing = Timing;
     type Wake = dyn ToyWake;
+    type Call = NoCalls;
     type World = ToyWorld;
 
     fn config(

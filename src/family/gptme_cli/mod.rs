@@ -156,6 +156,7 @@ impl Family for CliFamily {
     type Config = CliConfig;
     type Producers = sections::RawCliProducers;
     type Timing = sections::RawCliTiming;
+    type Call = adapter::CliCall;
     type Wake = dyn CliWake;
     type World = CliHost;
 

@@ -109,6 +109,7 @@ impl Family for ServerFamily {
     type Config = ServerConfig;
     type Producers = sections::RawServerProducers;
     type Timing = sections::RawServerTiming;
+    type Call = adapter::ServerCall;
     type Wake = dyn ServerWake;
     type World = ServerHost;
 

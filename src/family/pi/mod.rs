@@ -176,6 +176,7 @@ impl Family for PiFamily {
     type Config = PiConfig;
     type Producers = sections::RawProducers;
     type Timing = sections::RawTiming;
+    type Call = adapter::PiCall;
     type Wake = dyn PiWake;
     type World = PiHost;
 
