@@ -10,7 +10,7 @@ use crate::adapter::AdapterFault;
 use crate::check::{CheckParams, Invariant, InvariantSet, Monitor, Recording, Violation};
 use crate::limits::{BudgetExceeded, Limits};
 use crate::sim::choice::{Choice, Choices, Profile};
-use crate::sim::msg::MsgInfo;
+use crate::sim::msg::{MsgInfo, SenderNames};
 use crate::sim::record::{Note, Record, Window};
 use crate::sim::sink::Sink;
 use crate::sim::swarm::Mix;
@@ -201,6 +201,8 @@ pub struct Drive {
     pub enabled: InvariantSet,
     pub check: CheckParams,
     pub recording: Recording,
+    /// How the run's family names its senders (`Family::sender_name`).
+    pub names: SenderNames,
 }
 
 impl Drive {
@@ -250,6 +252,7 @@ impl Drive {
         }
         k.choices.set_logging(self.recording.hashes());
         k.sink.reset(self.enabled, self.check, self.recording);
+        k.sink.set_sender_names(self.names);
 
         IN_RUN.with(|r| *r.borrow_mut() = true);
         let result = catch_unwind(AssertUnwindSafe(|| {

@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -57,33 +58,64 @@ pub struct Refused<'a> {
 
 // ---- adapter → simulator
 
-/// Every message an adapter may write, of any family.
-#[derive(Deserialize, Debug)]
-#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
-pub enum FromAdapter {
+/// Every message an adapter may write: the protocol's frame (`hello`, `ready`, `done`,
+/// `error`), the same for every family, or a call of the family whose API the wake logic is
+/// written against (`C`, the family's `Family::Call`, declared in its `adapter.rs`). Read by
+/// [`parse`]: every message rejects fields the protocol does not have.
+#[derive(Debug)]
+pub enum FromAdapter<C> {
     Hello {
         protocol: Option<Value>,
         adapter: Option<String>,
-        /// pi: the adapter takes events marked `spec` (answered without blocking on a query, see
+        /// The adapter takes events marked `spec` (answered without blocking on a query, see
         /// `docs/protocol.md`), so the simulator may go on without waiting for their `done`.
-        #[serde(default)]
         speculate: Option<bool>,
     },
     Ready {
         events: Vec<String>,
-        /// gptme-cli: each hook the module registered, by event.
-        #[serde(default)]
+        /// Each hook the module registered, by event (a family whose API has hooks).
         hooks: Option<BTreeMap<String, HookSpec>>,
     },
     /// The handler ended.
     Done {
         /// The module's handler threw (any JSON; shown as text).
+        error: Option<Value>,
+        /// What the handler decided, for an event that asks (pi's `input`: `"continue"` or
+        /// `"handled"`).
+        action: Option<String>,
+        /// What a hook yields, and whether it stops propagation (a family whose API has hooks).
+        items: Option<Vec<ItemSpec>>,
+        stop: Option<bool>,
+    },
+    Error {
+        message: Option<String>,
+        /// `"load"`: the module under test did not load (a fault of kind `load`).
+        kind: Option<String>,
+    },
+    /// A call of the family's API.
+    Call(C),
+}
+
+/// The protocol's frame as read: [`FromAdapter`] without the family's calls.
+#[derive(Deserialize, Debug)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Frame {
+    Hello {
+        protocol: Option<Value>,
+        adapter: Option<String>,
+        #[serde(default)]
+        speculate: Option<bool>,
+    },
+    Ready {
+        events: Vec<String>,
+        #[serde(default)]
+        hooks: Option<BTreeMap<String, HookSpec>>,
+    },
+    Done {
         #[serde(default)]
         error: Option<Value>,
-        /// pi `input`: `"continue"` or `"handled"`.
         #[serde(default)]
         action: Option<String>,
-        /// gptme-cli: what the hook yields, and whether it stops propagation.
         #[serde(default)]
         items: Option<Vec<ItemSpec>>,
         #[serde(default)]
@@ -91,126 +123,76 @@ pub enum FromAdapter {
     },
     Error {
         message: Option<String>,
-        /// `"load"`: the module under test did not load (a fault of kind `load`).
         #[serde(default)]
         kind: Option<String>,
     },
-    // ---- pi calls
-    SendMessage {
-        #[serde(default)]
-        custom_type: Option<String>,
-        #[serde(default)]
-        carries: Option<Vec<u32>>,
-        #[serde(default)]
-        deliver_as: Option<String>,
-        #[serde(default)]
-        trigger_turn: Option<bool>,
-    },
-    SendUserMessage {
-        #[serde(default)]
-        carries: Option<Vec<u32>>,
-        #[serde(default)]
-        deliver_as: Option<String>,
-        /// The text the module sent, for the timeline (cut at `USER_MESSAGE_TEXT_BYTES_MAX`);
-        /// optional, so an adapter that does not send it still speaks the protocol.
-        #[serde(default)]
-        text: Option<String>,
-    },
-    IsIdle {
-        ctx: Option<u64>,
-        /// The adapter answered from the event's `idle` (`true`, `false` or `"stale_ctx"`).
-        #[serde(default)]
-        known: Option<Known>,
-    },
-    SetTimeout {
-        timer: u64,
-        ms: u64,
-    },
-    QueueMicrotask {
-        timer: u64,
-    },
-    ClearTimeout {
-        timer: u64,
-    },
-    // ---- gptme-server calls
-    RequestWatchWake {
-        conversation_id: Option<String>,
-        #[serde(default)]
-        carries: Option<Vec<u32>>,
-    },
-    TakeQueuedWatchEvents {
-        logdir: Option<String>,
-    },
-    RequeueWatchEvent {
-        logdir: Option<String>,
-        #[serde(default)]
-        carries: Option<Vec<u32>>,
-    },
-    QueueWatchEvent {
-        logdir: Option<String>,
-        #[serde(default)]
-        carries: Option<Vec<u32>>,
-    },
-    TakeQueuedCompletions {
-        logdir: Option<String>,
-    },
-    PutCompletion {
-        #[serde(default)]
-        carries: Option<Vec<u32>>,
-    },
-    // ---- gptme-cli calls, and the ends of a blocking hook's segment
-    ClaimCompletions {
-        conversation_id: Option<String>,
-    },
-    Jobs {},
-    MarkWaitExpired {
-        job: Option<u64>,
-    },
-    TakePrompts {
-        max: u64,
-    },
-    ControlFile {},
-    SubagentPending {},
-    Unlock {},
-    Wait {
-        timeout_ms: u64,
-    },
 }
 
-/// Every `type` of the protocol: the messages of [`FromAdapter`] and the simulator's own (an
-/// adapter writing one of those is out of turn). A message whose type is none of these is a call
-/// the host does not have.
-pub const MESSAGE_TYPES: [&str; 27] = [
-    "hello",
-    "ready",
-    "done",
-    "error",
-    "send_message",
-    "send_user_message",
-    "is_idle",
-    "set_timeout",
-    "queue_microtask",
-    "clear_timeout",
-    "request_watch_wake",
-    "take_queued_watch_events",
-    "requeue_watch_event",
-    "queue_watch_event",
-    "take_queued_completions",
-    "put_completion",
-    "claim_completions",
-    "jobs",
-    "mark_wait_expired",
-    "take_prompts",
-    "control_file",
-    "subagent_pending",
-    "unlock",
-    "wait",
-    "result",
-    "event",
-    "reset",
-];
+impl<C> From<Frame> for FromAdapter<C> {
+    fn from(f: Frame) -> FromAdapter<C> {
+        match f {
+            Frame::Hello {
+                protocol,
+                adapter,
+                speculate,
+            } => FromAdapter::Hello {
+                protocol,
+                adapter,
+                speculate,
+            },
+            Frame::Ready { events, hooks } => FromAdapter::Ready { events, hooks },
+            Frame::Done {
+                error,
+                action,
+                items,
+                stop,
+            } => FromAdapter::Done {
+                error,
+                action,
+                items,
+                stop,
+            },
+            Frame::Error { message, kind } => FromAdapter::Error { message, kind },
+        }
+    }
+}
 
-impl FromAdapter {
+/// A family's adapter calls: an enum read by `type` (`#[serde(tag = "type", rename_all =
+/// "snake_case", deny_unknown_fields)]`), declared in the family's `adapter.rs` as its
+/// `Family::Call`. The frame and the simulator's own messages are not calls.
+pub trait AdapterCall: DeserializeOwned + std::fmt::Debug {
+    /// The `type` of every call, so a call of another family (or none) is told from a call of
+    /// this one with bad fields.
+    const TYPES: &'static [&'static str];
+    /// The call's `type`.
+    fn name(&self) -> &'static str;
+}
+
+/// The calls of a family without an adapter side, or of a moment no call is in turn (the
+/// handshake): none.
+#[derive(Debug)]
+pub enum NoCalls {}
+
+impl<'de> Deserialize<'de> for NoCalls {
+    fn deserialize<D: serde::Deserializer<'de>>(_d: D) -> Result<NoCalls, D::Error> {
+        Err(serde::de::Error::custom("no call is taken here"))
+    }
+}
+
+impl AdapterCall for NoCalls {
+    const TYPES: &'static [&'static str] = &[];
+    fn name(&self) -> &'static str {
+        match *self {}
+    }
+}
+
+/// The `type`s of the frame.
+pub const FRAME_TYPES: [&str; 4] = ["hello", "ready", "done", "error"];
+
+/// The `type`s only the simulator writes (an adapter writing one is out of turn).
+pub const SIMULATOR_TYPES: [&str; 3] = ["result", "event", "reset"];
+
+impl<C: AdapterCall> FromAdapter<C> {
     /// The message's `type`.
     pub fn name(&self) -> &'static str {
         match self {
@@ -218,28 +200,44 @@ impl FromAdapter {
             FromAdapter::Ready { .. } => "ready",
             FromAdapter::Done { .. } => "done",
             FromAdapter::Error { .. } => "error",
-            FromAdapter::SendMessage { .. } => "send_message",
-            FromAdapter::SendUserMessage { .. } => "send_user_message",
-            FromAdapter::IsIdle { .. } => "is_idle",
-            FromAdapter::SetTimeout { .. } => "set_timeout",
-            FromAdapter::QueueMicrotask { .. } => "queue_microtask",
-            FromAdapter::ClearTimeout { .. } => "clear_timeout",
-            FromAdapter::RequestWatchWake { .. } => "request_watch_wake",
-            FromAdapter::TakeQueuedWatchEvents { .. } => "take_queued_watch_events",
-            FromAdapter::RequeueWatchEvent { .. } => "requeue_watch_event",
-            FromAdapter::QueueWatchEvent { .. } => "queue_watch_event",
-            FromAdapter::TakeQueuedCompletions { .. } => "take_queued_completions",
-            FromAdapter::PutCompletion { .. } => "put_completion",
-            FromAdapter::ClaimCompletions { .. } => "claim_completions",
-            FromAdapter::Jobs {} => "jobs",
-            FromAdapter::MarkWaitExpired { .. } => "mark_wait_expired",
-            FromAdapter::TakePrompts { .. } => "take_prompts",
-            FromAdapter::ControlFile {} => "control_file",
-            FromAdapter::SubagentPending {} => "subagent_pending",
-            FromAdapter::Unlock {} => "unlock",
-            FromAdapter::Wait { .. } => "wait",
+            FromAdapter::Call(c) => c.name(),
         }
     }
+}
+
+/// Why a line is not a message [`parse`] takes.
+#[derive(Debug)]
+pub enum ParseError {
+    /// Not a JSON object.
+    NotJson(serde_json::Error),
+    /// A JSON object without a string `type`.
+    NoType,
+    /// A message of the protocol (the frame, a call of this family, or one the simulator writes)
+    /// that does not read as one: `type` and what is wrong.
+    Bad(String, String),
+    /// A `type` that is none of those: a call the family does not have.
+    Unknown(String),
+}
+
+/// Read one line the adapter wrote, as a message of the frame or a call of `C`.
+pub fn parse<C: AdapterCall>(line: &[u8]) -> Result<FromAdapter<C>, ParseError> {
+    let tag = serde_json::from_slice::<Tag>(line).map_err(ParseError::NotJson)?;
+    let Some(Value::String(ty)) = tag.ty else {
+        return Err(ParseError::NoType);
+    };
+    if FRAME_TYPES.contains(&ty.as_str()) {
+        return (serde_json::from_slice::<Frame>(line).map(FromAdapter::from))
+            .map_err(|e| ParseError::Bad(ty, e.to_string()));
+    }
+    if C::TYPES.contains(&ty.as_str()) {
+        return (serde_json::from_slice::<C>(line).map(FromAdapter::Call))
+            .map_err(|e| ParseError::Bad(ty, e.to_string()));
+    }
+    if SIMULATOR_TYPES.contains(&ty.as_str()) {
+        let why = "a message only the simulator writes".to_string();
+        return Err(ParseError::Bad(ty, why));
+    }
+    Err(ParseError::Unknown(ty))
 }
 
 /// What `is_idle`'s `known` says.
@@ -287,23 +285,62 @@ pub struct Tag {
 mod tests {
     use super::*;
 
+    /// A family's calls, as a family's `adapter.rs` declares them.
+    #[derive(Deserialize, Debug)]
+    #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+    enum TestCall {
+        Jobs {},
+        IsIdle {
+            ctx: Option<u64>,
+            #[serde(default)]
+            known: Option<Known>,
+        },
+    }
+
+    impl AdapterCall for TestCall {
+        const TYPES: &'static [&'static str] = &["jobs", "is_idle"];
+        fn name(&self) -> &'static str {
+            match self {
+                TestCall::Jobs {} => "jobs",
+                TestCall::IsIdle { .. } => "is_idle",
+            }
+        }
+    }
+
     #[test]
     fn names_cover_every_message_and_a_message_reads_back_by_its_name() {
-        let done: FromAdapter = serde_json::from_str(r#"{"type":"done"}"#).expect("done");
+        let done = parse::<TestCall>(br#"{"type":"done"}"#).expect("done");
         assert_eq!(done.name(), "done");
-        let jobs: FromAdapter = serde_json::from_str(r#"{"type":"jobs"}"#).expect("jobs");
-        assert!(MESSAGE_TYPES.contains(&jobs.name()));
-        let bad = serde_json::from_str::<FromAdapter>(r#"{"type":"jobs","x":1}"#);
-        assert!(bad.is_err(), "unknown fields are refused");
-        let known: FromAdapter =
-            serde_json::from_str(r#"{"type":"is_idle","ctx":1,"known":"stale_ctx"}"#)
-                .expect("is_idle");
+        let jobs = parse::<TestCall>(br#"{"type":"jobs"}"#).expect("jobs");
+        assert_eq!(jobs.name(), "jobs");
+        let bad = parse::<TestCall>(br#"{"type":"jobs","x":1}"#);
+        assert!(
+            matches!(bad, Err(ParseError::Bad(ref t, _)) if t == "jobs"),
+            "unknown fields are refused: {bad:?}"
+        );
+        let known = parse::<TestCall>(br#"{"type":"is_idle","ctx":1,"known":"stale_ctx"}"#)
+            .expect("is_idle");
         assert!(matches!(
             known,
-            FromAdapter::IsIdle {
+            FromAdapter::Call(TestCall::IsIdle {
+                ctx: Some(1),
                 known: Some(Known::Stale(_)),
-                ..
-            }
+            })
+        ));
+    }
+
+    #[test]
+    fn another_familys_call_is_unknown_and_the_simulators_own_out_of_turn() {
+        let other = parse::<TestCall>(br#"{"type":"put_completion"}"#);
+        assert!(matches!(other, Err(ParseError::Unknown(ref t)) if t == "put_completion"));
+        let none = parse::<NoCalls>(br#"{"type":"jobs"}"#);
+        assert!(matches!(none, Err(ParseError::Unknown(_))));
+        let ours = parse::<TestCall>(br#"{"type":"result","value":1}"#);
+        assert!(matches!(ours, Err(ParseError::Bad(ref t, _)) if t == "result"));
+        assert!(matches!(parse::<TestCall>(b"{}"), Err(ParseError::NoType)));
+        assert!(matches!(
+            parse::<TestCall>(b"nope"),
+            Err(ParseError::NotJson(_))
         ));
     }
 

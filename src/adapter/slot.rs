@@ -11,7 +11,8 @@ use serde::Serialize;
 
 use super::process::{Process, ReadError};
 use super::protocol::{
-    FromAdapter, Hello as HelloLine, HookSpec, MESSAGE_TYPES, PROTOCOL_VERSION, Reset, Tag,
+    AdapterCall, FromAdapter, Hello as HelloLine, HookSpec, NoCalls, PROTOCOL_VERSION, ParseError,
+    Reset, parse,
 };
 use super::speculate::Ahead;
 use super::{AdapterFault, AdapterSpec, FaultKind, Peer, quote};
@@ -199,7 +200,11 @@ impl Slot {
     /// The next message. A line that is JSON but not a message of the protocol is a protocol
     /// fault naming what is wrong with it; a `type` the protocol does not have is a call the
     /// host does not have (named by `calls`, when the adapter is handling an event).
-    fn read(&mut self, doing: &str, calls: Option<Calls>) -> Result<FromAdapter, AdapterFault> {
+    fn read<C: AdapterCall>(
+        &mut self,
+        doing: &str,
+        calls: Option<Calls>,
+    ) -> Result<FromAdapter<C>, AdapterFault> {
         let line = self.line(doing)?;
         // The commonest line by far (a handler that made no call), as the reference adapters
         // write it: no parse.
@@ -213,37 +218,40 @@ impl Slot {
             });
         }
         self.last.clone_from(&line);
-        let error = match serde_json::from_slice::<FromAdapter>(&line) {
+        let (kind, detail) = match parse::<C>(&line) {
             Ok(msg) => return Ok(msg),
-            Err(e) => e,
-        };
-        let (kind, detail) = match serde_json::from_slice::<Tag>(&line) {
-            Err(e) => (
+            Err(ParseError::NotJson(e)) => (
                 FaultKind::NotJson,
                 format!(
                     "a line that is not JSON while {doing} ({e}): {}",
                     quote(&line)
                 ),
             ),
-            Ok(Tag {
-                ty: Some(serde_json::Value::String(ty)),
-            }) => match calls {
-                Some(c) if !MESSAGE_TYPES.contains(&ty.as_str()) => (
+            Err(ParseError::Unknown(ty)) if calls.is_some() => {
+                let c = calls.expect("some");
+                (
                     FaultKind::UnknownCall,
                     format!(
                         "the adapter called `{ty}`, which {} does not have, while {doing} ({}: {})",
                         c.family, c.family, c.list
                     ),
+                )
+            }
+            Err(ParseError::Unknown(ty)) => (
+                FaultKind::Protocol,
+                format!(
+                    "a `{ty}` message that is not the protocol (no call is taken here) while {doing}: {}",
+                    quote(&line)
                 ),
-                _ => (
-                    FaultKind::Protocol,
-                    format!(
-                        "a `{ty}` message that is not the protocol ({error}) while {doing}: {}",
-                        quote(&line)
-                    ),
+            ),
+            Err(ParseError::Bad(ty, error)) => (
+                FaultKind::Protocol,
+                format!(
+                    "a `{ty}` message that is not the protocol ({error}) while {doing}: {}",
+                    quote(&line)
                 ),
-            },
-            Ok(_) => (
+            ),
+            Err(ParseError::NoType) => (
                 FaultKind::Protocol,
                 format!(
                     "a message without a string `type` while {doing}: {}",
@@ -306,7 +314,7 @@ impl Slot {
             options: &options,
         };
         self.send(&hello, doing)?;
-        match self.read(doing, None)? {
+        match self.read::<NoCalls>(doing, None)? {
             FromAdapter::Hello {
                 protocol,
                 adapter,
@@ -359,7 +367,7 @@ impl Slot {
     /// `ready`: the events the logic listens to and its hooks.
     pub fn read_ready(&mut self) -> Result<Ready, AdapterFault> {
         let doing = "resetting for a new run";
-        match self.read(doing, None)? {
+        match self.read::<NoCalls>(doing, None)? {
             FromAdapter::Ready { events, hooks } => {
                 self.starting = false;
                 self.ahead.ready_read(&events, hooks.is_some());
@@ -388,14 +396,14 @@ impl Slot {
     /// executes a host call, answers a query, or ends the handler) until `step` ends it. A
     /// message `step` does not take is the adapter's `error`, a message out of turn, or a call
     /// the family does not have.
-    pub fn run<T>(
+    pub fn run<C: AdapterCall, T>(
         &mut self,
         doing: &str,
         calls: Calls,
-        mut step: impl FnMut(&mut Slot, FromAdapter) -> Result<Step<T>, AdapterFault>,
+        mut step: impl FnMut(&mut Slot, FromAdapter<C>) -> Result<Step<T>, AdapterFault>,
     ) -> Result<T, AdapterFault> {
         loop {
-            let msg = self.read(doing, Some(calls))?;
+            let msg = self.read::<C>(doing, Some(calls))?;
             let name = msg.name();
             let error = match &msg {
                 FromAdapter::Error { message, kind } => Some((message.clone(), kind.clone())),
@@ -435,12 +443,12 @@ impl Slot {
     }
 
     /// One handler: [`Slot::begin`] and [`Slot::run`].
-    pub fn exchange<T>(
+    pub fn exchange<C: AdapterCall, T>(
         &mut self,
         event: &impl Serialize,
         doing: &str,
         calls: Calls,
-        step: impl FnMut(&mut Slot, FromAdapter) -> Result<Step<T>, AdapterFault>,
+        step: impl FnMut(&mut Slot, FromAdapter<C>) -> Result<Step<T>, AdapterFault>,
     ) -> Result<T, AdapterFault> {
         self.begin(event, doing)?;
         self.run(doing, calls, step)

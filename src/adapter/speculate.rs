@@ -31,7 +31,22 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Serialize;
 
-use super::protocol::{Answer, FromAdapter};
+use super::protocol::{Answer, Frame};
+
+/// The one query a speculating adapter may leave to the simulator (pi's `is_idle`, the only
+/// family that speculates), read here by its `type` and whether the adapter answered it itself
+/// (`known`): a drained handler's query is answered `false`, as any answer will do for a run
+/// that is thrown away.
+const QUERY: &str = "is_idle";
+
+/// A line read only for its `type` and `known` (its other fields are the family's).
+#[derive(serde::Deserialize)]
+struct Query {
+    #[serde(rename = "type")]
+    ty: String,
+    #[serde(default)]
+    known: Option<serde_json::Value>,
+}
 use super::slot::{DONE_LINE, LINES_SENT, Slot};
 
 /// Re-runs of one seed before it stops speculating.
@@ -172,8 +187,8 @@ fn quiet(line: &[u8], continue_ok: bool) -> bool {
     if line == DONE_LINE {
         return true;
     }
-    match serde_json::from_slice::<FromAdapter>(line) {
-        Ok(FromAdapter::Done {
+    match serde_json::from_slice::<Frame>(line) {
+        Ok(Frame::Done {
             error: None,
             action,
             items: None,
@@ -286,8 +301,8 @@ impl Slot {
         if std::mem::take(&mut self.ahead.ready_due) {
             let first = self.ahead.outstanding.first().map_or(0, |o| o.0);
             let same = match self.line(doing) {
-                Ok(line) => match serde_json::from_slice::<FromAdapter>(&line) {
-                    Ok(FromAdapter::Ready {
+                Ok(line) => match serde_json::from_slice::<Frame>(&line) {
+                    Ok(Frame::Ready {
                         events,
                         hooks: None,
                     }) => events == self.ahead.ready,
@@ -350,9 +365,13 @@ impl Slot {
             if l == DONE_LINE {
                 return true;
             }
-            match serde_json::from_slice::<FromAdapter>(&l) {
-                Ok(FromAdapter::Done { .. }) => return true,
-                Ok(FromAdapter::IsIdle { known: None, .. }) if answer_queries => {
+            match serde_json::from_slice::<Frame>(&l) {
+                Ok(Frame::Done { .. }) => return true,
+                Ok(_) => continue,
+                Err(_) => {}
+            }
+            match serde_json::from_slice::<Query>(&l) {
+                Ok(Query { ty, known: None }) if answer_queries && ty == QUERY => {
                     if self.send(&Answer { value: false }, doing).is_err() {
                         return false;
                     }

@@ -32,7 +32,7 @@ pub use ledger::{Ledger, MsgLedger};
 
 use crate::limits::WINDOW_CODES_MAX;
 use crate::sim::hash::{Encode, TraceHasher};
-use crate::sim::msg::{MsgId, MsgInfo};
+use crate::sim::msg::{MsgId, MsgInfo, SenderNames};
 use crate::sim::record::{Actor, Ev, EvKind, Note, Record, Window};
 use crate::sim::sink::Sink;
 use crate::sim::time::Ms;
@@ -242,6 +242,8 @@ pub struct Monitor<N> {
     records_at_violation: Vec<(Invariant, u64)>,
     /// The time of the last record: a run's records never go back in time.
     last_t: Ms,
+    /// How the run's family names its senders (`Sink::sender_names`).
+    names: SenderNames,
 }
 
 impl<N: Note> Monitor<N> {
@@ -273,7 +275,14 @@ impl<N: Note> Monitor<N> {
             marked: 0,
             records_at_violation: Vec::new(),
             last_t: Ms::ZERO,
+            names: SenderNames::PLAIN,
         }
+    }
+
+    /// Name the senders of the messages produced from here on as `names` says: a family's run
+    /// sets its family's (`outcome::Drive::names`) before it starts.
+    pub fn set_sender_names(&mut self, names: SenderNames) {
+        self.names = names;
     }
 
     /// Prepare for another run, keeping every allocation.
@@ -545,6 +554,10 @@ impl<N: Note> Sink for Monitor<N> {
             "messages are registered in id order"
         );
         self.messages.push(info);
+    }
+
+    fn sender_names(&self) -> SenderNames {
+        self.names
     }
 
     fn messages(&self) -> &[MsgInfo] {

@@ -3,11 +3,12 @@
 //! each record), registering a message at its `Produced`, then ends the run.
 
 use super::{CheckParams, Checker, Ledger, View, Violation};
-use crate::sim::msg::{MsgId, MsgInfo, MsgKind};
+use crate::sim::msg::{MsgId, MsgInfo, MsgKind, SenderNames};
 use crate::sim::record::Ev;
 use crate::sim::time::Ms;
 
-/// A message of subagent `a` produced at `t`, in the conversation under test.
+/// A message of the first sender (a completion) produced at `t`, in the conversation under
+/// test, named plainly (checkers name no family).
 pub(super) fn info(id: MsgId, t: Ms) -> MsgInfo {
     MsgInfo {
         id,
@@ -17,6 +18,7 @@ pub(super) fn info(id: MsgId, t: Ms) -> MsgInfo {
         conv: 0,
         stream: None,
         produced_at: t,
+        names: SenderNames::PLAIN,
     }
 }
 

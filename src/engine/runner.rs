@@ -170,6 +170,7 @@ impl<'r> Runner<'r> {
                 enabled: scn.host.invariants(),
                 check: scn.check,
                 recording,
+                names: scn.host.family().sender_names(),
             };
             return drive.run(&mut self.remote_kernel, || RemoteWorld::new(slot, spec));
         }

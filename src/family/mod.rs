@@ -38,14 +38,16 @@ pub use real::{OwnDriver, RealHost, Twin, WireNames};
 pub use registry::{Entry, Registry};
 
 use crate::adapter::SlotRef;
+use crate::adapter::protocol::AdapterCall;
 use crate::check::{CheckParams, DerivedBounds, InvariantSet, Monitor, Recording};
 use crate::error::Result;
 use crate::input::Cx;
 use crate::input::values::FaultValue;
-use crate::limits::Limits;
+use crate::limits::{Limits, WINDOW_CODES_MAX};
 use crate::outcome::{Drive, RunResult};
 use crate::remote::Vocab;
 use crate::sim::choice::{Choices, Ratio};
+use crate::sim::msg::{MsgInfo, SenderNames};
 use crate::sim::record::{Note, Window};
 use crate::sim::{Kernel, World};
 use common::faults::{FaultKind, FaultSpec};
@@ -57,6 +59,111 @@ pub static FAMILIES: &[&dyn AnyFamily] = &[
     &Of::<gptme_server::ServerFamily>(PhantomData),
     &Of::<gptme_cli::CliFamily>(PhantomData),
 ];
+
+/// The families registered from outside the crate ([`register`]), after [`FAMILIES`], each with
+/// its type (registering one twice is a no-op). Written before runs start, read when scenarios
+/// load and lists print: never inside a run, which reads no global.
+static REGISTERED: std::sync::RwLock<Vec<(std::any::TypeId, &'static dyn AnyFamily)>> =
+    std::sync::RwLock::new(Vec::new());
+
+/// Every host family: the built-in ones ([`FAMILIES`]), then those registered with
+/// [`register`], in registration order. Everything that lists, finds or runs families loops over
+/// this.
+pub fn families() -> Vec<&'static dyn AnyFamily> {
+    let registered = REGISTERED.read().unwrap_or_else(|e| e.into_inner());
+    (FAMILIES.iter().copied())
+        .chain(registered.iter().map(|(_, f)| *f))
+        .collect()
+}
+
+/// Register family `F`, defined outside wakesim (a crate's own host model), so scenarios may
+/// name its hosts and its wake logics, and every list, run and report treats it as a built-in
+/// family. Call it before building the [`Registry`] ([`Registry::builtin`] adds the built-in
+/// wake logics of every family registered by then) and before loading its scenarios.
+/// Registering the same `F` again returns the family registered first.
+///
+/// Refused, naming the clash, when `F`'s declarations do not hold together
+/// ([`declaration_errors`]), or when its name or one of its hosts' names is taken by another
+/// family.
+pub fn register<F: Family>() -> std::result::Result<&'static dyn AnyFamily, String> {
+    let id = std::any::TypeId::of::<F>();
+    let mut registered = REGISTERED.write().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, f)) = registered.iter().find(|(t, _)| *t == id) {
+        return Ok(*f);
+    }
+    let errors = declaration_errors::<F>();
+    if !errors.is_empty() {
+        return Err(format!(
+            "family {} is not registered: {}",
+            F::NAME,
+            errors.join("; ")
+        ));
+    }
+    let others = (FAMILIES.iter().copied()).chain(registered.iter().map(|(_, f)| *f));
+    for other in others {
+        if other.name() == F::NAME {
+            return Err(format!("a family named {} is already registered", F::NAME));
+        }
+        let taken = (other.hosts().into_iter())
+            .map(|h| h.name)
+            .chain(other.real_hosts().iter().map(|r| r.host.name));
+        for name in taken {
+            if F::HOSTS.iter().any(|(h, _)| h.name == name) {
+                return Err(format!(
+                    "family {}: host `{name}` is already a host of {}",
+                    F::NAME,
+                    other.name()
+                ));
+            }
+        }
+    }
+    let family: &'static dyn AnyFamily = Box::leak(Box::new(Of::<F>(PhantomData)));
+    registered.push((id, family));
+    Ok(family)
+}
+
+/// What a family declares that the compiler cannot check, each broken rule in words: its faults'
+/// indices are their positions (per-seed fault states are indexed by them) and their names
+/// find them, its windows' codes are distinct and small enough for the monitor, it has a host
+/// and its host names are distinct. Empty when it holds together.
+pub fn declaration_errors<F: Family>() -> Vec<String> {
+    let mut errors = Vec::new();
+    for (i, f) in F::Fault::LIST.iter().enumerate() {
+        if f.index() != i {
+            errors.push(format!(
+                "fault {f:?} has index {} at position {i}",
+                f.index()
+            ));
+        }
+        if F::Fault::from_name(f.name()) != Some(*f) {
+            errors.push(format!(
+                "fault {f:?}: its name `{}` finds another",
+                f.name()
+            ));
+        }
+    }
+    let mut codes: Vec<u8> = F::WINDOWS.iter().map(|w| w.code).collect();
+    codes.sort_unstable();
+    codes.dedup();
+    if codes.len() != F::WINDOWS.len() {
+        errors.push("two windows share a code".to_string());
+    }
+    if let Some(c) = codes.iter().find(|&&c| usize::from(c) >= WINDOW_CODES_MAX) {
+        errors.push(format!(
+            "window code {c} is not below {WINDOW_CODES_MAX} (limits::WINDOW_CODES_MAX)"
+        ));
+    }
+    if F::HOSTS.is_empty() {
+        errors.push("it declares no host".to_string());
+    }
+    let mut names: Vec<&str> = F::HOSTS.iter().map(|(h, _)| h.name).collect();
+    names.sort_unstable();
+    names.dedup();
+    if names.len() != F::HOSTS.len() {
+        errors.push("two of its hosts share a name".to_string());
+    }
+    errors
+}
 
 /// One host a family models: a scenario's `host`.
 #[derive(Debug)]
@@ -94,6 +201,10 @@ pub trait Family: Sized + 'static {
     type Timing: DeserializeOwned + Default;
     /// The wake-logic API (`dyn PiWake`, ...).
     type Wake: ?Sized + 'static;
+    /// The calls its adapters may make (`adapter::protocol::AdapterCall`, declared in its
+    /// `adapter.rs`; `NoCalls` for a family without an adapter side): the protocol's frame is
+    /// shared, every call is the family's own.
+    type Call: AdapterCall;
     type World: World<Sink = Monitor<Self::Note>>;
 
     /// The configuration a scenario's sections make, with every value checked.
@@ -125,11 +236,20 @@ pub trait Family: Sized + 'static {
         *world = Self::world(variant, config, wake);
     }
 
-    /// A wake logic that lives in an adapter process.
+    /// A wake logic that lives in an adapter process. Called only when [`Family::ADAPTER`]
+    /// holds: a scenario naming an adapter for a family without one is refused when it loads.
     fn external(slot: SlotRef, constants_ms: Vec<u64>) -> Box<Self::Wake>;
+    /// The family speaks the adapter protocol (`adapter.rs`): its wake logics may live in
+    /// another language. A family whose wake logics are Rust only (one written outside wakesim,
+    /// say) sets it false.
+    const ADAPTER: bool = true;
 
     /// Register the family's built-in wake logics.
     fn builtin_wakes(registry: &mut Registry);
+
+    /// Its messages' senders as timelines and violations name them, in its hosts' words
+    /// (`subagent a`, `watch w1`); the conversation is added for every family alike.
+    fn sender_name(info: &MsgInfo) -> String;
 
     /// Its real hosts (none unless the family has a driver).
     const REAL_HOSTS: &'static [RealHost] = &[];
@@ -144,6 +264,9 @@ pub trait Family: Sized + 'static {
     const UNMODELLED: &'static [Window] = &[];
     /// Its own driver, when `hosts/launch.mjs` does not start its real hosts.
     const OWN_DRIVER: Option<OwnDriver> = None;
+    /// Where its drivers' fake peers live among the embedded sources (`hosts/pi/peers`), each
+    /// `NAME.mjs` a scenario names as `deliver = "peer:NAME"`; none when its drivers have none.
+    const PEERS: Option<&'static str> = None;
 
     /// A configuration resolved for a driver's `hello` (`scenario`): every default applied.
     fn real_sections(_config: &Self::Config) -> serde_json::Value {
@@ -197,8 +320,18 @@ pub trait AnyFamily: Sync {
     fn unmodelled(&self) -> &'static [Window];
     /// Its own driver (see [`Family::OWN_DRIVER`]).
     fn own_driver(&self) -> Option<OwnDriver>;
+    /// Where its drivers' fake peers live (see [`Family::PEERS`]).
+    fn peers(&self) -> Option<&'static str>;
+    /// Whether its wake logics may live in an adapter (see [`Family::ADAPTER`]).
+    fn has_adapter(&self) -> bool;
+    /// The `type` of every call its adapters may make (see [`Family::Call`]).
+    fn adapter_calls(&self) -> &'static [&'static str];
     /// The bounds derived from `config` (see [`Family::derived_bounds`]).
     fn derived_bounds(&self, config: &Config) -> Option<DerivedBounds>;
+    /// How it names its senders (see [`Family::sender_name`]).
+    fn sender_names(&self) -> SenderNames;
+    /// What its declarations break (see [`declaration_errors`]).
+    fn declaration_errors(&self) -> Vec<String>;
 }
 
 /// One fault of a family, for `wakesim list`.
@@ -220,7 +353,7 @@ pub struct HostKind {
 impl HostKind {
     /// Every model host, family by family.
     pub fn all() -> impl Iterator<Item = HostKind> {
-        FAMILIES.iter().flat_map(|&family| {
+        families().into_iter().flat_map(|family| {
             family
                 .hosts()
                 .into_iter()
@@ -236,7 +369,7 @@ impl HostKind {
 
     /// Every real host, family by family.
     pub fn real_hosts() -> impl Iterator<Item = HostKind> {
-        FAMILIES.iter().flat_map(|&family| {
+        families().into_iter().flat_map(|family| {
             (family.real_hosts().iter())
                 .enumerate()
                 .map(move |(index, real)| HostKind {
@@ -270,8 +403,7 @@ impl HostKind {
         if parts.len() != 3 || !parts.iter().all(numeric) {
             return None;
         }
-        let family = *FAMILIES
-            .iter()
+        let family = (families().into_iter())
             .find(|f| f.name() == family_name && !f.real_hosts().is_empty())?;
         static MADE: std::sync::Mutex<BTreeMap<String, &'static RealHost>> =
             std::sync::Mutex::new(BTreeMap::new());
@@ -572,8 +704,28 @@ impl<F: Family> AnyFamily for Of<F> {
         F::OWN_DRIVER
     }
 
+    fn peers(&self) -> Option<&'static str> {
+        F::PEERS
+    }
+
+    fn has_adapter(&self) -> bool {
+        F::ADAPTER
+    }
+
+    fn adapter_calls(&self) -> &'static [&'static str] {
+        <F::Call as AdapterCall>::TYPES
+    }
+
     fn derived_bounds(&self, config: &Config) -> Option<DerivedBounds> {
         F::derived_bounds(typed::<F>(config))
+    }
+
+    fn sender_names(&self) -> SenderNames {
+        SenderNames(F::sender_name)
+    }
+
+    fn declaration_errors(&self) -> Vec<String> {
+        declaration_errors::<F>()
     }
 }
 
@@ -614,6 +766,7 @@ impl<F: Family> Runs for FamilyRuns<F> {
                     enabled: F::INVARIANTS,
                     check: job.check,
                     recording: job.recording,
+                    names: SenderNames(F::sender_name),
                 };
                 let wake = F::external(Rc::clone(&slot), constants_ms.clone());
                 let result = drive.run(&mut self.kernel, || F::world(variant, config, wake));
@@ -640,6 +793,7 @@ impl<F: Family> Runs for FamilyRuns<F> {
             enabled: F::INVARIANTS,
             check: job.check,
             recording: job.recording,
+            names: SenderNames(F::sender_name),
         };
         drive.run_in(&mut self.kernel, &mut self.world, |w| match w {
             Some(w) => F::renew(w, variant, config, wake),
@@ -651,33 +805,36 @@ impl<F: Family> Runs for FamilyRuns<F> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::limits::WINDOW_CODES_MAX;
 
-    /// What a family declares must hold together: its faults' indices are their positions (the
-    /// per-seed fault states are indexed by them), and its windows' codes are distinct and small
-    /// enough for the monitor.
-    fn declared<F: Family>() {
-        for (i, f) in F::Fault::LIST.iter().enumerate() {
-            assert_eq!(f.index(), i, "{}: {f:?}", F::NAME);
-            assert_eq!(
-                F::Fault::from_name(f.name()),
-                Some(*f),
-                "{}: {f:?}",
-                F::NAME
-            );
-        }
-        let mut codes: Vec<u8> = F::WINDOWS.iter().map(|w| w.code).collect();
-        codes.sort_unstable();
-        codes.dedup();
-        assert_eq!(codes.len(), F::WINDOWS.len(), "{}: window codes", F::NAME);
-        assert!(codes.iter().all(|&c| usize::from(c) < WINDOW_CODES_MAX));
-    }
-
+    /// What every built-in family declares holds together (what `register` checks of a
+    /// family registered from outside).
     #[test]
     fn every_family_declares_consistently() {
-        declared::<pi::PiFamily>();
-        declared::<gptme_server::ServerFamily>();
-        declared::<gptme_cli::CliFamily>();
+        for family in FAMILIES {
+            assert_eq!(
+                family.declaration_errors(),
+                Vec::<String>::new(),
+                "{}",
+                family.name()
+            );
+        }
+    }
+
+    /// Each family's adapter calls are its own: a family with an adapter side has calls, and
+    /// no call `type` is the frame's or the simulator's.
+    #[test]
+    fn every_family_owns_its_adapter_calls() {
+        use crate::adapter::protocol::{FRAME_TYPES, SIMULATOR_TYPES};
+        for family in FAMILIES {
+            let calls = family.adapter_calls();
+            assert_eq!(family.has_adapter(), !calls.is_empty(), "{}", family.name());
+            for c in calls {
+                assert!(
+                    !FRAME_TYPES.contains(c) && !SIMULATOR_TYPES.contains(c),
+                    "{c}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use std::any::Any;
 
-use super::{AnyFamily, FAMILIES, Family};
+use super::{AnyFamily, Family, families};
 
 /// Makes a fresh instance of a family's wake logic: a `Box<dyn Fn() -> Box<F::Wake>>`, erased.
 type Maker = Box<dyn Any + Send + Sync>;
@@ -39,12 +39,13 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// The built-in variants, family by family.
+    /// The built-in variants, family by family: of every family in [`FAMILIES`](super::FAMILIES)
+    /// and every one registered ([`super::register`]) by now.
     pub fn builtin() -> Registry {
         let mut r = Registry {
             entries: Vec::new(),
         };
-        for family in FAMILIES {
+        for family in families() {
             family.builtin_wakes(&mut r);
         }
         r
@@ -58,11 +59,14 @@ impl Registry {
         make: impl Fn() -> Box<F::Wake> + Send + Sync + 'static,
     ) {
         let make: Box<dyn Fn() -> Box<F::Wake> + Send + Sync> = Box::new(make);
-        let family = FAMILIES
-            .iter()
-            .copied()
+        let family = (families().into_iter())
             .find(|f| f.name() == F::NAME)
-            .unwrap_or_else(|| panic!("the family {} is not in FAMILIES", F::NAME));
+            .unwrap_or_else(|| {
+                panic!(
+                    "the family {} is neither in FAMILIES nor registered (wakesim::family::register)",
+                    F::NAME
+                )
+            });
         self.entries.retain(|e| e.name != name);
         self.entries.push(Entry {
             name: name.to_string(),

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::json::FORMAT;
 use crate::check::Invariant;
-use crate::family::{FAMILIES, HostKind, Registry};
+use crate::family::{HostKind, Registry, families};
 use crate::scenario::Scenario;
 use crate::sim::record::Window;
 
@@ -121,7 +121,7 @@ fn hosts_judging(i: Invariant) -> Vec<&'static str> {
 
 /// Every race window of every family once, in code order.
 fn windows() -> Vec<Window> {
-    let mut all: Vec<Window> = FAMILIES
+    let mut all: Vec<Window> = families()
         .iter()
         .flat_map(|f| f.windows().iter().copied())
         .collect();
@@ -158,7 +158,7 @@ pub fn json(registry: &Registry) -> String {
             hosts: hosts_judging(i),
         });
     }
-    for family in FAMILIES {
+    for family in families() {
         for f in family.faults() {
             lines.push(ListLine::Fault {
                 format: FORMAT,
@@ -201,7 +201,7 @@ pub fn text(registry: &Registry) -> String {
         let _ = writeln!(s, "  {:<24} {} [{hosts}]", i.name(), i.statement());
     }
     let _ = writeln!(s, "\nfaults (by host family; in [faults] of a scenario):");
-    for family in FAMILIES {
+    for family in families() {
         for f in family.faults() {
             let _ = writeln!(s, "  {:<24} {:<13} {}", f.name, family.name(), f.describe);
         }

@@ -299,6 +299,13 @@ impl RawScenario {
                 (wakes.check(wake, host)).map_err(|m| cx.err(self.wake.span(), m))?;
                 Ok((wake.clone(), None, None))
             }
+            (WakeValue::External(_), None) if !host.family().has_adapter() => {
+                let message = format!(
+                    "{} hosts run Rust wake logics only (the family has no adapter side): give `wake = \"NAME\"`",
+                    host.name()
+                );
+                Err(cx.err(self.wake.span(), message))
+            }
             (WakeValue::External(x), None) => {
                 let spec = x.validate(cx.path, origin(), &err)?;
                 let label = (x.name.clone().or_else(|| x.short_label()))

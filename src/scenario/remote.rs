@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::adapter::{Err, RawExternal, bound};
 use crate::error::Result;
-use crate::family::HostKind;
+use crate::family::{AnyFamily, HostKind};
 use crate::limits::{REMOTE_START_TIMEOUT_MS_DEFAULT, REMOTE_TIMEOUT_MS_DEFAULT};
 use crate::remote::{RemoteSpec, home};
 
@@ -61,7 +61,7 @@ impl RawExternal {
         }
         let cwd = self.cwd(path, err)?;
         let (extension, package) = self.extension_path(&cwd, err)?;
-        let deliver = self.deliver(err)?;
+        let deliver = self.deliver(family, err)?;
         let constants_ms = self.constants(err)?;
         let (timeout_ms, start_timeout_ms) = self.remote_bounds(err)?;
         // A version is pinned by its lock file (npm's for a Node host, pip's hashed requirements
@@ -166,18 +166,22 @@ impl RawExternal {
     }
 
     /// `deliver`: `factory`, `export:NAME`, `event:NAME`, or `peer:NAME` (a fake peer of the
-    /// driver's, `hosts/<family>/peers/NAME.mjs`, through which content reaches the extension by
-    /// its own transport).
-    fn deliver(&self, err: Err<'_>) -> Result<String> {
+    /// driver's, `NAME.mjs` in the directory its family declares (`Family::PEERS`), through
+    /// which content reaches the extension by its own transport).
+    fn deliver(&self, family: &dyn AnyFamily, err: Err<'_>) -> Result<String> {
         let Some(d) = &self.deliver else {
             return Ok("factory".to_string());
         };
         let v = d.get_ref();
         let named = |p: &str| v.strip_prefix(p).filter(|n| !n.is_empty());
         if let Some(peer) = named("peer:") {
+            let Some(peers) = family.peers() else {
+                let message = format!("{} real hosts have no fake peers", family.name());
+                return Err(err(d.span(), message));
+            };
             let plain = peer.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
-            if !plain || !home::embedded(&format!("hosts/pi/peers/{peer}.mjs")) {
-                let message = format!("no fake peer `{peer}` (hosts/pi/peers/{peer}.mjs)");
+            if !plain || !home::embedded(&format!("{peers}/{peer}.mjs")) {
+                let message = format!("no fake peer `{peer}` ({peers}/{peer}.mjs)");
                 return Err(err(d.span(), message));
             }
         } else if v != "factory" && named("export:").is_none() && named("event:").is_none() {

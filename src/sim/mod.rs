@@ -195,6 +195,7 @@ impl<E, S: Sink> Kernel<E, S> {
             conv: from.conv,
             stream: from.stream,
             produced_at: self.now,
+            names: self.sink.sender_names(),
         });
         self.emit(Actor::Producer, state, Ev::Produced { msg: id });
         id

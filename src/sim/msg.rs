@@ -13,23 +13,25 @@ impl std::fmt::Display for MsgId {
     }
 }
 
-/// What produced a message. Determines its default delivery options on pi.
+/// What produced a message: the shared vocabulary of kinds (scenarios and drivers name them).
+/// A family decides what each kind means on its hosts (its default delivery options, its
+/// senders' names: [`SenderNames`]).
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
 )]
 #[serde(rename_all = "kebab-case")]
 pub enum MsgKind {
-    /// A background subagent finished (gentle: `settleCompletion`).
+    /// A background helper finished its work and reports the result.
     Completion,
-    /// A subagent notification or query (gentle: `onNotification`/`onQuery`).
+    /// A background helper's notification or question, before it finishes.
     Notification,
-    /// An incoming orchestrator session message (gentle: delivered as followUp).
+    /// A message from whoever orchestrates the session from outside.
     Orchestrator,
-    /// A watch firing (gptme: `_fire`).
+    /// A watched condition fired.
     Watch,
-    /// A background job finishing (gptme: `_notify_completion`).
+    /// A background job finished.
     Job,
-    /// A record an outside writer put in the conversation's queue file (gptme's prompt queue).
+    /// A record an outside writer put in the conversation's queue file.
     Prompt,
 }
 
@@ -60,17 +62,53 @@ impl MsgKind {
 pub struct MsgInfo {
     pub id: MsgId,
     pub kind: MsgKind,
-    /// The FIFO stream: messages of one source enter the conversation in production order. On
-    /// pi the sender itself (subagent `a`, `b`, ... or the orchestrator); on gptme a queue of one
-    /// logdir (its deferred watch events, its subagent completions, its job completions, ...).
+    /// The FIFO stream: messages of one source enter the conversation in production order.
+    /// The sender itself on a host whose senders each deliver in order, or one of the host's
+    /// queues, which several senders share (the family's page in docs/hosts/ says which).
     pub source: u8,
-    /// Who sent it, for its name: the subagent, watch, job or queue file (on pi, `source`).
+    /// Who sent it, for its name (often `source` itself).
     pub origin: u8,
     /// The conversation it belongs to: 0 is the one under test, others are foreign.
     pub conv: u8,
-    /// The stream's name when it is not the sender (gptme's per-logdir queues).
+    /// The stream's name when it is not the sender (a queue the host keeps).
     pub stream: Option<&'static str>,
     pub produced_at: Ms,
+    /// How its family names senders ([`MsgInfo::source_name`]), carried with the message so a
+    /// checker or a report names it in its host's words without knowing the family.
+    pub names: SenderNames,
+}
+
+/// A family's names for its messages' senders (a helper by letter, a watch by number): a function of
+/// the message, without the conversation (which [`MsgInfo::source_name`] adds alike for every
+/// family). The family declares it (`Family::sender_name`); the monitor stamps it on every
+/// message its run produces (`Sink::sender_names`). It is part of no message's identity: two
+/// messages compare equal whatever their namers, and it enters no trace hash.
+#[derive(Clone, Copy)]
+pub struct SenderNames(pub fn(&MsgInfo) -> String);
+
+impl SenderNames {
+    /// The names of a family that declares none of its own: the kind and the sender's number
+    /// (`completion 1`). Unit tests of the bottom layers use it; every family declares its own.
+    pub const PLAIN: SenderNames = SenderNames(plain_sender);
+}
+
+fn plain_sender(info: &MsgInfo) -> String {
+    format!("{} {}", info.kind.name(), u32::from(info.origin) + 1)
+}
+
+impl PartialEq for SenderNames {
+    /// A namer is how a message is shown, not which message it is.
+    fn eq(&self, _other: &SenderNames) -> bool {
+        true
+    }
+}
+
+impl Eq for SenderNames {}
+
+impl std::fmt::Debug for SenderNames {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SenderNames")
+    }
 }
 
 /// Who a new message is from: everything of its `MsgInfo` but the id and the time.
@@ -84,7 +122,7 @@ pub struct MsgFrom {
 }
 
 impl MsgFrom {
-    /// A sender that is its own FIFO stream, in the conversation under test (pi).
+    /// A sender that is its own FIFO stream, in the conversation under test.
     pub fn sender(kind: MsgKind, source: u8) -> MsgFrom {
         MsgFrom {
             kind,
@@ -97,17 +135,10 @@ impl MsgFrom {
 }
 
 impl MsgInfo {
+    /// Who sent it, in its family's words, and of which conversation when not the one under
+    /// test.
     pub fn source_name(&self) -> String {
-        let who = match self.kind {
-            MsgKind::Orchestrator => "orchestrator".to_string(),
-            MsgKind::Watch => format!("watch w{}", self.origin + 1),
-            MsgKind::Job => format!("job #{}", self.origin + 1),
-            MsgKind::Prompt if self.origin == 0 => "prompt-queue.jsonl".to_string(),
-            MsgKind::Prompt => "prompt-queue.jsonl, steer".to_string(),
-            MsgKind::Completion | MsgKind::Notification => {
-                format!("subagent {}", (b'a' + self.origin % 26) as char)
-            }
-        };
+        let who = (self.names.0)(self);
         match self.conv {
             0 => who,
             c => format!("{who} of conversation {}", conv_name(c)),

@@ -73,9 +73,10 @@ pub enum Starter {
     /// A prompt (a wake's or a user's) reaching the host's run starter; the number is the
     /// prompt's. (The families' pages name each host's starter: docs/hosts/.)
     Prompt(u32),
-    /// A direct `_runAgentPrompt` from `sendMessage(triggerTurn)`; the number is the run's.
+    /// A run the host starts directly for a message that asks for one, without a prompt; the
+    /// number is the run's.
     Direct(u32),
-    /// The host's own `agent.continue()` after a retry, compaction or queued message.
+    /// The host's own continuation of its agent after a retry, compaction or queued message.
     Continue(u32),
 }
 
@@ -171,8 +172,8 @@ pub enum InStory {
 
 /// A host family's narration: records for people, which checkers never see.
 pub trait Note: Encode + Clone + fmt::Debug + PartialEq + Send + Sync + 'static {
-    /// The tag a narration record has in the trace-hash encoding (version 1 kept the tags of
-    /// earlier versions: pi's narration 10, gptme's 19).
+    /// The tag a narration record has in the trace-hash encoding (version 1 kept the tags the
+    /// families' narrations had before it; `record/encode.rs` lists the tags taken).
     const TAG: u64;
     fn render(&self) -> String;
     fn role(&self) -> Role;
@@ -197,18 +198,19 @@ pub enum Ev<N = Narration> {
     /// An attempt to start an agent run; `accepted` is false when the host's run starter
     /// rejected it (another run was active).
     Starter { who: Starter, accepted: bool },
-    /// The session-level run flag (`_isAgentRunActive`) was written.
+    /// The host's session-level "a run is active" flag was written (docs/hosts/ names each
+    /// host's).
     RunFlag { on: bool },
-    /// The agent-core run (`Agent.activeRun`) began or ended.
+    /// The agent core's own run (below the session's flag) began or ended.
     AgentRun { on: bool },
-    /// `agent_settled` was emitted.
+    /// The host announced that its agent settled: nothing runs and nothing is queued.
     Settled,
     /// A named race window was reached (coverage mark).
     Mark(Window),
     /// The family's narration.
     Note(N),
-    /// A delivery pass of the wake logic begins or ends (gptme: one `retry_deferred_watch_wakes`
-    /// or `_deliver` call). Wakes issued inside one pass share its number.
+    /// A delivery pass of the wake logic begins or ends (one call of the host's retry or
+    /// delivery routine). Wakes issued inside one pass share its number.
     Pass { pass: u32, on: bool },
     /// A wake request: `refused` is `None` when the host accepted it and started a run for it,
     /// or why it refused, naming who held the conversation busy.
@@ -219,7 +221,7 @@ pub enum Ev<N = Narration> {
         refused: Option<Refusal>,
     },
     /// Owned background work of conversation `conv` changed state. `work` identifies it for the
-    /// run; `shown` is the number users see (gptme's per-conversation job id, `#shown`).
+    /// run; `shown` is the number users see (a per-conversation job number, say).
     Work {
         work: u32,
         shown: u32,
@@ -248,16 +250,17 @@ pub enum Ev<N = Narration> {
     /// reads it.
     PromptSent { prompt: u32, from_wake: bool },
     /// Outside input the idle wait polls for changed: records an outside writer added to the
-    /// conversation's queue file (regular or steer), a control file written with new contents
-    /// (of the same size too), a subagent report. `input` fingerprints it as `InputInterrupt` does. INPUT-HEARD reads it.
+    /// conversation's queue file, a control file written with new contents (of the same size
+    /// too), a helper's report. `input` fingerprints it as `InputInterrupt` does. INPUT-HEARD
+    /// reads it.
     InputChanged { input: u64 },
     /// The idle wait's hook returned (it yielded what ended the wait, or nothing): the session
     /// is no longer waiting. INPUT-HEARD reads it.
     WaitEnded,
-    /// pi reported that a `/tree` (`tree`, its `session_tree` event) or a `/compact` (its
-    /// `session_compact`, done or failed) ended: the host is free again, and a wake logic that
-    /// held content over it can send it now. A cancelled `/tree` reports nothing. BOUNDARY-FLUSH
-    /// reads it.
+    /// The host reported that a session operation that holds the conversation (a move in the
+    /// session's tree, or a compaction, done or failed) ended: the host is free again, and a
+    /// wake logic that held content over it can send it now. A cancelled move reports nothing.
+    /// BOUNDARY-FLUSH reads it.
     Boundary { tree: bool },
     /// Model request `req` went out with something other than a tool result between a tool
     /// call and its result in its context (`msg`: the producer message that entry carries, if

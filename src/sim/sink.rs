@@ -2,7 +2,7 @@
 //! checkers' monitor (`check::Monitor`) is the one the runs use. The bottom layer knows the
 //! trait, never the monitor.
 
-use crate::sim::msg::{MsgId, MsgInfo};
+use crate::sim::msg::{MsgId, MsgInfo, SenderNames};
 use crate::sim::record::{Actor, Ev, Note};
 use crate::sim::time::Ms;
 
@@ -27,6 +27,9 @@ pub trait Sink {
 
     /// Every message produced so far, in production order.
     fn messages(&self) -> &[MsgInfo];
+
+    /// How the run's family names its senders, stamped on every message it produces.
+    fn sender_names(&self) -> SenderNames;
 
     /// Messages produced and neither delivered nor dropped, in production order: what a
     /// documented drop (a replaced session, SIGTERM) discards.

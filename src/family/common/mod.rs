@@ -5,6 +5,7 @@
 
 pub mod conv;
 pub mod faults;
+pub mod names;
 
 pub use crate::input::Span;
 

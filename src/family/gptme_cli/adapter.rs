@@ -23,7 +23,9 @@ use std::rc::Rc;
 use serde::Serialize;
 
 use super::api::{Claimed, Cli, CliWake, ControlFile, Flow, Item, JobRef, PromptRecord, Resume};
-use crate::adapter::protocol::{Answer, Event, FromAdapter, HookSpec, ItemSpec};
+use serde::Deserialize;
+
+use crate::adapter::protocol::{AdapterCall, Answer, Event, FromAdapter, HookSpec, ItemSpec};
 use crate::adapter::{
     AdapterFault, Calls, Slot, SlotRef, Step, carries, fault, handler_threw, intern,
 };
@@ -36,6 +38,47 @@ const CALLS: Calls = Calls {
     list: "claim_completions, jobs, mark_wait_expired, take_prompts, control_file, \
            subagent_pending",
 };
+
+/// The calls an adapter of this family may make: the gptme CLI's API (`docs/protocol.md`): completions, jobs, the prompt queue, the control file, and the ends of a blocking hook's segment (`unlock`, `wait`). Its `Family::Call`; every call
+/// rejects fields it does not have.
+#[derive(Deserialize, Debug)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum CliCall {
+    ClaimCompletions { conversation_id: Option<String> },
+    Jobs {},
+    MarkWaitExpired { job: Option<u64> },
+    TakePrompts { max: u64 },
+    ControlFile {},
+    SubagentPending {},
+    Unlock {},
+    Wait { timeout_ms: u64 },
+}
+
+impl AdapterCall for CliCall {
+    const TYPES: &'static [&'static str] = &[
+        "claim_completions",
+        "jobs",
+        "mark_wait_expired",
+        "take_prompts",
+        "control_file",
+        "subagent_pending",
+        "unlock",
+        "wait",
+    ];
+
+    fn name(&self) -> &'static str {
+        match self {
+            CliCall::ClaimCompletions { .. } => "claim_completions",
+            CliCall::Jobs { .. } => "jobs",
+            CliCall::MarkWaitExpired { .. } => "mark_wait_expired",
+            CliCall::TakePrompts { .. } => "take_prompts",
+            CliCall::ControlFile { .. } => "control_file",
+            CliCall::SubagentPending { .. } => "subagent_pending",
+            CliCall::Unlock { .. } => "unlock",
+            CliCall::Wait { .. } => "wait",
+        }
+    }
+}
 
 /// The hooks the module registered: the STEP_PRE hook's name as timelines show it, the
 /// LOOP_CONTINUE hook's name and priority.
@@ -240,7 +283,7 @@ impl ExternalCli {
         &mut self,
         cli: &mut Cli<'_>,
         slot: &mut Slot,
-        msg: FromAdapter,
+        msg: FromAdapter<CliCall>,
         doing: &str,
         suspendable: bool,
     ) -> Result<Step<End>, AdapterFault> {
@@ -253,18 +296,20 @@ impl ExternalCli {
                     stop: stop.unwrap_or(false),
                 }
             }
-            FromAdapter::Unlock {} | FromAdapter::Wait { .. } if !suspendable => {
+            FromAdapter::Call(CliCall::Unlock {}) | FromAdapter::Call(CliCall::Wait { .. })
+                if !suspendable =>
+            {
                 let what = format!(
                     "`{}` ends only a LOOP_CONTINUE hook (a STEP_PRE hook cannot block)",
                     msg.name()
                 );
                 return Err(slot.bad(&what, doing));
             }
-            FromAdapter::Unlock {} => End::Unlock,
-            FromAdapter::Wait { timeout_ms } if timeout_ms <= DURATION_MS_MAX => {
+            FromAdapter::Call(CliCall::Unlock {}) => End::Unlock,
+            FromAdapter::Call(CliCall::Wait { timeout_ms }) if timeout_ms <= DURATION_MS_MAX => {
                 End::Wait(timeout_ms)
             }
-            FromAdapter::Wait { .. } => {
+            FromAdapter::Call(CliCall::Wait { .. }) => {
                 let what = format!("`timeout_ms` must be an integer in 0..={DURATION_MS_MAX}");
                 return Err(slot.bad(&what, doing));
             }
@@ -278,18 +323,18 @@ impl ExternalCli {
         &mut self,
         cli: &mut Cli<'_>,
         slot: &mut Slot,
-        msg: FromAdapter,
+        msg: FromAdapter<CliCall>,
         doing: &str,
     ) -> Result<Step<End>, AdapterFault> {
         match msg {
-            FromAdapter::ClaimCompletions { conversation_id } => {
+            FromAdapter::Call(CliCall::ClaimCompletions { conversation_id }) => {
                 let cid = conv_id(conversation_id.as_deref()).map_err(|w| slot.bad(&w, doing))?;
                 let value: Vec<ClaimedJson> = (cli.claim_completions(cid).iter())
                     .map(|c| self.claimed(c))
                     .collect();
                 slot.send(&Answer { value }, doing)?;
             }
-            FromAdapter::Jobs {} => {
+            FromAdapter::Call(CliCall::Jobs {}) => {
                 let value: Vec<JobViewJson> = (cli.jobs().iter())
                     .map(|j| {
                         self.jobs.insert(j.job.index, j.job);
@@ -303,7 +348,7 @@ impl ExternalCli {
                     .collect();
                 slot.send(&Answer { value }, doing)?;
             }
-            FromAdapter::MarkWaitExpired { job } => {
+            FromAdapter::Call(CliCall::MarkWaitExpired { job }) => {
                 let job = job
                     .and_then(|i| u32::try_from(i).ok())
                     .and_then(|i| self.jobs.get(&i).copied())
@@ -318,12 +363,12 @@ impl ExternalCli {
                     self.expired.push(job);
                 }
             }
-            FromAdapter::TakePrompts { max } => {
+            FromAdapter::Call(CliCall::TakePrompts { max }) => {
                 let taken = cli.take_prompts(usize::try_from(max).unwrap_or(usize::MAX));
                 let value: Vec<PromptJson> = taken.iter().map(|r| self.taken(r)).collect();
                 slot.send(&Answer { value }, doing)?;
             }
-            FromAdapter::ControlFile {} => {
+            FromAdapter::Call(CliCall::ControlFile {}) => {
                 let control = cli.control_file();
                 self.control = control.or(self.control);
                 let value = control.map(|c| ControlJson {
@@ -332,7 +377,7 @@ impl ExternalCli {
                 });
                 slot.send(&Answer { value }, doing)?;
             }
-            FromAdapter::SubagentPending {} => {
+            FromAdapter::Call(CliCall::SubagentPending {}) => {
                 let value = cli.subagent_pending();
                 slot.send(&Answer { value }, doing)?;
             }

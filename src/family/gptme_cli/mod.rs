@@ -58,6 +58,7 @@ use crate::family::common::faults::FaultSpec;
 use crate::family::{Family, Host, OwnDriver, RealHost, Registry, WireNames};
 use crate::input::Cx;
 use crate::sim::Kernel;
+use crate::sim::msg::MsgInfo;
 use crate::sim::record::Window;
 
 /// The conversation under test (A) and the other one in the process (B).
@@ -155,6 +156,7 @@ impl Family for CliFamily {
     type Config = CliConfig;
     type Producers = sections::RawCliProducers;
     type Timing = sections::RawCliTiming;
+    type Call = adapter::CliCall;
     type Wake = dyn CliWake;
     type World = CliHost;
 
@@ -190,6 +192,10 @@ impl Family for CliFamily {
 
     fn external(slot: SlotRef, constants_ms: Vec<u64>) -> Box<dyn CliWake> {
         Box::new(adapter::ExternalCli::new(slot, constants_ms))
+    }
+
+    fn sender_name(info: &MsgInfo) -> String {
+        vocab::sender_name(info)
     }
 
     fn builtin_wakes(registry: &mut Registry) {

@@ -1,7 +1,9 @@
 //! The gptme CLI's own vocabulary in the records: its race windows, documented drops and how
 //! its sessions end. Codes are the trace-hash encoding (`sim::hash`, version 1).
 
+use crate::family::common::names::subagent;
 use crate::family::common::windows::AT_CONSTANT_BOUNDARY;
+use crate::sim::msg::{MsgInfo, MsgKind};
 use crate::sim::record::{EndCause, Reason, Window};
 
 /// A job completes between the waiter's drain and its wait (G-8).
@@ -112,3 +114,17 @@ pub const BOUND: EndCause = EndCause {
     text: "the loop bound (turns_max) ran out",
     voluntary: false,
 };
+
+/// How the gptme CLI's senders are named in timelines and violations: its background jobs by
+/// number, the conversation's queue file (regular or steer records), its subagents, and the
+/// watches a real gptme's driver may report.
+pub fn sender_name(info: &MsgInfo) -> String {
+    match info.kind {
+        MsgKind::Job => format!("job #{}", u32::from(info.origin) + 1),
+        MsgKind::Prompt if info.origin == 0 => "prompt-queue.jsonl".to_string(),
+        MsgKind::Prompt => "prompt-queue.jsonl, steer".to_string(),
+        MsgKind::Completion | MsgKind::Notification => subagent(info.origin),
+        MsgKind::Watch => format!("watch w{}", u32::from(info.origin) + 1),
+        MsgKind::Orchestrator => "orchestrator".to_string(),
+    }
+}

@@ -21,7 +21,9 @@ use serde::Serialize;
 use super::api::{
     Server, ServerWake, SubagentCompletion, SystemMessage, WatchEvent, default_deliver,
 };
-use crate::adapter::protocol::{Answer, Event, FromAdapter};
+use serde::Deserialize;
+
+use crate::adapter::protocol::{AdapterCall, Answer, Event, FromAdapter};
 use crate::adapter::{
     AdapterFault, Calls, FaultKind, Slot, SlotRef, Step, carries, carries_produced, fault,
     handler_threw,
@@ -38,6 +40,60 @@ const CALLS: Calls = Calls {
     list: "request_watch_wake, take_queued_watch_events, requeue_watch_event, \
            queue_watch_event, take_queued_completions, put_completion",
 };
+
+/// The calls an adapter of this family may make: the gptme server's API (`docs/protocol.md`): watch wakes and the per-logdir queues. Its `Family::Call`; every call
+/// rejects fields it does not have.
+#[derive(Deserialize, Debug)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ServerCall {
+    RequestWatchWake {
+        conversation_id: Option<String>,
+        #[serde(default)]
+        carries: Option<Vec<u32>>,
+    },
+    TakeQueuedWatchEvents {
+        logdir: Option<String>,
+    },
+    RequeueWatchEvent {
+        logdir: Option<String>,
+        #[serde(default)]
+        carries: Option<Vec<u32>>,
+    },
+    QueueWatchEvent {
+        logdir: Option<String>,
+        #[serde(default)]
+        carries: Option<Vec<u32>>,
+    },
+    TakeQueuedCompletions {
+        logdir: Option<String>,
+    },
+    PutCompletion {
+        #[serde(default)]
+        carries: Option<Vec<u32>>,
+    },
+}
+
+impl AdapterCall for ServerCall {
+    const TYPES: &'static [&'static str] = &[
+        "request_watch_wake",
+        "take_queued_watch_events",
+        "requeue_watch_event",
+        "queue_watch_event",
+        "take_queued_completions",
+        "put_completion",
+    ];
+
+    fn name(&self) -> &'static str {
+        match self {
+            ServerCall::RequestWatchWake { .. } => "request_watch_wake",
+            ServerCall::TakeQueuedWatchEvents { .. } => "take_queued_watch_events",
+            ServerCall::RequeueWatchEvent { .. } => "requeue_watch_event",
+            ServerCall::QueueWatchEvent { .. } => "queue_watch_event",
+            ServerCall::TakeQueuedCompletions { .. } => "take_queued_completions",
+            ServerCall::PutCompletion { .. } => "put_completion",
+        }
+    }
+}
 
 /// A gptme-server event.
 #[derive(Serialize)]
@@ -175,15 +231,15 @@ impl ExternalServer {
         &mut self,
         srv: &mut Server<'_>,
         slot: &mut Slot,
-        msg: FromAdapter,
+        msg: FromAdapter<ServerCall>,
         doing: &str,
     ) -> Result<Step<Option<serde_json::Value>>, AdapterFault> {
         match msg {
             FromAdapter::Done { error, .. } => return Ok(Step::End(error)),
-            FromAdapter::RequestWatchWake {
+            FromAdapter::Call(ServerCall::RequestWatchWake {
                 conversation_id,
                 carries: ids,
-            } => {
+            }) => {
                 let cid = logdir(conversation_id.as_deref(), "conversation_id", false)
                     .map_err(|w| slot.bad(&w, doing))?;
                 let ids =
@@ -194,7 +250,7 @@ impl ExternalServer {
                 let value = srv.request_watch_wake(cid.expect("one conversation"), msg);
                 slot.send(&Answer { value }, doing)?;
             }
-            FromAdapter::TakeQueuedWatchEvents { logdir: l } => {
+            FromAdapter::Call(ServerCall::TakeQueuedWatchEvents { logdir: l }) => {
                 let which =
                     logdir(l.as_deref(), "logdir", true).map_err(|w| slot.bad(&w, doing))?;
                 let taken = srv.take_queued_watch_events(which);
@@ -205,15 +261,15 @@ impl ExternalServer {
                 }
                 slot.send(&Answer { value }, doing)?;
             }
-            FromAdapter::RequeueWatchEvent { logdir: l, carries } => {
+            FromAdapter::Call(ServerCall::RequeueWatchEvent { logdir: l, carries }) => {
                 let e = self.handed_event(slot, l, &carries, doing)?;
                 srv.requeue_watch_event(e);
             }
-            FromAdapter::QueueWatchEvent { logdir: l, carries } => {
+            FromAdapter::Call(ServerCall::QueueWatchEvent { logdir: l, carries }) => {
                 let e = self.handed_event(slot, l, &carries, doing)?;
                 srv.queue_watch_event(e);
             }
-            FromAdapter::TakeQueuedCompletions { logdir: l } => {
+            FromAdapter::Call(ServerCall::TakeQueuedCompletions { logdir: l }) => {
                 let which =
                     logdir(l.as_deref(), "logdir", false).map_err(|w| slot.bad(&w, doing))?;
                 let taken = srv.take_queued_completions(which.expect("one conversation"));
@@ -226,7 +282,7 @@ impl ExternalServer {
                 }
                 slot.send(&Answer { value }, doing)?;
             }
-            FromAdapter::PutCompletion { carries } => {
+            FromAdapter::Call(ServerCall::PutCompletion { carries }) => {
                 let c = named(&carries, &self.completions, "a subagent completion")
                     .map_err(|w| slot.bad(&w, doing))?;
                 srv.put_completion(c);

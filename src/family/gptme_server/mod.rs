@@ -49,6 +49,7 @@ use crate::family::common::faults::FaultSpec;
 use crate::family::{Family, Host, OwnDriver, RealHost, Registry, WireNames};
 use crate::input::Cx;
 use crate::sim::Kernel;
+use crate::sim::msg::MsgInfo;
 use crate::sim::record::Window;
 
 /// The conversation under test; the only one the server model runs.
@@ -108,6 +109,7 @@ impl Family for ServerFamily {
     type Config = ServerConfig;
     type Producers = sections::RawServerProducers;
     type Timing = sections::RawServerTiming;
+    type Call = adapter::ServerCall;
     type Wake = dyn ServerWake;
     type World = ServerHost;
 
@@ -143,6 +145,10 @@ impl Family for ServerFamily {
 
     fn external(slot: SlotRef, constants_ms: Vec<u64>) -> Box<dyn ServerWake> {
         Box::new(adapter::ExternalServer::new(slot, constants_ms))
+    }
+
+    fn sender_name(info: &MsgInfo) -> String {
+        vocab::sender_name(info)
     }
 
     fn builtin_wakes(registry: &mut Registry) {

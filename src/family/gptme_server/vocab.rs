@@ -1,7 +1,9 @@
 //! The gptme server's own vocabulary in the records: its race windows, documented drops and
 //! refusal reasons. Codes are the trace-hash encoding (`sim::hash`, version 1).
 
+use crate::family::common::names::subagent;
 use crate::family::common::windows::AT_CONSTANT_BOUNDARY;
+use crate::sim::msg::{MsgInfo, MsgKind};
 use crate::sim::record::{Reason, Window};
 
 /// A retry drains two or more deferred events at once (G-1's burst).
@@ -63,3 +65,17 @@ pub const BUSY_TOOLS: Reason =
 pub const BUSY_COMMAND: Reason = Reason::new(3, "busy: a slash command owns the conversation");
 /// Refused: persisting the message failed; nothing was written.
 pub const PERSIST_FAILED: Reason = Reason::new(4, "persisting the message failed (OSError)");
+
+/// How the gptme server's senders are named in timelines and violations: its watches and its
+/// subagents, and the words of the other gptme inputs a real gptme's driver may report (jobs,
+/// the prompt queue file).
+pub fn sender_name(info: &MsgInfo) -> String {
+    match info.kind {
+        MsgKind::Watch => format!("watch w{}", u32::from(info.origin) + 1),
+        MsgKind::Completion | MsgKind::Notification => subagent(info.origin),
+        MsgKind::Job => format!("job #{}", u32::from(info.origin) + 1),
+        MsgKind::Prompt if info.origin == 0 => "prompt-queue.jsonl".to_string(),
+        MsgKind::Prompt => "prompt-queue.jsonl, steer".to_string(),
+        MsgKind::Orchestrator => "orchestrator".to_string(),
+    }
+}

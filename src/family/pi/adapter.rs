@@ -15,7 +15,9 @@ use super::api::{
     CompactOutcome, Ctx, CustomMessage, DeliverAs, InputAction, InputEvent, Message, Pi, PiWake,
     SendOptions, TimerId,
 };
-use crate::adapter::protocol::{Answer, Event, FromAdapter, Known, Refused};
+use serde::Deserialize;
+
+use crate::adapter::protocol::{AdapterCall, Answer, Event, FromAdapter, Known, Refused};
 use crate::adapter::speculate::{History, Respeculate};
 use crate::adapter::{
     AdapterFault, Calls, FaultKind, Slot, SlotRef, Step, carries_produced, fault, handler_threw,
@@ -27,7 +29,7 @@ use crate::adapter::{
 fn respeculate() -> ! {
     std::panic::panic_any(Respeculate)
 }
-use crate::sim::msg::{MsgInfo, Payload};
+use crate::sim::msg::{MsgInfo, Payload, SenderNames};
 
 /// The events an adapter may ask for in `ready`.
 const EVENTS: [&str; 11] = [
@@ -48,6 +50,71 @@ const CALLS: Calls = Calls {
     family: "pi",
     list: "send_message, send_user_message, is_idle, set_timeout, clear_timeout, queue_microtask",
 };
+
+/// The calls an adapter of this family may make: pi's API (`docs/protocol.md`): sending messages, `ctx.isIdle()`, timers and microtasks. Its `Family::Call`; every call
+/// rejects fields it does not have.
+#[derive(Deserialize, Debug)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum PiCall {
+    SendMessage {
+        #[serde(default)]
+        custom_type: Option<String>,
+        #[serde(default)]
+        carries: Option<Vec<u32>>,
+        #[serde(default)]
+        deliver_as: Option<String>,
+        #[serde(default)]
+        trigger_turn: Option<bool>,
+    },
+    SendUserMessage {
+        #[serde(default)]
+        carries: Option<Vec<u32>>,
+        #[serde(default)]
+        deliver_as: Option<String>,
+        /// The text the module sent, for the timeline (cut at `USER_MESSAGE_TEXT_BYTES_MAX`);
+        /// optional, so an adapter that does not send it still speaks the protocol.
+        #[serde(default)]
+        text: Option<String>,
+    },
+    IsIdle {
+        ctx: Option<u64>,
+        /// The adapter answered from the event's `idle` (`true`, `false` or `"stale_ctx"`).
+        #[serde(default)]
+        known: Option<Known>,
+    },
+    SetTimeout {
+        timer: u64,
+        ms: u64,
+    },
+    QueueMicrotask {
+        timer: u64,
+    },
+    ClearTimeout {
+        timer: u64,
+    },
+}
+
+impl AdapterCall for PiCall {
+    const TYPES: &'static [&'static str] = &[
+        "send_message",
+        "send_user_message",
+        "is_idle",
+        "set_timeout",
+        "queue_microtask",
+        "clear_timeout",
+    ];
+
+    fn name(&self) -> &'static str {
+        match self {
+            PiCall::SendMessage { .. } => "send_message",
+            PiCall::SendUserMessage { .. } => "send_user_message",
+            PiCall::IsIdle { .. } => "is_idle",
+            PiCall::SetTimeout { .. } => "set_timeout",
+            PiCall::QueueMicrotask { .. } => "queue_microtask",
+            PiCall::ClearTimeout { .. } => "clear_timeout",
+        }
+    }
+}
 
 fn event_bit(name: &str) -> Option<u16> {
     EVENTS.iter().position(|e| *e == name).map(|i| 1 << i)
@@ -300,7 +367,7 @@ impl ExternalPi {
         &mut self,
         pi: &mut Pi<'_>,
         slot: &mut Slot,
-        msg: FromAdapter,
+        msg: FromAdapter<PiCall>,
         doing: &str,
     ) -> Result<Step<Done>, AdapterFault> {
         if !matches!(msg, FromAdapter::Done { .. }) {
@@ -310,12 +377,12 @@ impl ExternalPi {
             FromAdapter::Done { error, action, .. } => {
                 return Ok(Step::End(Done { error, action }));
             }
-            FromAdapter::SendMessage {
+            FromAdapter::Call(PiCall::SendMessage {
                 custom_type,
                 carries: ids,
                 deliver_as: d,
                 trigger_turn,
-            } => {
+            }) => {
                 let deliver_as = deliver_as(d.as_deref()).map_err(|w| slot.bad(&w, doing))?;
                 let custom_type = custom_type.map_or("custom", |s| intern(&s, "custom"));
                 let ids =
@@ -335,11 +402,11 @@ impl ExternalPi {
                     },
                 );
             }
-            FromAdapter::SendUserMessage {
+            FromAdapter::Call(PiCall::SendUserMessage {
                 carries: ids,
                 deliver_as: d,
                 text,
-            } => {
+            }) => {
                 let deliver_as = deliver_as(d.as_deref()).map_err(|w| slot.bad(&w, doing))?;
                 let ids =
                     carries_produced(&ids, pi.k.produced()).map_err(|w| slot.bad(&w, doing))?;
@@ -349,18 +416,20 @@ impl ExternalPi {
                     None => pi.send_user_message(payload, deliver_as),
                 }
             }
-            FromAdapter::IsIdle { ctx, known } => self.is_idle(pi, slot, ctx, known, doing)?,
-            FromAdapter::SetTimeout { timer, ms } => {
+            FromAdapter::Call(PiCall::IsIdle { ctx, known }) => {
+                self.is_idle(pi, slot, ctx, known, doing)?
+            }
+            FromAdapter::Call(PiCall::SetTimeout { timer, ms }) => {
                 self.new_timer(slot, timer, doing)?;
                 let host = pi.set_timeout(ms);
                 self.map_timer(timer, host);
             }
-            FromAdapter::QueueMicrotask { timer } => {
+            FromAdapter::Call(PiCall::QueueMicrotask { timer }) => {
                 self.new_timer(slot, timer, doing)?;
                 let host = pi.queue_microtask();
                 self.map_timer(timer, host);
             }
-            FromAdapter::ClearTimeout { timer } => {
+            FromAdapter::Call(PiCall::ClearTimeout { timer }) => {
                 // Clearing an id never set is a no-op, as in JavaScript.
                 if let Some(&host) = self.timers.get(&timer) {
                     pi.clear_timeout(host);
@@ -465,6 +534,7 @@ impl PiWake for ExternalPi {
             conv: 0,
             stream: None,
             produced_at: pi.now(),
+            names: SenderNames(super::vocab::sender_name),
         };
         let source = info.source_name();
         let kind = msg.kind.name();

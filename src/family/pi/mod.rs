@@ -50,6 +50,7 @@ use crate::family::common::faults::FaultSpec;
 use crate::family::{Family, Host, RealHost, Registry, WireNames};
 use crate::input::Cx;
 use crate::sim::Kernel;
+use crate::sim::msg::MsgInfo;
 use crate::sim::record::Window;
 
 /// Which pi the model plays.
@@ -175,6 +176,7 @@ impl Family for PiFamily {
     type Config = PiConfig;
     type Producers = sections::RawProducers;
     type Timing = sections::RawTiming;
+    type Call = adapter::PiCall;
     type Wake = dyn PiWake;
     type World = PiHost;
 
@@ -211,11 +213,16 @@ impl Family for PiFamily {
         Box::new(adapter::ExternalPi::new(slot, constants_ms))
     }
 
+    fn sender_name(info: &MsgInfo) -> String {
+        vocab::sender_name(info)
+    }
+
     fn builtin_wakes(registry: &mut Registry) {
         wakes::register(registry);
     }
 
     const REAL_HOSTS: &'static [RealHost] = real::REAL_HOSTS;
+    const PEERS: Option<&'static str> = Some("hosts/pi/peers");
     const WIRE: WireNames = real::WIRE;
     const PLAN_LABELS: &'static [&'static str] = real::PLAN_LABELS;
 

@@ -1,7 +1,9 @@
 //! pi's own vocabulary in the records: its race windows and its documented drop. Codes are the
 //! trace-hash encoding (`sim::hash`, version 1).
 
+use crate::family::common::names::subagent;
 use crate::family::common::windows::AT_CONSTANT_BOUNDARY;
+use crate::sim::msg::{MsgInfo, MsgKind, SenderNames};
 use crate::sim::record::{Reason, Window};
 
 /// The wake logic starts a prompt while another prompt is being prepared.
@@ -61,3 +63,15 @@ pub const WINDOWS: &[Window] = &[
 
 /// Session replacement discards what the old session still held (P-7).
 pub const SESSION_REPLACED: Reason = Reason::new(0, "session replaced (documented loss, P-7)");
+
+/// How pi's senders are named in timelines and violations: its subagents by letter, and the
+/// orchestrator. The other kinds come from no pi host (neither the model's producers nor the
+/// driver's peers make them); should one appear, it is named plainly rather than in another
+/// host's words.
+pub fn sender_name(info: &MsgInfo) -> String {
+    match info.kind {
+        MsgKind::Completion | MsgKind::Notification => subagent(info.origin),
+        MsgKind::Orchestrator => "orchestrator".to_string(),
+        MsgKind::Watch | MsgKind::Job | MsgKind::Prompt => (SenderNames::PLAIN.0)(info),
+    }
+}

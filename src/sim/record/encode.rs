@@ -169,7 +169,7 @@ impl<N: Note> Encode for Ev<N> {
                 h.tag(18);
                 msg.encode(h);
             }
-            // 19 and 20 are the gptme families' and the remote lane's note tags.
+            // 19 and 20 are note tags (`Note::TAG`) of families and of the remote lane.
             Ev::Deadlock { threads } => {
                 h.tag(21);
                 h.u32(*threads);
