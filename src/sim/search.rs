@@ -21,6 +21,13 @@
 //! seeded apart from swarm's (`BOOST_STREAM`), so `--search boost --seed N` is a different run
 //! from `--seed N`, and replays as exactly itself.
 //!
+//! `Guided` is a portfolio ([`portfolio`]): per seed, drawn from the seed alone, swarm's own run
+//! of it, a boost at a cycled depth, or a pinned run (`Choices::pinned`, swarm testing of the
+//! delays: each site pinned, at a fair coin, to one corner of its range). `Coverage` adds
+//! feedback ([`Guide`]): in blocks of `COVERAGE_BLOCK` seeds, half the seeds mutate the choices
+//! of earlier runs of the block that reached a new coverage feature ([`features`]). The rare-bug
+//! suite's figures for each, and why none is the default, are in docs/guide/search.md.
+//!
 //! A boosted run records its draws like any other run (value 0 still the simplest option, a
 //! boosted coin recorded as the `chance` it answers), so its recorded choices replay, shrink
 //! and save as regressions without the search.
@@ -329,6 +336,69 @@ mod tests {
         }
         assert_eq!(Search::Boost { depth: 2 }.to_string(), "boost:2");
         assert_eq!(Search::parse(&Search::Swarm.to_string()), Ok(Search::Swarm));
+        for g in [Search::Guided, Search::Coverage] {
+            assert_eq!(Search::parse(&g.to_string()), Ok(g));
+        }
+    }
+
+    /// Features name what a run reached: a window's count class, a fault's firings, windows
+    /// together, a window with a fault that fired or, timed, was on; a fault on that never
+    /// fired adds no window pair.
+    #[test]
+    fn features_tell_apart_what_runs_reached() {
+        const A: Window = Window::new(1, "a", "");
+        const B: Window = Window::new(2, "b", "");
+        let mix = |fired: u32| Mix {
+            faults: vec![("tool_calls", crate::sim::choice::Ratio::new(1, 2))],
+            producers: Vec::new(),
+            fired: vec![("tool_calls", fired)],
+        };
+        let f = |marks: &[(Window, u32)], fired: u32| {
+            let mut out = Vec::new();
+            features(marks, &mix(fired), 3, &mut out);
+            out.sort_unstable();
+            out
+        };
+        let one = f(&[(A, 1)], 0);
+        assert_eq!(
+            one.len(),
+            3,
+            "requests, window a, tool_calls fired 0: {one:x?}"
+        );
+        assert_ne!(f(&[(A, 1)], 0), f(&[(A, 5)], 0), "count classes differ");
+        assert_ne!(f(&[(A, 1)], 1), f(&[(A, 1)], 5), "firing classes differ");
+        assert_eq!(
+            f(&[(A, 1), (B, 1)], 1).len(),
+            7,
+            "with the pair and a fault per window"
+        );
+    }
+
+    /// The portfolio is a pure function of the seed and uses all three strategies.
+    #[test]
+    fn the_portfolio_is_a_function_of_the_seed() {
+        let draws = |c: &mut Choices| -> Vec<u64> {
+            c.set_constants(&[1_000]);
+            (0..40)
+                .map(|i| {
+                    if i % 2 == 0 {
+                        c.delay(0, 2_000, "d")
+                    } else {
+                        u64::from(c.chance(crate::sim::choice::Ratio::new(1, 10), "p"))
+                    }
+                })
+                .collect()
+        };
+        let mut swarm_like = 0;
+        for seed in 0..60 {
+            let a = draws(&mut portfolio(seed));
+            assert_eq!(a, draws(&mut portfolio(seed)), "seed {seed}");
+            swarm_like += usize::from(a == draws(&mut Choices::random(seed, Profile::default())));
+        }
+        assert!(
+            (10..=35).contains(&swarm_like),
+            "{swarm_like} of 60 are swarm's"
+        );
     }
 
     #[test]
