@@ -264,15 +264,13 @@ impl Choices {
     /// recorded there; the first mismatch ends the prefix.
     #[inline(always)]
     fn prefixed(&mut self, bound: u64, label: &'static str) -> Option<u64> {
-        if self.prefix.is_none() {
-            return None;
-        }
-        self.from_prefix(bound, label)
+        self.prefix.as_ref()?;
+        self.next_prefixed(bound, label)
     }
 
     #[cold]
     #[inline(never)]
-    fn from_prefix(&mut self, bound: u64, label: &'static str) -> Option<u64> {
+    fn next_prefixed(&mut self, bound: u64, label: &'static str) -> Option<u64> {
         let p = self.prefix.as_mut()?;
         match p.values.get(p.pos) {
             Some(c) if c.bound == bound && c.label == label => {
