@@ -2,7 +2,9 @@
 //! seed's own stream (a run under `--search swarm` is byte for byte the run without it, and
 //! golden hashes rest on that), a boosted seed is another run that replays as itself from the
 //! line a failure prints, the rare-bug suite's repeated-draw bug is found in fewer seeds under a
-//! boost than under swarm, and a bad `search` value is an input error naming file, line and key.
+//! boost than under swarm, the portfolio (`guided`) and coverage seeds are the same runs however
+//! they are reached (alone, in a sweep, after other seeds), the benchmark command prints its
+//! table, and a bad `search` value is an input error naming file, line and key.
 
 use wakesim::engine::findability::findability;
 use wakesim::family::Registry;
@@ -128,4 +130,111 @@ fn a_bad_search_is_an_input_error() {
     );
     let flag = wakesim(&["run", LONG_CHAIN, "--search", "pct"]);
     assert_eq!(flag.status.code(), Some(2));
+}
+
+/// The portfolio (`guided`) is a pure function of the seed: a seed run alone, in a sweep or
+/// after another scenario's seeds is the same run, and about a third of its seeds are swarm's
+/// own seed (the same trace), the rest other runs.
+#[test]
+fn a_guided_seed_is_the_same_run_however_it_is_reached() {
+    let registry = Registry::builtin();
+    let mut scn = load(LONG_CHAIN);
+    scn.search = Search::Guided;
+    let swarm = load(LONG_CHAIN);
+    let mut sweep = wakesim::engine::Runner::new(&registry);
+    let in_sweep: Vec<u64> = (0..60)
+        .map(|s| sweep.run_seed(&scn, s, false).trace_hash)
+        .collect();
+    let mut same_as_swarm = 0;
+    for seed in [0u64, 7, 31, 59] {
+        let mut alone = wakesim::engine::Runner::new(&registry);
+        assert_eq!(
+            alone.run_seed(&scn, seed, false).trace_hash,
+            in_sweep[seed as usize],
+            "seed {seed} alone"
+        );
+    }
+    for seed in 0..60u64 {
+        let plain = sweep.run_seed(&swarm, seed, false).trace_hash;
+        same_as_swarm += usize::from(plain == in_sweep[seed as usize]);
+    }
+    assert!(
+        (10..=35).contains(&same_as_swarm),
+        "about a third of guided seeds are swarm's: {same_as_swarm} of 60"
+    );
+}
+
+/// A coverage seed depends on its block's earlier seeds, and only on them: seed N run by a
+/// fresh runner (which replays the block's seeds before N), in a sweep from the block's start,
+/// or after a sweep of another block is the same run, so threads, chunks, shards and replays
+/// agree. Past the block's first seeds the feedback is used: some seeds differ from the
+/// portfolio's run of the same seed.
+#[test]
+fn a_coverage_seed_is_a_function_of_its_block() {
+    let registry = Registry::builtin();
+    let mut scn = load(LONG_CHAIN);
+    scn.search = Search::Coverage;
+    let mut guided = scn.clone();
+    guided.search = Search::Guided;
+    let mut sweep = wakesim::engine::Runner::new(&registry);
+    let in_sweep: Vec<u64> = (0..80)
+        .map(|s| sweep.run_seed(&scn, s, false).trace_hash)
+        .collect();
+    for seed in [0u64, 1, 40, 79] {
+        let mut alone = wakesim::engine::Runner::new(&registry);
+        assert_eq!(
+            alone.run_seed(&scn, seed, false).trace_hash,
+            in_sweep[seed as usize],
+            "seed {seed} alone"
+        );
+        // After a sweep of another block, and after a later seed of this block.
+        let mut other = wakesim::engine::Runner::new(&registry);
+        other.run_seed(&scn, 5000, false);
+        other.run_seed(&scn, 79, false);
+        assert_eq!(
+            other.run_seed(&scn, seed, false).trace_hash,
+            in_sweep[seed as usize],
+            "seed {seed} after other seeds"
+        );
+    }
+    let differ = (0..80u64)
+        .filter(|&s| sweep.run_seed(&guided, s, false).trace_hash != in_sweep[s as usize])
+        .count();
+    assert!(
+        differ >= 20,
+        "mutants differ from the portfolio: {differ} of 80"
+    );
+    // A coverage run's recorded choices replay it without the search.
+    let r = sweep.run_seed(&scn, 61, false);
+    let again = sweep.run_choices(&load(LONG_CHAIN), 61, r.choices.clone(), false);
+    assert_eq!(again.trace_hash, r.trace_hash);
+}
+
+/// The benchmark command prints a row per bug and search and the ratio of their medians; a
+/// scenario that expects a pass is left out.
+#[test]
+fn the_search_benchmark_prints_its_table() {
+    let out = wakesim(&[
+        "bench-search",
+        LONG_CHAIN,
+        "scenarios/gptme/b1-passes-with-faults.toml",
+        "--campaigns",
+        "3",
+        "--cap",
+        "4000",
+        "--threads",
+        "1",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let rows: Vec<&str> = text.lines().filter(|l| l.starts_with(LONG_CHAIN)).collect();
+    assert_eq!(rows.len(), 2, "{text}");
+    assert!(
+        rows[0].contains(" swarm ") && rows[1].contains(" guided "),
+        "{text}"
+    );
+    assert!(text.contains("median swarm / guided = "), "{text}");
+    assert!(!text.contains("b1-passes-with-faults"), "{text}");
+    let bad = wakesim(&["bench-search", LONG_CHAIN, "--campaigns", "0"]);
+    assert_eq!(bad.status.code(), Some(2));
 }

@@ -3,6 +3,7 @@
 //! is not, 2 for usage or input errors.
 
 mod args;
+mod bench_search;
 mod conform;
 mod explore;
 mod export;
@@ -61,6 +62,10 @@ enum Cmd {
     /// Write a failing real-host run as a project in the host's ecosystem (a Node package whose
     /// `npm test` replays it against the released packages) with a bug report ready to file.
     Export(export::Args),
+    /// The rare-bug suite's benchmark: median and p90 seeds to the first expected failure under
+    /// each search, over independent campaigns (docs/guide/search.md).
+    #[command(hide = true)]
+    BenchSearch(bench_search::Args),
 }
 
 /// Print to stdout. A reader that went away (`wakesim ... | head`) is not an error; any other
@@ -128,6 +133,7 @@ pub fn main() -> i32 {
         Cmd::Conform(a) => conform::main(&registry, a),
         Cmd::Regressions(a) => regressions::main(&registry, a),
         Cmd::Export(a) => export::main(&registry, a),
+        Cmd::BenchSearch(a) => bench_search::main(&registry, a),
     };
     match result {
         Ok(code) => code,

@@ -18,6 +18,7 @@ use crate::outcome::{Drive, Outcome, RunResult};
 use crate::remote::{self, RemoteKernel, RemoteWorld};
 use crate::scenario::Scenario;
 use crate::sim::choice::{Choice, Choices, Profile};
+use crate::sim::search::{Guide, Search, coverage_block_start};
 
 /// Runs seeds of scenarios, reusing each host's kernel allocations between seeds.
 pub struct Runner<'r> {
@@ -29,6 +30,17 @@ pub struct Runner<'r> {
     /// Real hosts' driver processes, kept alive across seeds, and the kernel their runs record on.
     remotes: remote::Pool,
     remote_kernel: Option<RemoteKernel>,
+    /// The coverage block last run (`sim::search::Guide`), with the scenario it belongs to and
+    /// the next seed it plans: a sweep's next seed continues it instead of replaying the block.
+    guide: Option<Box<GuideState>>,
+}
+
+/// A coverage block in progress: whose it is and the seed it plans next.
+struct GuideState {
+    path: std::path::PathBuf,
+    wake: String,
+    next: u64,
+    guide: Guide,
 }
 
 impl<'r> Runner<'r> {
@@ -39,6 +51,7 @@ impl<'r> Runner<'r> {
             adapters: Pool::default(),
             remotes: remote::Pool::default(),
             remote_kernel: None,
+            guide: None,
         }
     }
 
@@ -152,6 +165,9 @@ impl<'r> Runner<'r> {
     ) -> RunResult {
         // A seed under a guided search draws from its own stream; under swarm (and on a real
         // host, whose driver reads a uniform stream ahead) it is the kernel's reseeded one.
+        if choices.is_none() && scn.search == Search::Coverage && scn.remote.is_none() {
+            return self.run_coverage(scn, seed, recording);
+        }
         let choices = match choices {
             None if !scn.search.is_swarm() && scn.remote.is_none() => Some(Choices::searched(
                 seed,
@@ -210,6 +226,46 @@ impl<'r> Runner<'r> {
             choices,
             recording,
         })
+    }
+}
+
+impl Runner<'_> {
+    /// Run `seed` under the coverage search: planned from the runs of its block's earlier seeds,
+    /// run first when the runner's block in progress is not this scenario's or is past `seed`
+    /// (a replay, or the first seed of a thread's chunk), so the run is the same however the
+    /// seeds were split.
+    fn run_coverage(&mut self, scn: &Scenario, seed: u64, recording: Recording) -> RunResult {
+        let start = coverage_block_start(seed);
+        let mut st = match self.guide.take() {
+            Some(st)
+                if st.path == scn.path
+                    && st.wake == scn.wake
+                    && st.guide.start() == start
+                    && st.next <= seed =>
+            {
+                st
+            }
+            _ => Box::new(GuideState {
+                path: scn.path.clone(),
+                wake: scn.wake.clone(),
+                next: start,
+                guide: Guide::new(start),
+            }),
+        };
+        while st.next < seed {
+            let s = st.next;
+            let c = st.guide.choices(s);
+            let r = self.run_with(scn, s, Some(c), Recording::Verdict);
+            st.guide.observe(&r.marks, &r.mix, r.requests, r.choices);
+            st.next += 1;
+        }
+        let c = st.guide.choices(seed);
+        let r = self.run_with(scn, seed, Some(c), recording);
+        st.guide
+            .observe(&r.marks, &r.mix, r.requests, r.choices.clone());
+        st.next = seed + 1;
+        self.guide = Some(st);
+        r
     }
 }
 

@@ -14,7 +14,7 @@
 
 use rand::{Rng, SeedableRng};
 
-use crate::sim::search::{Search, boost_seed};
+use crate::sim::search::{Guide, Search, boost_seed, coverage_block_start, portfolio};
 use rand_chacha::ChaCha8Rng;
 
 /// One recorded decision: `value` in `0..bound`, drawn at the site named by `label`.
@@ -84,6 +84,17 @@ pub struct Choices {
     /// most of its delays from a handful of ranges, so a draw skips the two searches of `near`.
     /// Boxed: a `Choices` is moved by value into every run (`Drive`), so it is kept small.
     spans: Box<[Span; SPANS]>,
+    /// A guided run's replayed prefix (`sim::search::Guide`): its draws come from it while the
+    /// model asks for the sites and bounds it recorded, then from `source`.
+    prefix: Option<Box<Prefix>>,
+    /// Log every draw even in a bulk run: a guided block keeps runs' choices to mutate.
+    keep_log: bool,
+}
+
+/// A recorded prefix a guided run replays before drawing afresh.
+struct Prefix {
+    values: Vec<Choice>,
+    pos: usize,
 }
 
 /// A boosted run's state: the generator, the depth (how many sites it may boost) and every draw
@@ -95,13 +106,42 @@ struct Boost {
     /// Each site met: its label, whether it is boosted, and its focus (which of `FOCI` equal
     /// parts of a delay's range its uniform draws fall in, when boosted).
     sites: Vec<(&'static str, bool, u8)>,
+    /// A pinned run (`Choices::pinned`): each delay site met is pinned, at a fair coin, to one
+    /// class of its boundary set (or its uniform class), drawn once; `pins` holds each site met
+    /// with that class (`u64::MAX`: not pinned).
+    pin: bool,
+    pins: Vec<(&'static str, u64)>,
 }
+
+/// Mixed into a pinned run's seed (`Choices::pinned`): its stream is not a boosted one's.
+const PIN_STREAM: u64 = 0x7069_6e5f_7374_7265;
 
 /// A boosted delay site draws its uniform class from one of this many equal parts of its range:
 /// the events it times cluster, so two of them meet a window together more often.
 const FOCI: u64 = 8;
 
 impl Boost {
+    /// The class a pinned run's delay site `label` draws among `classes` (`None`: unpinned).
+    fn pinned(&mut self, label: &'static str, classes: u64) -> Option<u64> {
+        let pin = match self
+            .pins
+            .iter()
+            .find(|(l, _)| std::ptr::eq(*l, label) || *l == label)
+        {
+            Some((_, p)) => *p,
+            None => {
+                let p = if below(&mut self.rng, 2) == 1 {
+                    self.rng.next_u64()
+                } else {
+                    u64::MAX
+                };
+                self.pins.push((label, p));
+                p
+            }
+        };
+        (pin != u64::MAX).then(|| pin % classes)
+    }
+
     /// Whether the site `label` is boosted; a site met for the first time is boosted with a
     /// fair coin while fewer than `depth` are.
     #[inline]
@@ -170,9 +210,77 @@ impl Choices {
                     depth,
                     boosted: 0,
                     sites: Vec::new(),
+                    pin: false,
+                    pins: Vec::new(),
                 })),
                 profile,
             ),
+            Search::Guided => portfolio(seed),
+            // Alone, a coverage seed is what its block plans for it with nothing observed (the
+            // portfolio's run); the runner plans it from the block's earlier runs
+            // (`engine::runner`).
+            Search::Coverage => Guide::new(coverage_block_start(seed)).choices(seed),
+        }
+    }
+
+    /// A guided mutant's stream: `prefix` replayed while the model asks for its sites and
+    /// bounds, then draws from `suffix` (swarm or a boost) seeded with `seed`. Logs always.
+    pub fn spliced(prefix: Vec<Choice>, suffix: Search, seed: u64) -> Choices {
+        let suffix = match suffix {
+            Search::Guided | Search::Coverage => Search::Swarm,
+            s => s,
+        };
+        let mut c = Choices::searched(seed, suffix, Profile::default()).keeping_log();
+        c.prefix = Some(Box::new(Prefix {
+            values: prefix,
+            pos: 0,
+        }));
+        c
+    }
+
+    /// A pinned run of `seed` (a guided block's fresh runs, `sim::search::Guide`): swarm testing
+    /// of the timing. Each delay site is pinned at a fair coin to one class of its boundary set
+    /// or its uniform class, so every delay it draws from its boundary set is the same corner
+    /// (all jobs as long as the longest, every report at the end of the active phase); an
+    /// unpinned site, and every `chance`, draws as swarm. Two events timed by different sites meet at a
+    /// corner with the probability of two coins, not of two boundary points drawn at random.
+    pub fn pinned(seed: u64) -> Choices {
+        let mut c = Choices::searched(seed, Search::Boost { depth: 0 }, Profile::default());
+        if let Source::Boost(b) = &mut c.source {
+            b.pin = true;
+            b.rng = ChaCha8Rng::seed_from_u64(boost_seed(seed ^ PIN_STREAM));
+        }
+        c.keeping_log()
+    }
+
+    /// This stream, logging every draw whatever the run keeps (a guided block reads the log).
+    pub fn keeping_log(mut self) -> Choices {
+        self.keep_log = true;
+        self.logging = true;
+        self
+    }
+
+    /// The next draw from a guided run's prefix, if it has one and the model asks for what it
+    /// recorded there; the first mismatch ends the prefix.
+    #[inline(always)]
+    fn prefixed(&mut self, bound: u64, label: &'static str) -> Option<u64> {
+        self.prefix.as_ref()?;
+        self.next_prefixed(bound, label)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn next_prefixed(&mut self, bound: u64, label: &'static str) -> Option<u64> {
+        let p = self.prefix.as_mut()?;
+        match p.values.get(p.pos) {
+            Some(c) if c.bound == bound && c.label == label => {
+                p.pos += 1;
+                Some(c.value.min(bound - 1))
+            }
+            _ => {
+                self.prefix = None;
+                None
+            }
         }
     }
 
@@ -193,6 +301,8 @@ impl Choices {
             divergence: None,
             extended: 0,
             spans: Box::new([Span::default(); SPANS]),
+            prefix: None,
+            keep_log: false,
         }
     }
 
@@ -206,6 +316,8 @@ impl Choices {
             }
         }
         self.profile = Profile::default();
+        self.prefix = None;
+        self.keep_log = false;
         self.log.clear();
         self.divergence = None;
         self.extended = 0;
@@ -214,7 +326,7 @@ impl Choices {
     /// Log draws (the default) or not. Without a log, [`Choices::log`] stays empty; the draws
     /// themselves are the same.
     pub fn set_logging(&mut self, on: bool) {
-        self.logging = on;
+        self.logging = on || self.keep_log;
     }
 
     /// Set the constants that delay draws are biased toward.
@@ -320,6 +432,10 @@ impl Choices {
     /// once it has a choice to make.
     #[inline(always)]
     fn draw(&mut self, bound: u64, label: &'static str) -> u64 {
+        if let Some(v) = self.prefixed(bound, label) {
+            self.record(bound, v, label);
+            return v;
+        }
         let value = match &mut self.source {
             Source::Random(rng) => below(rng, bound),
             Source::Boost(b) => below(&mut b.rng, bound),
@@ -334,6 +450,10 @@ impl Choices {
         let bound = weights.len() as u64;
         if bound <= 1 {
             return 0;
+        }
+        if let Some(v) = self.prefixed(bound, label) {
+            self.record(bound, v, label);
+            return v as usize;
         }
         let value = match &mut self.source {
             Source::Boost(b) => weighted_index(&mut b.rng, weights, label),
@@ -367,6 +487,10 @@ impl Choices {
         }
         // `weighted(&[den - num, num])`, written out for two weights: the same draw (one
         // `below(den)`, the second class from `den - num` up), recorded the same way.
+        if let Some(v) = self.prefixed(2, label) {
+            self.record(2, v, label);
+            return v == 1;
+        }
         let value = match &mut self.source {
             Source::Random(rng) => u64::from(below(rng, ratio.den) >= ratio.den - ratio.num),
             // A boosted site's chance is a fair coin: its rare outcome at half the draws.
@@ -417,14 +541,21 @@ impl Choices {
         let (a, inside, n) = (a as usize, inside as usize, n as usize);
         // Weights: 1 per boundary point, `n` for the uniform class, so each half is even.
         let classes = n as u64 + 1;
-        let index = match &mut self.source {
-            Source::Random(rng) => {
-                let r = below(rng, 2 * n as u64);
-                r.min(n as u64)
+        let index = if let Some(v) = self.prefixed(classes, label) {
+            v
+        } else {
+            match &mut self.source {
+                Source::Random(rng) => {
+                    let r = below(rng, 2 * n as u64);
+                    r.min(n as u64)
+                }
+                // A boosted site's delay comes from its boundary set only.
+                Source::Boost(b) => match b.pin.then(|| b.pinned(label, n as u64 + 1)).flatten() {
+                    Some(class) => class,
+                    None => below(&mut b.rng, 2 * n as u64).min(n as u64),
+                },
+                Source::Replay { .. } => self.next_replayed(classes, label),
             }
-            // A boosted site's delay comes from its boundary set only.
-            Source::Boost(b) => below(&mut b.rng, 2 * n as u64).min(n as u64),
-            Source::Replay { .. } => self.next_replayed(classes, label),
         };
         self.record(classes, index, label);
         let index = index as usize;
@@ -439,6 +570,10 @@ impl Choices {
             // `choose(hi - lo + 1)`, which draws: `hi > lo`. A boosted site draws it inside its
             // focus, recorded as the same choice.
             let width = hi - lo + 1;
+            if let Some(v) = self.prefixed(width, label) {
+                self.record(width, v, label);
+                return lo + v;
+            }
             let Source::Boost(b) = &mut self.source else {
                 return lo + self.draw(width, label);
             };
@@ -615,7 +750,7 @@ impl std::fmt::Display for Ratio {
 /// here rather than borrowed from `rand` so the mapping from generator output to choices can never
 /// change under a dependency upgrade: recorded seeds stay valid.
 #[inline]
-fn below(rng: &mut ChaCha8Rng, n: u64) -> u64 {
+pub(crate) fn below(rng: &mut ChaCha8Rng, n: u64) -> u64 {
     let mut m = u128::from(rng.next_u64()) * u128::from(n);
     let mut low = m as u64;
     if low < n {

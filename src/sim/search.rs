@@ -21,11 +21,25 @@
 //! seeded apart from swarm's (`BOOST_STREAM`), so `--search boost --seed N` is a different run
 //! from `--seed N`, and replays as exactly itself.
 //!
+//! `Guided` is a portfolio ([`portfolio`]): per seed, drawn from the seed alone, swarm's own run
+//! of it, a boost at a cycled depth, or a pinned run (`Choices::pinned`, swarm testing of the
+//! delays: each site pinned, at a fair coin, to one corner of its range). `Coverage` adds
+//! feedback ([`Guide`]): in blocks of `COVERAGE_BLOCK` seeds, half the seeds mutate the choices
+//! of earlier runs of the block that reached a new coverage feature ([`features`]). The rare-bug
+//! suite's figures for each, and why none is the default, are in docs/guide/search.md.
+//!
 //! A boosted run records its draws like any other run (value 0 still the simplest option, a
 //! boosted coin recorded as the `chance` it answers), so its recorded choices replay, shrink
 //! and save as regressions without the search.
 
 use std::fmt;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::sim::choice::{Choice, Choices, Profile, below};
+use crate::sim::record::Window;
+use crate::sim::swarm::Mix;
 
 /// The search strategy that turns a seed into a choice stream.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -35,6 +49,10 @@ pub enum Search {
     Swarm,
     /// Rare-draw boosting at up to `depth` draw sites per run.
     Boost { depth: u32 },
+    /// The portfolio: each seed swarm's, a boost's or a pinned run (`portfolio`).
+    Guided,
+    /// Coverage feedback over blocks of `COVERAGE_BLOCK` seeds ([`Guide`]).
+    Coverage,
 }
 
 /// The depth `boost` has when none is given.
@@ -52,6 +70,12 @@ impl Search {
         if s == "swarm" {
             return Ok(Search::Swarm);
         }
+        if s == "guided" {
+            return Ok(Search::Guided);
+        }
+        if s == "coverage" {
+            return Ok(Search::Coverage);
+        }
         if s == "boost" {
             return Ok(Search::Boost {
                 depth: BOOST_DEPTH_DEFAULT,
@@ -66,7 +90,7 @@ impl Search {
             };
         }
         Err(format!(
-            "`{s}` is not a search: `swarm` (uniform, the default), `boost` or `boost:D` (rare draws boosted at up to D sites a run, D from 1 to {BOOST_DEPTH_MAX}; {BOOST_DEPTH_DEFAULT} when left out)"
+            "`{s}` is not a search: `swarm` (uniform), `guided` (a portfolio of swarm, boosted and pinned seeds), `coverage` (coverage feedback over blocks of {COVERAGE_BLOCK} seeds), `boost` or `boost:D` (rare draws boosted at up to D sites a run, D from 1 to {BOOST_DEPTH_MAX}; {BOOST_DEPTH_DEFAULT} when left out)"
         ))
     }
 
@@ -81,6 +105,8 @@ impl fmt::Display for Search {
         match self {
             Search::Swarm => f.write_str("swarm"),
             Search::Boost { depth } => write!(f, "boost:{depth}"),
+            Search::Guided => f.write_str("guided"),
+            Search::Coverage => f.write_str("coverage"),
         }
     }
 }
@@ -92,6 +118,208 @@ pub fn boost_seed(seed: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
+}
+
+/// The depths the portfolio's boosted seeds cycle through (`portfolio`): a bug of one of these
+/// depths meets its depth within a few boosted seeds.
+const PORTFOLIO_DEPTHS: [u32; 4] = [2, 3, 4, 6];
+/// Mixed into a guided seed's own generator (which strategy, which parent, which mutation).
+const GUIDE_STREAM: u64 = 0x6775_6964_655f_7773;
+
+/// The generator that plans seed `seed` of a guided or coverage search.
+fn planner(seed: u64) -> ChaCha8Rng {
+    ChaCha8Rng::seed_from_u64(boost_seed(seed ^ GUIDE_STREAM))
+}
+
+/// A boost at one of `PORTFOLIO_DEPTHS`.
+fn cycled_boost(rng: &mut ChaCha8Rng) -> Search {
+    Search::Boost {
+        depth: PORTFOLIO_DEPTHS[below(rng, PORTFOLIO_DEPTHS.len() as u64) as usize],
+    }
+}
+
+/// The `guided` search's stream for `seed`: a portfolio, one strategy per seed drawn from the
+/// seed alone. A third of the seeds are swarm's own seed (the same run as `--search swarm
+/// --seed N`, so a guided range finds at least what uniform sampling finds in a third of it),
+/// a third are boosted at a depth cycled over `PORTFOLIO_DEPTHS` (a rare draw repeated or
+/// several at once), a third are pinned (`Choices::pinned`: two events timed by different sites
+/// meeting at the same corner). The rare-bug suite shows why no single one of them is enough.
+pub fn portfolio(seed: u64) -> Choices {
+    let mut rng = planner(seed);
+    match below(&mut rng, 3) {
+        0 => Choices::random(seed, Profile::default()),
+        1 => Choices::searched(seed, cycled_boost(&mut rng), Profile::default()),
+        _ => Choices::pinned(seed),
+    }
+}
+
+/// Seeds a coverage block holds. Seed N of the `coverage` search is planned from the runs of
+/// the seeds before it in its block (`N - N % COVERAGE_BLOCK .. N`), in order, and from nothing
+/// else: a replay, a thread's chunk or a shard that starts at N first runs those (at most
+/// `COVERAGE_BLOCK - 1` runs of microseconds each), so a coverage seed is a pure function of
+/// the scenario and the seed whatever the threads and shards.
+pub const COVERAGE_BLOCK: u64 = 1024;
+/// At most this many runs a coverage block keeps to mutate (the oldest is replaced past it).
+pub const COVERAGE_CORPUS_MAX: usize = 256;
+
+/// The first seed of `seed`'s coverage block.
+pub fn coverage_block_start(seed: u64) -> u64 {
+    seed - seed % COVERAGE_BLOCK
+}
+
+/// A coverage block's state: the coverage features its runs reached so far (each with how many
+/// runs reached it) and the runs that reached a new one, whose choices later seeds mutate.
+///
+/// Plans are AFL's loop over wakesim's choice stream: half the seeds (and every seed until a
+/// run is kept) are the portfolio's (`portfolio`); the others take a kept run's choices and
+/// either cut them at a random point (its prefix replayed, the rest drawn afresh) or redraw one
+/// to four of its choices (the rest replayed while the model asks for the same sites and
+/// bounds, then drawn afresh), the fresh draws swarm's or a boost's. A kept prefix keeps
+/// whatever its run reached (a wait that timed out, a fault that fired five times) and the
+/// fresh suffix tries what can follow it.
+#[derive(Clone, Debug)]
+pub struct Guide {
+    start: u64,
+    seen: std::collections::BTreeMap<u64, u32>,
+    /// Each kept run: its choices and its features.
+    corpus: Vec<(Vec<Choice>, Vec<u64>)>,
+    kept: u64,
+    features: Vec<u64>,
+}
+
+impl Guide {
+    /// The state before the first seed of the block starting at `start`.
+    pub fn new(start: u64) -> Guide {
+        Guide {
+            start,
+            seen: std::collections::BTreeMap::new(),
+            corpus: Vec::new(),
+            kept: 0,
+            features: Vec::new(),
+        }
+    }
+
+    /// The first seed of this block.
+    pub fn start(&self) -> u64 {
+        self.start
+    }
+
+    /// How many runs the block keeps to mutate.
+    pub fn corpus_len(&self) -> usize {
+        self.corpus.len()
+    }
+
+    /// The choice stream of `seed` (a seed of this block), given the runs observed so far.
+    pub fn choices(&self, seed: u64) -> Choices {
+        let mut rng = planner(seed ^ COVERAGE_STREAM);
+        if self.corpus.is_empty() || below(&mut rng, 2) == 0 {
+            return portfolio(seed).keeping_log();
+        }
+        // Half the time one of the four runs kept last (what the block reached most recently
+        // is what it has mutated least), else any kept run.
+        let n = self.corpus.len() as u64;
+        let pick = if below(&mut rng, 2) == 0 {
+            n - 1 - below(&mut rng, n.min(4))
+        } else {
+            below(&mut rng, n)
+        };
+        let parent = &self.corpus[pick as usize].0;
+        let prefix = if below(&mut rng, 2) == 0 {
+            let cut = below(&mut rng, parent.len() as u64 + 1) as usize;
+            parent[..cut].to_vec()
+        } else {
+            let mut p = parent.clone();
+            for _ in 0..1 + below(&mut rng, 4) {
+                let i = below(&mut rng, p.len() as u64) as usize;
+                p[i].value = below(&mut rng, p[i].bound);
+            }
+            p
+        };
+        let suffix = if below(&mut rng, 2) == 0 {
+            Search::Swarm
+        } else {
+            cycled_boost(&mut rng)
+        };
+        Choices::spliced(prefix, suffix, rng.next_u64())
+    }
+
+    /// Account a finished run of this block: its coverage features (`features`), and its
+    /// choices, kept when it reached a feature no earlier run of the block did.
+    pub fn observe(&mut self, marks: &[(Window, u32)], mix: &Mix, requests: u32, log: Vec<Choice>) {
+        let mut f = std::mem::take(&mut self.features);
+        features(marks, mix, requests, &mut f);
+        let mut new = false;
+        for &x in &f {
+            let n = self.seen.entry(x).or_insert(0);
+            new |= *n == 0;
+            *n = n.saturating_add(1);
+        }
+        if new && !log.is_empty() {
+            let entry = (log, f.clone());
+            if self.corpus.len() < COVERAGE_CORPUS_MAX {
+                self.corpus.push(entry);
+            } else {
+                let i = (self.kept % COVERAGE_CORPUS_MAX as u64) as usize;
+                self.corpus[i] = entry;
+            }
+            self.kept += 1;
+        }
+        self.features = f;
+    }
+}
+
+/// Mixed into a coverage seed's planner, so its choice of portfolio or mutant is not the
+/// portfolio's own choice of strategy.
+const COVERAGE_STREAM: u64 = 0x636f_7665_7261_6765;
+
+/// AFL's count classes: 0, 1, 2, 3, 4 to 7, 8 to 15, 16 to 31, 32 and more.
+fn bucket(n: u32) -> u64 {
+    match n {
+        0..=3 => u64::from(n),
+        4..=7 => 4,
+        8..=15 => 5,
+        16..=31 => 6,
+        _ => 7,
+    }
+}
+
+/// A fault's name as a stable number (FNV-1a, 24 bits).
+fn name_code(name: &str) -> u64 {
+    let mut h: u32 = 0x811c_9dc5;
+    for b in name.bytes() {
+        h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
+    }
+    u64::from(h & 0x00ff_ffff)
+}
+
+/// The coverage features of a run, into `out` (cleared first): each race window reached with
+/// its count class, each opportunity fault with how often it fired (class), each pair of
+/// windows reached together, each window with each fault that fired (or, timed, was on) in the
+/// same run, and the class of the model requests made.
+pub fn features(marks: &[(Window, u32)], mix: &Mix, requests: u32, out: &mut Vec<u64>) {
+    out.clear();
+    let key = |kind: u64, a: u64, b: u64| kind << 56 | (a & 0xff_ffff) << 32 | (b & 0xffff_ffff);
+    out.push(key(6, bucket(requests), 0));
+    for (w, n) in marks {
+        out.push(key(1, u64::from(w.code), bucket(*n)));
+        for (v, _) in marks {
+            if v.code > w.code {
+                out.push(key(3, u64::from(w.code), u64::from(v.code)));
+            }
+        }
+    }
+    for (name, n) in &mix.fired {
+        out.push(key(2, name_code(name), bucket(*n)));
+    }
+    for (name, _) in &mix.faults {
+        let fired = mix.fired.iter().find(|(f, _)| f == name).map(|(_, n)| *n);
+        if fired == Some(0) {
+            continue;
+        }
+        for (w, _) in marks {
+            out.push(key(4, name_code(name), u64::from(w.code)));
+        }
+    }
 }
 
 #[cfg(test)]
@@ -108,6 +336,69 @@ mod tests {
         }
         assert_eq!(Search::Boost { depth: 2 }.to_string(), "boost:2");
         assert_eq!(Search::parse(&Search::Swarm.to_string()), Ok(Search::Swarm));
+        for g in [Search::Guided, Search::Coverage] {
+            assert_eq!(Search::parse(&g.to_string()), Ok(g));
+        }
+    }
+
+    /// Features name what a run reached: a window's count class, a fault's firings, windows
+    /// together, a window with a fault that fired or, timed, was on; a fault on that never
+    /// fired adds no window pair.
+    #[test]
+    fn features_tell_apart_what_runs_reached() {
+        const A: Window = Window::new(1, "a", "");
+        const B: Window = Window::new(2, "b", "");
+        let mix = |fired: u32| Mix {
+            faults: vec![("tool_calls", crate::sim::choice::Ratio::new(1, 2))],
+            producers: Vec::new(),
+            fired: vec![("tool_calls", fired)],
+        };
+        let f = |marks: &[(Window, u32)], fired: u32| {
+            let mut out = Vec::new();
+            features(marks, &mix(fired), 3, &mut out);
+            out.sort_unstable();
+            out
+        };
+        let one = f(&[(A, 1)], 0);
+        assert_eq!(
+            one.len(),
+            3,
+            "requests, window a, tool_calls fired 0: {one:x?}"
+        );
+        assert_ne!(f(&[(A, 1)], 0), f(&[(A, 5)], 0), "count classes differ");
+        assert_ne!(f(&[(A, 1)], 1), f(&[(A, 1)], 5), "firing classes differ");
+        assert_eq!(
+            f(&[(A, 1), (B, 1)], 1).len(),
+            7,
+            "with the pair and a fault per window"
+        );
+    }
+
+    /// The portfolio is a pure function of the seed and uses all three strategies.
+    #[test]
+    fn the_portfolio_is_a_function_of_the_seed() {
+        let draws = |c: &mut Choices| -> Vec<u64> {
+            c.set_constants(&[1_000]);
+            (0..40)
+                .map(|i| {
+                    if i % 2 == 0 {
+                        c.delay(0, 2_000, "d")
+                    } else {
+                        u64::from(c.chance(crate::sim::choice::Ratio::new(1, 10), "p"))
+                    }
+                })
+                .collect()
+        };
+        let mut swarm_like = 0;
+        for seed in 0..60 {
+            let a = draws(&mut portfolio(seed));
+            assert_eq!(a, draws(&mut portfolio(seed)), "seed {seed}");
+            swarm_like += usize::from(a == draws(&mut Choices::random(seed, Profile::default())));
+        }
+        assert!(
+            (10..=35).contains(&swarm_like),
+            "{swarm_like} of 60 are swarm's"
+        );
     }
 
     #[test]
