@@ -18,7 +18,7 @@ use crate::sim::search::{COVERAGE_BLOCK, Search};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Scenario files or directories of the suite (each must expect a failure).
+    /// Scenario files or directories of the suite (a scenario that expects a pass is skipped).
     #[arg(required = true)]
     paths: Vec<PathBuf>,
     /// Independent campaigns per scenario and search.

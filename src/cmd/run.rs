@@ -66,7 +66,9 @@ pub struct Args {
     #[arg(long)]
     no_save: bool,
     /// How seeds become choice streams, for every scenario (default: each file's `search`, else
-    /// `swarm`): `swarm` (uniform), `boost` or `boost:D` (rare draws boosted at D sites a run).
+    /// `swarm`): `swarm` (uniform), `boost` or `boost:D` (rare draws boosted at D sites a run),
+    /// `guided` (a portfolio of swarm, boosted and pinned seeds) or `coverage` (feedback from the
+    /// windows and faults earlier seeds of the same block reached).
     #[arg(long, value_parser = crate::sim::search::Search::parse)]
     search: Option<crate::sim::search::Search>,
 }
