@@ -13,6 +13,7 @@ use wakesim::family::pi::{PiFamily, PiHost};
 use wakesim::limits::BudgetExceeded;
 use wakesim::scenario::Scenario;
 use wakesim::sim::choice::{Choices, Profile};
+use wakesim::sim::msg::SenderNames;
 use wakesim::sim::swarm::Mix;
 use wakesim::sim::{End, Kernel, World};
 
@@ -86,9 +87,12 @@ impl Lane {
         let (_, generation) = PiFamily::HOSTS[scn.host.index()];
         let config = (scn.config.get::<PiConfig>()).expect("a pi host has a pi configuration");
         let enabled = scn.host.invariants();
+        // The timeline names each message's sender in pi's words, as the built-in pi lane does.
+        let mut monitor = Monitor::new(enabled, scn.check, tracing);
+        monitor.set_sender_names(SenderNames(PiFamily::sender_name));
         let mut k = Kernel::new(
             Choices::random(seed, Profile::default()),
-            Monitor::new(enabled, scn.check, tracing),
+            monitor,
             scn.limits,
         );
         let w = bridge::wire(logic.constants_ms.to_vec());
