@@ -262,7 +262,7 @@ impl Process {
     /// Write bytes that already end with a newline (one or more whole lines), within `bound`
     /// as [`Process::write_line`].
     pub fn write_lines(&mut self, bytes: &[u8], bound: Duration) -> std::io::Result<()> {
-        debug_assert!(bytes.ends_with(b"\n"), "whole lines");
+        assert!(bytes.ends_with(b"\n"), "a frame is written as whole lines");
         let w = self
             .stdin
             .as_mut()

@@ -179,6 +179,18 @@ impl Calls {
     }
 }
 
+/// One fewer of a model core's counters (prompts in flight, settling runs, live steps...).
+/// Kept in release, where an underflow would wrap silently: a model that ends something it never
+/// started is a bug in the model, and the run stops with a panic naming the counter (caught and
+/// reported as the seed's outcome) instead of going on with a wrong host state.
+#[track_caller]
+pub fn count_down(counter: &mut u32, what: &'static str) {
+    match counter.checked_sub(1) {
+        Some(n) => *counter = n,
+        None => panic!("model invariant broken: {what} ended with none started"),
+    }
+}
+
 /// `[m1 m2]`, `[m1–m101]`: what an item carries, runs of ids shortened.
 pub fn bracketed(p: &Payload) -> String {
     format!("[{}]", id_list(p.ids()))

@@ -8,6 +8,7 @@ use super::host::ServerHost;
 use super::note::{Note, Reply, RetryCause, StepOrigin};
 use super::{CONV, SrvEv, SrvKernel};
 use crate::family::common::Core;
+use crate::family::common::count_down;
 use crate::sim::msg::{MsgId, Payload};
 use crate::sim::record::{Actor, Ev};
 
@@ -115,7 +116,7 @@ impl ServerHost {
 
     fn end_step(&mut self, id: u32) {
         self.core.steps[id as usize].phase = SPhase::Done;
-        self.core.live_steps -= 1;
+        count_down(&mut self.core.live_steps, "gptme steps in flight");
     }
 
     /// STEP_PRE hooks of a step: the subagent hook takes this parent's completions; the watch

@@ -8,6 +8,7 @@ use super::host::PiHost;
 use super::note::{Hook, HostError, Note, Step};
 use super::{Gen, PiEv, PiKernel, vocab};
 use crate::family::common::Core;
+use crate::family::common::count_down;
 use crate::sim::msg::Payload;
 use crate::sim::record::{Actor, Starter};
 
@@ -20,7 +21,7 @@ impl PiHost {
         let parent = p.parent.take();
         // pi 1.x's prompt stopped counting as in flight when its `_startRun` began.
         if p.run.is_none() {
-            self.core.live_prompts -= 1;
+            count_down(&mut self.core.live_prompts, "pi prompts in flight");
         }
         match returns {
             Some(threw) => self.core.action_done(k, parent, threw),
@@ -147,7 +148,7 @@ impl PiHost {
             // From here the prompt is its run's preparation, no longer a prompt in flight.
             let run = self.core.begin_start_run(k, None);
             self.core.prompts[i].run = Some(run);
-            self.core.live_prompts -= 1;
+            count_down(&mut self.core.live_prompts, "pi prompts in flight");
         }
         if self.core.compacting == Compacting::None
             && self.core.fires(k, PiFault::PrePromptCompaction)

@@ -8,6 +8,7 @@ use super::host::PiHost;
 use super::note::{Hook, HostError, Note, Queue, RunNote};
 use super::{Gen, PiEv, PiKernel};
 use crate::family::common::Core;
+use crate::family::common::count_down;
 use crate::sim::msg::Payload;
 use crate::sim::record::{Actor, Ev, Starter};
 
@@ -150,7 +151,8 @@ impl PiHost {
         // A reply with tool calls is a successful assistant message: pi resets `_retryAttempt`.
         self.core.retry_attempt = 0;
         let run = &mut self.core.runs[i];
-        run.tools_left -= 1;
+        run.tools_left = (run.tools_left.checked_sub(1))
+            .expect("model invariant broken: a tool turn ended with none left");
         run.had_tools = true;
         run.phase = RPhase::TurnEnd;
         self.run_note(k, id, RunNote::ToolCalls);
@@ -304,7 +306,10 @@ impl PiHost {
         let generation = self.core.generation;
         let timing = self.core.cfg.timing;
         if generation == Gen::V058 {
-            self.core.pending_continues -= 1;
+            count_down(
+                &mut self.core.pending_continues,
+                "pi 0.58's scheduled continues",
+            );
         }
         self.run_note(k, id, RunNote::Continue);
         if self.core.agent_active.is_some() {
@@ -428,7 +433,7 @@ impl PiHost {
     /// another (`Chain`); with none, the run's `_runAgentPrompt` returns.
     fn settled_done(&mut self, k: &mut PiKernel, id: u32) {
         let i = id as usize - 1;
-        self.core.settling -= 1;
+        count_down(&mut self.core.settling, "pi runs emitting agent_settled");
         self.core.runs[i].phase = RPhase::Done;
         let deferred = std::mem::take(&mut self.core.deferred);
         if deferred.is_empty() {
