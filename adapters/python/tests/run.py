@@ -46,7 +46,9 @@ def main(argv):
         print("0 passed, 1 failed")
         return 2
     groups = [argv] if argv else GROUPS
-    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    # The real gptme's sandbox moves XDG_CACHE_HOME inside a suite: the cache directory is pinned
+    # here, so a child a suite starts (real_replay.py) finds the installed venv, not a fresh one.
+    env = {**os.environ, "PYTHONHASHSEED": "0", "WAKESIM_CACHE_DIR": venv.cache_dir()}
     passed = failed = 0
     for names in groups:
         p = subprocess.run([python, "-c", INNER, *names], cwd=ROOT, env=env, stdout=subprocess.PIPE,

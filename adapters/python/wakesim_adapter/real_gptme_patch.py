@@ -75,11 +75,6 @@ def load() -> Any:
     # gptme reads the user's config and data directories: point them at an empty sandbox, so
     # no configuration of this machine's user enters a run.
     import tempfile
-
-    from . import venv
-    # The sandbox moves XDG_CACHE_HOME: pin wakesim's own cache directory first, so a child this
-    # process starts (a replay, a driver) finds the installed environments where they are.
-    os.environ.setdefault("WAKESIM_CACHE_DIR", venv.cache_dir())
     sandbox = tempfile.mkdtemp(prefix="wakesim-gptme-")
     for var, sub in (("HOME", "home"), ("XDG_CONFIG_HOME", "config"), ("XDG_DATA_HOME", "data"),
                      ("XDG_CACHE_HOME", "cache"), ("GPTME_LOGS_HOME", "logs")):
