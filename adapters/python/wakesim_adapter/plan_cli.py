@@ -103,7 +103,7 @@ def cli_plan(ch: PlanChooser, sc: Msg, limits: Msg) -> Plan:
     records = _span(p.get("prompt_records", {"min": 1, "max": 3}))
     drain_ms = _span(t.get("drain_ms", {"min": 0, "max": 1000}))
     idle_max_s = t.get("idle_max_ms", 1_800_000) / 1000
-    tools = ("shell", "complete") if on.get("auto_reply") else ("shell",)
+    tools: tuple[str, ...] = ("shell", "complete") if on.get("auto_reply") else ("shell",)
     # Steer records are read mid-turn by the subagent tool's STEP_PRE hook
     # (`tools/subagent/hooks.py`, drain_steer_prompts): the model drains them at every STEP_PRE,
     # so a run with an outside steer writer loads that tool, as a steered subagent has it.
