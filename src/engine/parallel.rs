@@ -7,8 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use super::runner::Runner;
 use super::shard::{Owner, Shard};
-use super::verdict::{ScenarioReport, Tally};
-use crate::engine::Outcome;
+use super::verdict::ScenarioReport;
 use crate::family::Registry;
 use crate::limits::{PARALLEL_CHUNK_MAX, PARALLEL_CHUNK_MIN, PARALLEL_CHUNKS_PER_THREAD};
 use crate::scenario::Scenario;
@@ -145,12 +144,7 @@ fn run_chunks(
                     while !halted.load(Ordering::Relaxed) {
                         let i = next.fetch_add(1, Ordering::Relaxed);
                         let Some(c) = chunks.get(i) else { break };
-                        let part = match owner {
-                            None => runner.run_range_while(scn, c.clone(), &|r| go(i, r)),
-                            Some(o) => {
-                                run_owned_while(&mut runner, scn, c.clone(), o, &|r| go(i, r))
-                            }
-                        };
+                        let part = runner.run_owned_while(scn, c.clone(), owner, &|r| go(i, r));
                         if sweep.fail_fast && part.unexpected.is_some() {
                             failed_at.fetch_min(i, Ordering::Relaxed);
                             halted.store(true, Ordering::Relaxed);
@@ -196,39 +190,5 @@ fn merge_in_order(
         }
     }
     report.seeds = range;
-    report
-}
-
-/// [`Runner::run_range_while`] over the seeds of `range` that `owner` owns, counting the others
-/// in `others`. Stopped or cut short by an adapter fault, the report's `seeds` ends where the
-/// whole run's would.
-fn run_owned_while(
-    runner: &mut Runner<'_>,
-    scn: &Scenario,
-    range: Range<u64>,
-    owner: Owner,
-    go: &dyn Fn(&ScenarioReport) -> bool,
-) -> ScenarioReport {
-    let mut report = ScenarioReport::new(range.clone());
-    let mut tally = Tally::default();
-    for seed in range {
-        if !owner.owns(seed) {
-            report.others += 1;
-            continue;
-        }
-        if !go(&report) {
-            report.seeds.end = seed;
-            break;
-        }
-        let r = runner.run_verdict(scn, seed);
-        report.add_tallied(&r, &scn.expect, &mut tally);
-        report.check_requests(&r, scn.requests, &scn.expect);
-        if matches!(r.outcome, Outcome::AdapterFault(_)) {
-            // As `run_range_while`: one broken adapter is one finding.
-            report.seeds.end = seed + 1;
-            break;
-        }
-    }
-    report.fold(tally);
     report
 }

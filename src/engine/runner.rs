@@ -9,6 +9,7 @@
 
 use std::ops::Range;
 
+use super::shard::Owner;
 use super::verdict::{ScenarioReport, SeedNote, Tally, indent};
 use crate::adapter::{Peer, Pool};
 use crate::check::Recording;
@@ -292,9 +293,26 @@ impl Runner<'_> {
         range: Range<u64>,
         go: &dyn Fn(&ScenarioReport) -> bool,
     ) -> ScenarioReport {
+        self.run_owned_while(scn, range, None, go)
+    }
+
+    /// [`Runner::run_range_while`] over the seeds of `range` that `owner` owns (every seed when
+    /// `None`), counting the others in `others`. Stopped or cut short by an adapter fault, the
+    /// report's `seeds` ends where the whole run's would.
+    pub fn run_owned_while(
+        &mut self,
+        scn: &Scenario,
+        range: Range<u64>,
+        owner: Option<Owner>,
+        go: &dyn Fn(&ScenarioReport) -> bool,
+    ) -> ScenarioReport {
         let mut report = ScenarioReport::new(range.clone());
         let mut tally = Tally::default();
         for seed in range {
+            if owner.is_some_and(|o| !o.owns(seed)) {
+                report.others += 1;
+                continue;
+            }
             if !go(&report) {
                 report.seeds.end = seed;
                 break;
