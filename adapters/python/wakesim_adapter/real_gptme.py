@@ -213,11 +213,34 @@ def cli_session(conversation: str, prompts: Iterable[str], *, idle_max_s: float 
 
 
 def queue_prompt(conversation: str, text: str, steer: bool = False) -> int:
-    """A steering writer (another process) appends to the conversation's prompt queue."""
+    """A steering writer (another process) appends to the conversation's prompt queue.
+
+    A record's place in the queue is set when it is written, under the queue's lock, so that is
+    where it is produced: two writers racing for the lock (two of a plan's writes due at one
+    instant) then produce in the order the file holds, as two processes would. Numbered before
+    the lock, a writer preempted at the lock would hold an earlier number than the record written
+    ahead of it, a break of FIFO that is the writers' and not the queue's. gptme's own lock and
+    record shape (`_prompt_queue_lock`, `queue_prompt`'s fields); a release without the lock
+    helper is written through its `queue_prompt`, numbered first."""
     run = current()
-    m = run.produce(("steer:" if steer else "prompt:") + conversation, conversation, kind="prompt")
-    P.G.prompt_queue.queue_prompt(run.logs_dir / conversation, f"{text} [wakesim m{m}]",
-                                  steer=steer)
+    pq = P.G.prompt_queue
+    stream = ("steer:" if steer else "prompt:") + conversation
+    logdir = run.logs_dir / conversation
+    lock = getattr(pq, "_prompt_queue_lock", None)
+    if lock is None:
+        m = run.produce(stream, conversation, kind="prompt")
+        pq.queue_prompt(logdir, f"{text} [wakesim m{m}]", steer=steer)
+        return m
+    # The clock read (a scheduling point) comes before the lock, as in `queue_prompt`: the
+    # same points in the same order, so a run whose writers do not race is the same run.
+    queued_at = pq.datetime.now(pq.timezone.utc).isoformat()
+    with lock(logdir):
+        m = run.produce(stream, conversation, kind="prompt")
+        record: dict[str, Any] = {"content": f"{text} [wakesim m{m}]", "queued_at": queued_at}
+        if steer:
+            record["steer"] = True
+        with pq.get_prompt_queue_path(logdir).open("a", encoding="utf-8") as f:
+            f.write(pq.json.dumps(record) + "\n")
     return m
 
 
