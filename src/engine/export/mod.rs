@@ -127,6 +127,62 @@ pub fn recording(tape: &[(Dir, String)]) -> Result<Recording> {
     })
 }
 
+/// What both writers open with, from the run and its recording.
+pub(super) struct Opening<'a> {
+    pub spec: &'a crate::remote::RemoteSpec,
+    /// The recorded `hello` (the writer makes its paths relative to the export).
+    pub hello: Value,
+    /// The checks' parameters, as the exported checker reads them.
+    pub params: Value,
+    /// The invariants the exported checker judges, of those the host is held to.
+    pub judged: Vec<&'static str>,
+    /// wakesim's verdict: the judged invariants' first violations, as `session.json` says it.
+    pub verdict: Vec<Value>,
+    /// The same violations (the report's "What happens").
+    pub violations: Vec<crate::check::Violation>,
+    /// The run's timeline rows (the report's minimal story).
+    pub story: String,
+}
+
+fn opening<'a>(
+    scn: &'a Scenario,
+    rec: &Recording,
+    result: &RunResult,
+    timeline: fn(&Scenario, &RunResult) -> String,
+) -> Result<Opening<'a>> {
+    let spec = scn.remote.as_ref().expect("a real host");
+    if rec.hello.is_null() {
+        return Err(bad(
+            "the driver was started before the recording (no hello on the tape)".into(),
+        ));
+    }
+    // The report states what the test judges; what only this project's checkers see (the
+    // harness probe's view, ...) is not the package's story.
+    let violations: Vec<crate::check::Violation> = (result.outcome.violations().iter())
+        .filter(|v| JUDGED.contains(&v.invariant))
+        .cloned()
+        .collect();
+    Ok(Opening {
+        spec,
+        hello: rec.hello.clone(),
+        params: json!({
+            "latency_ms_max": scn.check.latency_ms_max,
+            "latency_requests_max": scn.check.latency_requests_max,
+        }),
+        judged: JUDGED
+            .iter()
+            .filter(|i| scn.host.invariants().contains(**i))
+            .map(|i| i.name())
+            .collect(),
+        verdict: violations
+            .iter()
+            .map(|v| json!({"invariant": v.invariant.name(), "t": v.t.0, "msg": v.msg.map(|m| format!("m{}", m.0 + 1))}))
+            .collect(),
+        violations,
+        story: story(&(timeline)(scn, result)),
+    })
+}
+
 /// Where this project's files are: the directory holding `hosts/launch.mjs`.
 fn project_root(scn: &Scenario) -> Result<PathBuf> {
     let spec = scn.remote.as_ref().expect("a real host");
@@ -252,22 +308,12 @@ pub fn export(
         )));
     }
 
-    if spec.family.starts_with("gptme") {
-        if patch.is_some() {
-            return Err(bad("--patch is not supported for a gptme export yet".into()));
-        }
-        let files = gptme::files(scn, &rec, &root, &result, &tape, opts.timeline)?;
-        return write_files(&root, opts, files, violations, unjudged);
-    }
-    let files = pi::files(
-        scn,
-        &rec,
-        &root,
-        &result,
-        patch.as_deref(),
-        &violations,
-        opts.timeline,
-    )?;
+    let open = opening(scn, &rec, &result, opts.timeline)?;
+    let files = if spec.family.starts_with("gptme") {
+        gptme::files(scn, open, &rec, &root, patch.as_deref())?
+    } else {
+        pi::files(scn, open, &rec, &root, patch.as_deref())?
+    };
     write_files(&root, opts, files, violations, unjudged)
 }
 
