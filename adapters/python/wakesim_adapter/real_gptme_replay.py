@@ -77,7 +77,8 @@ class Decisions:
                              "answered": v}
             print(f"replay: question {self.asked} ({json.dumps(q)}) is not the recording's "
                   f"(recorded at its site: {json.dumps(self.diverged['recorded'])}); answered "
-                  f"{v}, and so every such question from here", file=sys.stderr)
+                  f"{v}, the default (later questions are still answered at their sites)",
+                  file=sys.stderr)
         return v
 
     def summary(self) -> Msg:
