@@ -138,6 +138,7 @@ pub(super) fn files(
         "real_wire.py",
         "real_gptme.py",
         "real_gptme_patch.py",
+        "real_gptme_jobs.py",
         "real_gptme_run.py",
         "real_gptme_replay.py",
         "sched.py",
