@@ -15,7 +15,6 @@ import os
 from typing import Any
 
 
-
 def _patch() -> Any:
     """`real_gptme_patch` (which imports this module: its state is read at each call)."""
     from . import real_gptme_patch
@@ -144,7 +143,7 @@ def _popen_boundary(sb: Any) -> None:
     import subprocess
 
     def popen(*args: Any, **kwargs: Any) -> FakeProcess:
-        proc = _patch().current().next_process
+        proc: FakeProcess | None = _patch().current().next_process
         if proc is None:
             raise RuntimeError("gptme started a process the driver did not plan")
         _patch().current().next_process = None

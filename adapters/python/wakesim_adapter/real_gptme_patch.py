@@ -25,13 +25,12 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from . import sched, sched_patch
-from .sched import SCHED
 from .real_gptme_jobs import FakeProcess as FakeProcess
-from .real_gptme_jobs import _popen_boundary
+from .real_gptme_jobs import _popen_boundary, registered
 from .real_gptme_jobs import append_output_locked as append_output_locked
 from .real_gptme_jobs import complete_job as complete_job
 from .real_gptme_jobs import missing as missing
-from .real_gptme_jobs import registered
+from .sched import SCHED
 from .sched_sync import SimLock
 
 if TYPE_CHECKING:
