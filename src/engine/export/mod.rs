@@ -17,6 +17,12 @@
 //!   (`export/pi/check.mjs`); `test/repro.test.mjs`, a node:test file;
 //! - `README.md`, a bug report ready to file; with `--patch`, `fix.patch` and `npm run apply-fix`.
 //!
+//! A gptme run is a Python project (`gptme.rs`): hash-pinned requirements, `session.json` with
+//! the run's decisions (every draw at its named site, the ones the driver drew itself from
+//! wakesim's words unfolded), this project's driver and scheduler with a wire that answers each
+//! question from them (`real_gptme_replay.py`), the Python checker, a pytest file; with
+//! `--patch`, `fix.patch` and `runtime/apply_fix.py`. Both writers open alike (`opening`).
+//!
 //! Nothing written names a path of this machine: the export checks every file it wrote.
 
 use std::collections::BTreeSet;
