@@ -315,6 +315,41 @@ fn bad_exports_are_usage_errors() {
     let o = wakesim(&["export", KILL, "--out", dir.join("b").to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("give the seed"));
+    // A gptme fix names gptme's files; pi's fix does not.
+    let o = wakesim(&[
+        "export",
+        GPTME_DISPATCH,
+        "--seed",
+        "0",
+        "--out",
+        dir.join("c").to_str().unwrap(),
+        "--patch",
+        PATCH,
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(
+            "pi-processes-context-steer.patch: a gptme fix names its files as in gptme's repository"
+        ) && err.contains("extensions/processes/notification-sender.ts"),
+        "{err}"
+    );
+    let o = wakesim(&[
+        "export",
+        GPTME_DISPATCH,
+        "--seed",
+        "0",
+        "--out",
+        dir.join("d").to_str().unwrap(),
+        "--patch",
+        "README.md",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("README.md: not a unified diff"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 /// The Python checker's verdict on recorded driver lines, run with the system's python3.

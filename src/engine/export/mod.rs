@@ -260,6 +260,27 @@ pub fn export(
         Some(p) => Some(read(p)?),
         None => None,
     };
+    if let (Some(path), Some(text)) = (opts.patch, &patch) {
+        let named: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("+++ b/"))
+            .collect();
+        if named.is_empty() {
+            return Err(bad(format!(
+                "{}: not a unified diff (no `+++ b/...` line)",
+                path.display()
+            )));
+        }
+        // gptme's fix is applied in the venv's site-packages: its paths start at the package,
+        // as in gptme's repository.
+        if spec.family.starts_with("gptme") && !named.iter().all(|n| n.starts_with("gptme/")) {
+            return Err(bad(format!(
+                "{}: a gptme fix names its files as in gptme's repository (`+++ b/gptme/server/session_models.py`); it names {}",
+                path.display(),
+                named.join(", ")
+            )));
+        }
+    }
     let root = project_root(scn)?;
     tape::start();
     let result = run();
