@@ -17,6 +17,14 @@
 //! - `wakesim export scenarios/real-gptme/w2-subagent-completions-reordered.toml --seed 0` writes a
 //!   Python project whose pytest, in a fresh venv from its hash-pinned requirements.txt, fails
 //!   naming fifo (`WAKESIM_FULL_GATE=1` or a release build: the venv install takes minutes);
+//! - a gptme export records decisions, each at its site, and its replay with the installed
+//!   release (the cached venv's gptme 0.35.1) is the recorded run, every question answered from
+//!   the recording; the replay's answers (the site's next recorded decision when the question
+//!   is the same, else the stated default) are unit-tested on their own;
+//! - `wakesim export scenarios/real-gptme/w2-dispatch-failure-loses-event.toml --seed 0 --patch
+//!   docs/findings/upstream/patches/gptme-dispatch-failure-retry.patch` writes a Python project
+//!   whose pytest, in a fresh venv, fails on the release naming no-loss and passes once
+//!   `runtime/apply_fix.py` applied the patch (`WAKESIM_FULL_GATE=1` or a release build);
 //! - an export names nothing of this project's and no path of this machine: the files of a pi
 //!   and of a gptme export hold no "wakesim" in any case (the runtime's names are made neutral,
 //!   and the replay still follows the recording: the reproducer tests above run such exports)
@@ -42,6 +50,9 @@ const KILL: &str = "scenarios/real-pi-ext/processes-kill-waits-for-prompt.toml";
 const GPTME_REORDERED: &str = "scenarios/real-gptme/w2-subagent-completions-reordered.toml";
 const GPTME_FIXED: &str = "scenarios/real-gptme/pr3843-chat-loop-fixed.toml";
 const PATCH: &str = "docs/findings/upstream/pi-processes-context-steer.patch";
+const GPTME_DISPATCH: &str = "scenarios/real-gptme/w2-dispatch-failure-loses-event.toml";
+const GPTME_DISPATCH_FIX: &str =
+    "docs/findings/upstream/patches/gptme-dispatch-failure-retry.patch";
 
 /// The directory of the project's Node 22: hosts/launch.mjs installs it (once) into wakesim's
 /// cache directory, `npm/node22-<hash of its pins>/`, complete or absent.
@@ -304,6 +315,41 @@ fn bad_exports_are_usage_errors() {
     let o = wakesim(&["export", KILL, "--out", dir.join("b").to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("give the seed"));
+    // A gptme fix names gptme's files; pi's fix does not.
+    let o = wakesim(&[
+        "export",
+        GPTME_DISPATCH,
+        "--seed",
+        "0",
+        "--out",
+        dir.join("c").to_str().unwrap(),
+        "--patch",
+        PATCH,
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(
+            "pi-processes-context-steer.patch: a gptme fix names its files as in gptme's repository"
+        ) && err.contains("extensions/processes/notification-sender.ts"),
+        "{err}"
+    );
+    let o = wakesim(&[
+        "export",
+        GPTME_DISPATCH,
+        "--seed",
+        "0",
+        "--out",
+        dir.join("d").to_str().unwrap(),
+        "--patch",
+        "README.md",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("README.md: not a unified diff"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 /// The Python checker's verdict on recorded driver lines, run with the system's python3.
@@ -470,6 +516,242 @@ fn the_exported_gptme_reproducer_fails_on_the_release() {
             "pytest's output lacks {want:?}:\n{text}"
         );
     }
+}
+
+/// A fresh venv in `out/.venv` with the export's hash-pinned requirements; its python.
+fn fresh_venv(out: &Path) -> PathBuf {
+    let venv = out.join(".venv");
+    let ok = Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(&venv)
+        .status()
+        .expect("python3 runs");
+    assert!(ok.success(), "python3 -m venv");
+    let pip = Command::new(venv.join("bin/pip"))
+        .args([
+            "install",
+            "-q",
+            "--require-hashes",
+            "--no-deps",
+            "-r",
+            "requirements.txt",
+        ])
+        .current_dir(out)
+        .output()
+        .expect("pip runs");
+    assert!(
+        pip.status.success(),
+        "pip: {}",
+        String::from_utf8_lossy(&pip.stderr)
+    );
+    venv.join("bin/python")
+}
+
+fn pytest(python: &Path, out: &Path) -> (bool, String) {
+    let t = Command::new(python)
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs"])
+        .current_dir(out)
+        .output()
+        .expect("pytest runs");
+    (
+        t.status.success(),
+        String::from_utf8_lossy(&t.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn the_exported_gptme_reproducer_fails_on_the_release_and_passes_with_the_patch() {
+    if !common::full_gate() {
+        eprintln!(
+            "skipped: installs gptme into a fresh venv (minutes); WAKESIM_FULL_GATE=1 runs it"
+        );
+        return;
+    }
+    let out = tempdir("export-gptme-fix").join("repro");
+    let o = wakesim(&[
+        "export",
+        GPTME_DISPATCH,
+        "--seed",
+        "0",
+        "--out",
+        out.to_str().unwrap(),
+        "--patch",
+        GPTME_DISPATCH_FIX,
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_neutral(&out);
+    let python = fresh_venv(&out);
+    let (ok, text) = pytest(&python, &out);
+    assert!(!ok, "pytest passes on the release:\n{text}");
+    for want in [
+        "no-loss: every message sent to the agent reaches the model",
+        "starting the step thread fails (RuntimeError)",
+        "1 failed, 1 passed",
+    ] {
+        assert!(
+            text.contains(want),
+            "pytest's output lacks {want:?}:\n{text}"
+        );
+    }
+    let fix = Command::new(&python)
+        .arg("runtime/apply_fix.py")
+        .current_dir(&out)
+        .output()
+        .expect("apply_fix runs");
+    assert!(
+        fix.status.success(),
+        "apply_fix: {}{}",
+        String::from_utf8_lossy(&fix.stdout),
+        String::from_utf8_lossy(&fix.stderr)
+    );
+    let (ok, text) = pytest(&python, &out);
+    assert!(ok, "pytest fails with the patch:\n{text}");
+    assert!(
+        text.contains("1 passed, 1 skipped") && text.contains("a fix is applied"),
+        "{text}"
+    );
+}
+
+/// The python of the cached venv the real gptme 0.35.1 host runs in (it exists once a run of
+/// that host was made: the caller exported one).
+fn cached_gptme_python() -> PathBuf {
+    let venvs = wakesim::remote::home::cache_dir().unwrap().join("venv");
+    std::fs::read_dir(&venvs)
+        .unwrap_or_else(|e| panic!("{}: {e}", venvs.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("gptme-0.35.1-"))
+                && p.join("bin/python").exists()
+        })
+        .map(|p| p.join("bin/python"))
+        .expect("the real gptme 0.35.1's venv")
+}
+
+#[test]
+fn a_gptme_export_records_decisions_and_its_replay_is_the_recorded_run() {
+    let out = tempdir("export-gptme-decisions").join("repro");
+    let o = wakesim(&[
+        "export",
+        "scenarios/real-gptme/w2-step-end-gap-overtakes.toml",
+        "--seed",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+        "--patch",
+        "docs/findings/upstream/patches/gptme-persist-failure-retry.patch",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let session: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("session.json")).unwrap()).unwrap();
+    assert!(session.get("to_driver").is_none());
+    let decisions = session["decisions"].as_array().unwrap();
+    // The thread orders the driver drew itself are unfolded among the asked instants.
+    let kinds: std::collections::BTreeSet<&str> = decisions
+        .iter()
+        .map(|d| d["kind"].as_str().unwrap())
+        .collect();
+    assert!(
+        kinds.contains("order") && kinds.contains("instant"),
+        "{kinds:?}"
+    );
+    for d in decisions {
+        assert!(d["label"].is_string() && d["value"].is_u64(), "{d}");
+        assert!(d.get("drawn").is_none() && d.get("ahead").is_none(), "{d}");
+    }
+    let text = std::fs::read_to_string(out.join("session.json")).unwrap();
+    assert!(
+        !text.contains("\"words\""),
+        "the recording carries generator words"
+    );
+    // The fix and its apply step ship, and the report carries the fix.
+    let fix = std::fs::read_to_string(out.join("fix.patch")).unwrap();
+    assert!(fix.contains("+++ b/gptme/tools/watch.py"));
+    assert!(out.join("runtime/apply_fix.py").is_file());
+    let readme = std::fs::read_to_string(out.join("README.md")).unwrap();
+    assert!(readme.contains("## A proposed fix") && readme.contains(&fix));
+    // The replay, with the released gptme: every question answered from the recording, and what
+    // it observes is what was recorded.
+    let code = "import sys; sys.path.insert(0, 'runtime'); from repro_runtime import real_gptme_replay; real_gptme_replay.main('session.json')";
+    let r = Command::new(cached_gptme_python())
+        .args(["-c", code])
+        .env("PYTHONHASHSEED", "0")
+        .current_dir(&out)
+        .output()
+        .expect("the replay runs");
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let lines: Vec<Value> = String::from_utf8_lossy(&r.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let end = lines.iter().find(|l| l["type"] == "end").expect("an end");
+    let replay = &end["replay"];
+    assert_eq!(replay["defaulted"], 0, "{replay}");
+    assert_eq!(replay["unused"], 0, "{replay}");
+    assert_eq!(replay["recorded"].as_u64(), Some(decisions.len() as u64));
+    let keep = |l: &&Value| l["type"] == "produce" || l["type"] == "obs";
+    let got: Vec<&Value> = lines.iter().filter(keep).collect();
+    let want: Vec<&Value> = session["observed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(keep)
+        .collect();
+    assert!(!want.is_empty());
+    assert_eq!(got, want, "the replay is not the recorded run");
+}
+
+#[test]
+fn the_replay_answers_a_question_at_its_site_or_by_the_stated_default() {
+    let code = r#"
+import json
+from wakesim_adapter.real_gptme_replay import Decisions
+d = Decisions([
+    {"label": "first event", "kind": "instant", "lo": 1, "hi": 10, "value": 7},
+    {"label": "py.thread.block", "kind": "order", "bound": 3, "value": 2},
+    {"label": "py.thread.block", "kind": "order", "bound": 2, "value": 1},
+    {"label": "dispatch_failure", "kind": "chance", "num": 1, "den": 3, "value": 1},
+])
+out = [
+    d.answer({"label": "py.thread.block", "kind": "order", "bound": 3}),   # its site's first: 2
+    d.answer({"label": "first event", "kind": "instant", "lo": 1, "hi": 10}),  # 7, though asked later
+    d.answer({"label": "py.thread.block", "kind": "order", "bound": 3}),   # recorded bound 2: default 0
+    d.answer({"label": "model", "kind": "delay", "lo": 200, "hi": 6000}),  # not recorded: lo
+    d.answer({"label": "dispatch_failure", "kind": "chance", "num": 1, "den": 3}),  # 1
+    d.answer({"label": "dispatch_failure", "kind": "chance", "num": 1, "den": 3}),  # none left: "no"
+]
+print(json.dumps({"out": out, "summary": d.summary()}))
+"#;
+    let r = Command::new("python3")
+        .args(["-c", code])
+        .current_dir(root().join("adapters/python"))
+        .output()
+        .expect("python3 runs");
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let v: Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert_eq!(v["out"], json!([2, 7, 0, 200, 1, 0]));
+    let s = &v["summary"];
+    assert_eq!(
+        (&s["asked"], &s["answered"], &s["defaulted"], &s["unused"]),
+        (&json!(6), &json!(3), &json!(3), &json!(1))
+    );
+    assert_eq!(
+        s["diverged"],
+        json!({"question": 3, "asked": {"label": "py.thread.block", "kind": "order", "bound": 3},
+               "recorded": {"label": "py.thread.block", "kind": "order", "bound": 2, "value": 1},
+               "answered": 0})
+    );
 }
 
 /// Every file of an export names nothing of this project's (no "wakesim", in any case, in its

@@ -21,8 +21,9 @@ pub struct Args {
     /// The directory to write (new, or empty).
     #[arg(long)]
     out: PathBuf,
-    /// A proposed fix: a diff against the installed package (`patch -p1` inside its
-    /// node_modules directory), carried by the report and applied by `npm run apply-fix`.
+    /// A proposed fix: a diff against the installed package, carried by the report as
+    /// fix.patch: pi, `patch -p1` inside its node_modules directory (`npm run apply-fix`);
+    /// gptme, paths as in its repository, `gptme/...` (`python runtime/apply_fix.py`).
     #[arg(long)]
     patch: Option<PathBuf>,
 }

@@ -37,9 +37,11 @@ producer messages a model request, a log append or a wake carried, in wakesim's 
 Module and class globals are reset between runs without re-importing gptme (`reset`), so a run
 costs milliseconds.
 
-The module is in three: `real_gptme_patch` (loading gptme and patching its boundaries, the loaded
-modules `G` and the current run `RUN`), `real_gptme_run` (one run's world, `Run`) and this one
-(the reset between runs and what a plan does).
+The module is in four: `real_gptme_patch` (loading gptme and patching its boundaries, the loaded
+modules `G` and the current run `RUN`), `real_gptme_jobs` (the background jobs in the shapes a
+release has, and what a release lacks), `real_gptme_run` (one run's world, `Run`) and this one
+(the reset between runs and what a plan does). `real_gptme_replay` replays a recorded run
+without wakesim (the exported reproducer).
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from . import real_gptme_jobs as J
 from . import real_gptme_patch as P
 from .sched import SCHED, Chooser, _get_ident
 from .sched_sync import SimThread
@@ -55,7 +56,7 @@ class Run:
         self.produced: dict[int, tuple[str, str]] = {}   # msg id -> (stream, conversation)
         self.delivered: dict[int, int] = {}   # msg id -> first request index carrying it
         self.appended_count: dict[int, int] = {}   # msg id -> times appended
-        self.jobs: list[tuple[Any, P.FakeProcess]] = []
+        self.jobs: list[tuple[Any, J.FakeProcess]] = []
         self.work = 0
         self.job_ms: Span | list[int] = list(job_ms) if isinstance(job_ms, list) else job_ms
         self.exited = False
@@ -90,14 +91,14 @@ class Run:
         # time of a `bg` call, and `Waiting` at each wait of the wait hook.
         self.drain_ms: Span | None = None
         # id(job) -> its process, between its reader's drain and notify
-        self.finishing: dict[int, P.FakeProcess] = {}
-        self.draining: dict[int, P.FakeProcess] = {}   # id(job) -> its process, while it drains
+        self.finishing: dict[int, J.FakeProcess] = {}
+        self.draining: dict[int, J.FakeProcess] = {}   # id(job) -> its process, while it drains
         self.control_fingerprint: Callable[[bytes], int] | None = None
         self.cli_bg_tool = False
         self.emit_waiting = False
         # The popen shape (0.33.0, 0.34.0): the fake process gptme's `subprocess.Popen` hands
         # out next (`real_gptme_patch._popen_boundary`).
-        self.next_process: P.FakeProcess | None = None
+        self.next_process: J.FakeProcess | None = None
 
     # ---- time and choices
 
@@ -244,7 +245,7 @@ class Run:
         registers the driver's process (`register_background_job`); an earlier release starts
         it itself (`start_background_job`, whose `subprocess.Popen` hands out this process)."""
         sb = P.G.shell_background
-        proc = P.FakeProcess()
+        proc = J.FakeProcess()
         if P.G.shape == "registry":
             job = sb.register_background_job(command, proc, kill_callback=proc.kill)
         else:
@@ -263,7 +264,7 @@ class Run:
         spawn(self._job_reader, job, proc, ms, name=f"reader-{proc.conv}-{job.id}")
         return job
 
-    def _job_reader(self, job: Any, proc: P.FakeProcess, ms: int) -> None:
+    def _job_reader(self, job: Any, proc: J.FakeProcess, ms: int) -> None:
         SCHED.sleep(ms / 1000)
         if self.exited:
             return   # the process is gone, and its reader threads with it
@@ -271,7 +272,7 @@ class Run:
             # Killed: the reader drains what is left and reports the completion, as gptme's
             # does; `_notify_completion` drops it when the registry no longer holds the job.
             self.late_callbacks.append(job.id)
-            P.complete_job(job, "", "killed")
+            J.complete_job(job, "", "killed")
             return
         proc.returncode = 0
         if self.drain_ms is not None:
@@ -287,12 +288,12 @@ class Run:
             if self.exited:
                 return
             self.finishing[id(job)] = proc
-            P.complete_job(job, "tests passed\n", "")
+            J.complete_job(job, "tests passed\n", "")
             return
         m = self.produce(f"job:{proc.conv}", proc.conv, kind="job", origin=f"job #{job.id}")
         self.obs("host", {"Work": {"work": proc.work, "shown": job.id, "conv": proc.conv,
                                    "op": {"Finished": m}}})
-        P.complete_job(job, f"tests passed [wakesim m{m}]\n", "")
+        J.complete_job(job, f"tests passed [wakesim m{m}]\n", "")
 
     def notify_completion(self, job: Any, real_notify: Callable[[Any], Any]) -> Any:
         """`_notify_completion(job)` of a job whose reader finished (`_job_reader`): under
@@ -303,14 +304,14 @@ class Run:
             return real_notify(job)
         sb = P.G.shell_background
         with sb._job_lock:
-            if P.registered(job):
+            if J.registered(job):
                 m = self.produce(f"job:{proc.conv}", proc.conv, kind="job",
                                  origin=f"job #{job.id}")
                 self.obs("host", {"Work": {"work": proc.work, "shown": job.id,
                                            "conv": proc.conv, "op": {"Finished": m}}})
                 # Its output is read only by a claim, which takes `_job_lock` too: no
                 # `_buffer_lock` (a scheduling point of its own) needed.
-                P.append_output_locked(job, f"[wakesim m{m}]\n")
+                J.append_output_locked(job, f"[wakesim m{m}]\n")
             else:
                 self.late_callbacks.append(job.id)
             return real_notify(job)
@@ -338,7 +339,7 @@ class Run:
                     foreign += 1
         self.obs("host", {"Waiting": {"own": own, "foreign": foreign, "conv": conversation}})
 
-    def job_killed(self, proc: P.FakeProcess) -> None:
+    def job_killed(self, proc: J.FakeProcess) -> None:
         self.obs("host", {"Work": {"work": proc.work, "shown": proc.job.id,
                                    "conv": proc.conv, "op": "Killed"}})
 

@@ -17,6 +17,12 @@
 //!   (`export/pi/check.mjs`); `test/repro.test.mjs`, a node:test file;
 //! - `README.md`, a bug report ready to file; with `--patch`, `fix.patch` and `npm run apply-fix`.
 //!
+//! A gptme run is a Python project (`gptme.rs`): hash-pinned requirements, `session.json` with
+//! the run's decisions (every draw at its named site, the ones the driver drew itself from
+//! wakesim's words unfolded), this project's driver and scheduler with a wire that answers each
+//! question from them (`real_gptme_replay.py`), the Python checker, a pytest file; with
+//! `--patch`, `fix.patch` and `runtime/apply_fix.py`. Both writers open alike (`opening`).
+//!
 //! Nothing written names a path of this machine: the export checks every file it wrote.
 
 use std::collections::BTreeSet;
@@ -127,6 +133,62 @@ pub fn recording(tape: &[(Dir, String)]) -> Result<Recording> {
     })
 }
 
+/// What both writers open with, from the run and its recording.
+pub(super) struct Opening<'a> {
+    pub spec: &'a crate::remote::RemoteSpec,
+    /// The recorded `hello` (the writer makes its paths relative to the export).
+    pub hello: Value,
+    /// The checks' parameters, as the exported checker reads them.
+    pub params: Value,
+    /// The invariants the exported checker judges, of those the host is held to.
+    pub judged: Vec<&'static str>,
+    /// wakesim's verdict: the judged invariants' first violations, as `session.json` says it.
+    pub verdict: Vec<Value>,
+    /// The same violations (the report's "What happens").
+    pub violations: Vec<crate::check::Violation>,
+    /// The run's timeline rows (the report's minimal story).
+    pub story: String,
+}
+
+fn opening<'a>(
+    scn: &'a Scenario,
+    rec: &Recording,
+    result: &RunResult,
+    timeline: fn(&Scenario, &RunResult) -> String,
+) -> Result<Opening<'a>> {
+    let spec = scn.remote.as_ref().expect("a real host");
+    if rec.hello.is_null() {
+        return Err(bad(
+            "the driver was started before the recording (no hello on the tape)".into(),
+        ));
+    }
+    // The report states what the test judges; what only this project's checkers see (the
+    // harness probe's view, ...) is not the package's story.
+    let violations: Vec<crate::check::Violation> = (result.outcome.violations().iter())
+        .filter(|v| JUDGED.contains(&v.invariant))
+        .cloned()
+        .collect();
+    Ok(Opening {
+        spec,
+        hello: rec.hello.clone(),
+        params: json!({
+            "latency_ms_max": scn.check.latency_ms_max,
+            "latency_requests_max": scn.check.latency_requests_max,
+        }),
+        judged: JUDGED
+            .iter()
+            .filter(|i| scn.host.invariants().contains(**i))
+            .map(|i| i.name())
+            .collect(),
+        verdict: violations
+            .iter()
+            .map(|v| json!({"invariant": v.invariant.name(), "t": v.t.0, "msg": v.msg.map(|m| format!("m{}", m.0 + 1))}))
+            .collect(),
+        violations,
+        story: story(&(timeline)(scn, result)),
+    })
+}
+
 /// Where this project's files are: the directory holding `hosts/launch.mjs`.
 fn project_root(scn: &Scenario) -> Result<PathBuf> {
     let spec = scn.remote.as_ref().expect("a real host");
@@ -198,6 +260,27 @@ pub fn export(
         Some(p) => Some(read(p)?),
         None => None,
     };
+    if let (Some(path), Some(text)) = (opts.patch, &patch) {
+        let named: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("+++ b/"))
+            .collect();
+        if named.is_empty() {
+            return Err(bad(format!(
+                "{}: not a unified diff (no `+++ b/...` line)",
+                path.display()
+            )));
+        }
+        // gptme's fix is applied in the venv's site-packages: its paths start at the package,
+        // as in gptme's repository.
+        if spec.family.starts_with("gptme") && !named.iter().all(|n| n.starts_with("gptme/")) {
+            return Err(bad(format!(
+                "{}: a gptme fix names its files as in gptme's repository (`+++ b/gptme/server/session_models.py`); it names {}",
+                path.display(),
+                named.join(", ")
+            )));
+        }
+    }
     let root = project_root(scn)?;
     tape::start();
     let result = run();
@@ -252,22 +335,12 @@ pub fn export(
         )));
     }
 
-    if spec.family.starts_with("gptme") {
-        if patch.is_some() {
-            return Err(bad("--patch is not supported for a gptme export yet".into()));
-        }
-        let files = gptme::files(scn, &rec, &root, &result, &tape, opts.timeline)?;
-        return write_files(&root, opts, files, violations, unjudged);
-    }
-    let files = pi::files(
-        scn,
-        &rec,
-        &root,
-        &result,
-        patch.as_deref(),
-        &violations,
-        opts.timeline,
-    )?;
+    let open = opening(scn, &rec, &result, opts.timeline)?;
+    let files = if spec.family.starts_with("gptme") {
+        gptme::files(scn, open, &rec, &root, patch.as_deref())?
+    } else {
+        pi::files(scn, open, &rec, &root, patch.as_deref())?
+    };
     write_files(&root, opts, files, violations, unjudged)
 }
 

@@ -7,10 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use super::{JUDGED, Recording, bad, plain, pretty, read, read_json, story};
-use crate::check::Invariant;
+use super::{Opening, Recording, bad, plain, pretty, read, read_json};
 use crate::error::Result;
-use crate::outcome::RunResult;
 use crate::scenario::Scenario;
 
 /// The one dependency a pinned package directory names: (name, version).
@@ -67,22 +65,22 @@ fn merged_lock(host: &Value, ext: &Value, root: Value) -> Result<Value> {
 /// The files of a pi run's export.
 pub(super) fn files(
     scn: &Scenario,
+    open: Opening<'_>,
     rec: &Recording,
     root: &Path,
-    result: &RunResult,
     patch: Option<&str>,
-    violations: &[(Invariant, u64, Option<u64>)],
-    timeline: fn(&Scenario, &RunResult) -> String,
 ) -> Result<Vec<(String, String)>> {
-    let spec = scn.remote.as_ref().expect("a real host");
+    let Opening {
+        spec,
+        mut hello,
+        params,
+        judged,
+        verdict,
+        violations,
+        story,
+    } = open;
     // The wake table, its paths inside the export: the extension is a file of its installed
     // package.
-    if rec.hello.is_null() {
-        return Err(bad(
-            "the driver was started before the recording (no hello on the tape)".into(),
-        ));
-    }
-    let mut hello = rec.hello.clone();
     let wake = hello
         .get_mut("wake")
         .and_then(Value::as_object_mut)
@@ -198,19 +196,6 @@ pub(super) fn files(
     }
     let ext_dir = format!("{ext_base}/{ext_pkg}");
 
-    let params = json!({
-        "latency_ms_max": scn.check.latency_ms_max,
-        "latency_requests_max": scn.check.latency_requests_max,
-    });
-    let judged: Vec<&str> = JUDGED
-        .iter()
-        .filter(|i| scn.host.invariants().contains(**i))
-        .map(|i| i.name())
-        .collect();
-    let expected: Vec<Value> = violations
-        .iter()
-        .map(|(i, t, m)| json!({"invariant": i.name(), "t": t, "msg": m.map(|m| format!("m{}", m + 1))}))
-        .collect();
     let test_name = format!(
         "{ext_pkg} {ext_version} delivers every message it sends, once, in order, in bounded time"
     );
@@ -221,7 +206,7 @@ pub(super) fn files(
         "title": scn.name,
         "params": params,
         "invariants": judged,
-        "verdict": expected,
+        "verdict": verdict,
         "hello": hello,
         "draws": rec.draws,
         "observed": rec.lines,
@@ -287,23 +272,13 @@ pub(super) fn files(
     if let Some(p) = &patch {
         files.push(("fix.patch".into(), (*p).to_string()));
     }
-    let story = story(&(timeline)(scn, result));
-    // The report states what the test judges; what only this project's checkers see (the
-    // harness probe's view, ...) is not the package's story.
-    let judged_violations: Vec<crate::check::Violation> = result
-        .outcome
-        .violations()
-        .iter()
-        .filter(|v| JUDGED.contains(&v.invariant))
-        .cloned()
-        .collect();
     files.push((
         "README.md".into(),
         readme(&ReportFacts {
             title: &scn.name,
             ext: (&ext_pkg, &ext_version),
             host: (&host_pkg, &host_version),
-            violations: &judged_violations,
+            violations: &violations,
             params: &scn.check,
             story: &story,
             patch,
