@@ -53,6 +53,10 @@ pub enum Search {
     Guided,
     /// Coverage feedback over blocks of `COVERAGE_BLOCK` seeds ([`Guide`]).
     Coverage,
+    /// Anchored feedback ([`Guide`] in its anchored mode): a run that reaches a new feature is
+    /// kept cut just after the point it reached it, and later seeds of the block replay that
+    /// prefix and draw only the rest afresh.
+    Anchored,
 }
 
 /// The depth `boost` has when none is given.
@@ -76,6 +80,9 @@ impl Search {
         if s == "coverage" {
             return Ok(Search::Coverage);
         }
+        if s == "anchored" {
+            return Ok(Search::Anchored);
+        }
         if s == "boost" {
             return Ok(Search::Boost {
                 depth: BOOST_DEPTH_DEFAULT,
@@ -90,8 +97,13 @@ impl Search {
             };
         }
         Err(format!(
-            "`{s}` is not a search: `swarm` (uniform), `guided` (a portfolio of swarm, boosted and pinned seeds), `coverage` (coverage feedback over blocks of {COVERAGE_BLOCK} seeds), `boost` or `boost:D` (rare draws boosted at up to D sites a run, D from 1 to {BOOST_DEPTH_MAX}; {BOOST_DEPTH_DEFAULT} when left out)"
+            "`{s}` is not a search: `swarm` (uniform), `guided` (a portfolio of swarm, boosted and pinned seeds), `coverage` (coverage feedback over blocks of {COVERAGE_BLOCK} seeds), `anchored` (feedback that keeps a run's choices up to the point it reached a new feature and redraws the rest), `boost` or `boost:D` (rare draws boosted at up to D sites a run, D from 1 to {BOOST_DEPTH_MAX}; {BOOST_DEPTH_DEFAULT} when left out)"
         ))
+    }
+
+    /// Whether a seed is planned from its block's earlier runs (`coverage`, `anchored`).
+    pub fn is_fed_back(self) -> bool {
+        matches!(self, Search::Coverage | Search::Anchored)
     }
 
     /// Whether this is the default, uniform swarm.
@@ -107,6 +119,7 @@ impl fmt::Display for Search {
             Search::Boost { depth } => write!(f, "boost:{depth}"),
             Search::Guided => f.write_str("guided"),
             Search::Coverage => f.write_str("coverage"),
+            Search::Anchored => f.write_str("anchored"),
         }
     }
 }
@@ -179,24 +192,54 @@ pub fn coverage_block_start(seed: u64) -> u64 {
 /// fresh suffix tries what can follow it.
 #[derive(Clone, Debug)]
 pub struct Guide {
+    /// `Coverage` or `Anchored`: how kept runs are mutated.
+    search: Search,
     start: u64,
     seen: std::collections::BTreeMap<u64, u32>,
     /// Each kept run: its choices and its features.
     corpus: Vec<(Vec<Choice>, Vec<u64>)>,
     kept: u64,
     features: Vec<u64>,
+    /// Anchored: each feature first reached in the block with the choices its run had drawn
+    /// when it reached it (`anchored_features`).
+    anchors: Vec<Anchor>,
+    positioned: Vec<(u64, Option<u32>)>,
 }
 
+/// An anchored block's kept prefix: the choices a run had drawn when it reached `feature`,
+/// which no earlier run of the block had reached.
+#[derive(Clone, Debug)]
+struct Anchor {
+    prefix: Vec<Choice>,
+    feature: u64,
+}
+
+/// At most this many anchors a block keeps (the oldest is replaced past it).
+pub const ANCHORS_MAX: usize = 512;
+
 impl Guide {
-    /// The state before the first seed of the block starting at `start`.
-    pub fn new(start: u64) -> Guide {
+    /// The state before the first seed of the block starting at `start`, for `search`
+    /// (`Coverage` or `Anchored`; any other plans as `Coverage`).
+    pub fn new(search: Search, start: u64) -> Guide {
         Guide {
+            search: if search == Search::Anchored {
+                Search::Anchored
+            } else {
+                Search::Coverage
+            },
             start,
             seen: std::collections::BTreeMap::new(),
             corpus: Vec::new(),
             kept: 0,
             features: Vec::new(),
+            anchors: Vec::new(),
+            positioned: Vec::new(),
         }
+    }
+
+    /// The search this block plans for.
+    pub fn search(&self) -> Search {
+        self.search
     }
 
     /// The first seed of this block.
@@ -204,13 +247,19 @@ impl Guide {
         self.start
     }
 
-    /// How many runs the block keeps to mutate.
+    /// How many runs (coverage) or prefixes (anchored) the block keeps to mutate.
     pub fn corpus_len(&self) -> usize {
-        self.corpus.len()
+        match self.search {
+            Search::Anchored => self.anchors.len(),
+            _ => self.corpus.len(),
+        }
     }
 
     /// The choice stream of `seed` (a seed of this block), given the runs observed so far.
     pub fn choices(&self, seed: u64) -> Choices {
+        if self.search == Search::Anchored {
+            return self.anchored_choices(seed);
+        }
         let mut rng = planner(seed ^ COVERAGE_STREAM);
         if self.corpus.is_empty() || below(&mut rng, 2) == 0 {
             return portfolio(seed).keeping_log();
@@ -243,9 +292,78 @@ impl Guide {
         Choices::spliced(prefix, suffix, rng.next_u64())
     }
 
+    /// An anchored seed: a fresh run (the portfolio's) a quarter of the time and until the
+    /// block has an anchor; else an anchor's prefix, the anchor drawn with a weight that falls
+    /// as its feature is reached again (each of its mutants reaches it), then fresh draws:
+    /// swarm's, a boost's or a pinned run's.
+    fn anchored_choices(&self, seed: u64) -> Choices {
+        let mut rng = planner(seed ^ ANCHOR_STREAM);
+        if self.anchors.is_empty() || below(&mut rng, 4) == 0 {
+            return portfolio(seed).keeping_log();
+        }
+        let weight = |a: &Anchor| -> u64 {
+            let n = self.seen.get(&a.feature).copied().unwrap_or(1).max(1);
+            (1u64 << 32) / u64::from(n)
+        };
+        let total: u64 = self.anchors.iter().map(weight).sum();
+        let mut r = below(&mut rng, total.max(1));
+        let mut pick = self.anchors.len() - 1;
+        for (i, a) in self.anchors.iter().enumerate() {
+            let w = weight(a);
+            if r < w {
+                pick = i;
+                break;
+            }
+            r -= w;
+        }
+        let prefix = self.anchors[pick].prefix.clone();
+        let s = rng.next_u64();
+        match below(&mut rng, 4) {
+            0 | 1 => Choices::random(s, Profile::default()).after(prefix),
+            2 => Choices::spliced(prefix, cycled_boost(&mut rng), s),
+            _ => Choices::pinned(s).after(prefix),
+        }
+    }
+
     /// Account a finished run of this block: its coverage features (`features`), and its
-    /// choices, kept when it reached a feature no earlier run of the block did.
-    pub fn observe(&mut self, marks: &[(Window, u32)], mix: &Mix, requests: u32, log: Vec<Choice>) {
+    /// choices, kept when it reached a feature no earlier run of the block did (anchored: cut
+    /// where it reached each such feature, from `marks_at` and its log).
+    pub fn observe(
+        &mut self,
+        marks: &[(Window, u32)],
+        marks_at: &[(u8, u32)],
+        mix: &Mix,
+        requests: u32,
+        log: Vec<Choice>,
+    ) {
+        if self.search == Search::Anchored {
+            let mut f = std::mem::take(&mut self.positioned);
+            anchored_features(marks_at, mix, requests, &log, &mut f);
+            if std::env::var_os("WAKESIM_DEBUG_ANCHOR").is_some() {
+                eprintln!("log {} marks_at {:?} feats {:?} anchors {}", log.len(), marks_at, f.iter().filter(|x| x.1.is_some()).map(|(k, a)| (k >> 56, a.unwrap())).collect::<Vec<_>>(), self.anchors.len());
+            }
+            for &(x, at) in &f {
+                let n = self.seen.entry(x).or_insert(0);
+                let new = *n == 0;
+                *n = n.saturating_add(1);
+                let Some(at) = at.filter(|_| new) else {
+                    continue;
+                };
+                let a = Anchor {
+                    prefix: log[..(at as usize).min(log.len())].to_vec(),
+                    feature: x,
+                };
+                if self.anchors.len() < ANCHORS_MAX {
+                    self.anchors.push(a);
+                } else {
+                    let i = (self.kept % ANCHORS_MAX as u64) as usize;
+                    self.anchors[i] = a;
+                }
+                self.kept += 1;
+            }
+            self.positioned = f;
+            return;
+        }
         let mut f = std::mem::take(&mut self.features);
         features(marks, mix, requests, &mut f);
         let mut new = false;
@@ -265,6 +383,90 @@ impl Guide {
             self.kept += 1;
         }
         self.features = f;
+    }
+}
+
+/// Mixed into an anchored seed's planner.
+const ANCHOR_STREAM: u64 = 0x616e_6368_6f72_6564;
+
+/// The features of a run as `features` names them, each with where in its choice log the run
+/// reached it (`None`: nowhere in particular), into `out` (cleared first): a window's count
+/// class where its mark of that count came (`marks_at`), an opportunity fault's firing class
+/// just after the firing of that count (a `chance` at the fault's site that came out 1), two
+/// windows where the later first mark came, a window with a fault where the later of the
+/// window's first mark and the fault's first firing came (a timed fault, on from the start,
+/// counts from 0), and the requests' class nowhere.
+pub fn anchored_features(
+    marks_at: &[(u8, u32)],
+    mix: &Mix,
+    requests: u32,
+    log: &[Choice],
+    out: &mut Vec<(u64, Option<u32>)>,
+) {
+    out.clear();
+    let key = |kind: u64, a: u64, b: u64| kind << 56 | (a & 0xff_ffff) << 32 | (b & 0xffff_ffff);
+    out.push((key(6, bucket(requests), 0), None));
+    let mut count = [0u32; 256];
+    let mut first = [u32::MAX; 256];
+    for &(code, at) in marks_at {
+        let c = &mut count[usize::from(code)];
+        *c += 1;
+        if first[usize::from(code)] == u32::MAX {
+            first[usize::from(code)] = at;
+        }
+        // A count class is reached at its lowest count: 1, 2, 3, 4, 8, 16, 32.
+        if matches!(*c, 1 | 2 | 3 | 4 | 8 | 16 | 32) {
+            out.push((key(1, u64::from(code), bucket(*c)), Some(at)));
+        }
+    }
+    let reached: Vec<u8> = (0..=255u8)
+        .filter(|&c| first[usize::from(c)] != u32::MAX)
+        .collect();
+    for (i, &w) in reached.iter().enumerate() {
+        for &v in &reached[i + 1..] {
+            let at = first[usize::from(w)].max(first[usize::from(v)]);
+            out.push((key(3, u64::from(w), u64::from(v)), Some(at)));
+        }
+    }
+    let mut fired_at: Vec<(&str, u32)> = Vec::with_capacity(mix.fired.len());
+    for (name, n) in &mix.fired {
+        let code = name_code(name);
+        if *n == 0 {
+            out.push((key(2, code, 0), None));
+            continue;
+        }
+        let mut c = 0u32;
+        for (i, ch) in log.iter().enumerate() {
+            if ch.bound == 2 && ch.value == 1 && ch.label == *name {
+                c += 1;
+                let at = i as u32 + 1;
+                if c == 1 {
+                    fired_at.push((name, at));
+                }
+                if matches!(c, 1 | 2 | 3 | 4 | 8 | 16 | 32) {
+                    out.push((key(2, code, bucket(c)), Some(at)));
+                }
+            }
+        }
+    }
+    for (name, _) in &mix.faults {
+        let fired = mix.fired.iter().find(|(f, _)| f == name).map(|(_, n)| *n);
+        let from = match fired {
+            Some(0) => continue,
+            // Opportunity faults: from their first firing (at the end if the log has none).
+            Some(_) => fired_at
+                .iter()
+                .find(|(f, _)| f == name)
+                .map_or(log.len() as u32, |(_, at)| *at),
+            // Timed faults: on from the start.
+            None => 0,
+        };
+        for &w in &reached {
+            out.push((
+                key(4, name_code(name), u64::from(w)),
+                Some(from.max(first[usize::from(w)])),
+            ));
+        }
     }
 }
 
