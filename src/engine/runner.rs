@@ -257,7 +257,8 @@ impl Runner<'_> {
             let s = st.next;
             let c = st.guide.choices(s);
             let r = self.run_with(scn, s, Some(c), Recording::Verdict);
-            st.guide.observe(&r.marks, &r.marks_at, &r.mix, r.requests, r.choices);
+            st.guide
+                .observe(&r.marks, &r.marks_at, &r.mix, r.requests, r.choices);
             st.next += 1;
         }
         let c = st.guide.choices(seed);

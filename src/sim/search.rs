@@ -204,6 +204,8 @@ pub struct Guide {
     /// when it reached it (`anchored_features`).
     anchors: Vec<Anchor>,
     positioned: Vec<(u64, Option<u32>)>,
+    /// The last plan `choices` made: the anchor it mutates and its prefix's length.
+    last: std::cell::Cell<(Option<usize>, u32)>,
 }
 
 /// An anchored block's kept prefix: the choices a run had drawn when it reached `feature`,
@@ -212,8 +214,14 @@ pub struct Guide {
 struct Anchor {
     prefix: Vec<Choice>,
     feature: u64,
+    picks: u32,
 }
 
+/// The first this many runs of a block that reach a feature, past the prefix they replayed,
+/// each anchor it: the first run to reach a window is often one whose earlier draws leave
+/// nothing for the rest of the bug (its jobs all started, its faults off), so one anchor a
+/// feature would put every mutant on it.
+pub const ANCHORS_PER_FEATURE: u32 = 16;
 /// At most this many anchors a block keeps (the oldest is replaced past it).
 pub const ANCHORS_MAX: usize = 512;
 
@@ -234,6 +242,7 @@ impl Guide {
             features: Vec::new(),
             anchors: Vec::new(),
             positioned: Vec::new(),
+            last: std::cell::Cell::new((None, 0)),
         }
     }
 
@@ -298,12 +307,13 @@ impl Guide {
     /// swarm's, a boost's or a pinned run's.
     fn anchored_choices(&self, seed: u64) -> Choices {
         let mut rng = planner(seed ^ ANCHOR_STREAM);
-        if self.anchors.is_empty() || below(&mut rng, 4) == 0 {
+        self.last.set((None, 0));
+        if self.anchors.is_empty() || below(&mut rng, 2) == 0 {
             return portfolio(seed).keeping_log();
         }
         let weight = |a: &Anchor| -> u64 {
             let n = self.seen.get(&a.feature).copied().unwrap_or(1).max(1);
-            (1u64 << 32) / u64::from(n)
+            (1u64 << 40) / u64::from(n) / u64::from(1 + a.picks)
         };
         let total: u64 = self.anchors.iter().map(weight).sum();
         let mut r = below(&mut rng, total.max(1));
@@ -316,7 +326,14 @@ impl Guide {
             }
             r -= w;
         }
-        let prefix = self.anchors[pick].prefix.clone();
+        let mut prefix = self.anchors[pick].prefix.clone();
+        if !prefix.is_empty() {
+            for _ in 0..1 + below(&mut rng, 3) {
+                let i = below(&mut rng, prefix.len() as u64) as usize;
+                prefix[i].value = below(&mut rng, prefix[i].bound);
+            }
+        }
+        self.last.set((Some(pick), prefix.len() as u32));
         let s = rng.next_u64();
         match below(&mut rng, 4) {
             0 | 1 => Choices::random(s, Profile::default()).after(prefix),
@@ -339,19 +356,21 @@ impl Guide {
         if self.search == Search::Anchored {
             let mut f = std::mem::take(&mut self.positioned);
             anchored_features(marks_at, mix, requests, &log, &mut f);
-            if std::env::var_os("WAKESIM_DEBUG_ANCHOR").is_some() {
-                eprintln!("log {} marks_at {:?} feats {:?} anchors {}", log.len(), marks_at, f.iter().filter(|x| x.1.is_some()).map(|(k, a)| (k >> 56, a.unwrap())).collect::<Vec<_>>(), self.anchors.len());
+            let (pick, inherited) = self.last.replace((None, 0));
+            if let Some(a) = pick.and_then(|i| self.anchors.get_mut(i)) {
+                a.picks += 1;
             }
             for &(x, at) in &f {
                 let n = self.seen.entry(x).or_insert(0);
-                let new = *n == 0;
                 *n = n.saturating_add(1);
-                let Some(at) = at.filter(|_| new) else {
+                let new = *n <= ANCHORS_PER_FEATURE;
+                let Some(at) = at.filter(|&at| new && at > inherited) else {
                     continue;
                 };
                 let a = Anchor {
                     prefix: log[..(at as usize).min(log.len())].to_vec(),
                     feature: x,
+                    picks: 0,
                 };
                 if self.anchors.len() < ANCHORS_MAX {
                     self.anchors.push(a);
