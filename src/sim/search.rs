@@ -595,6 +595,95 @@ mod tests {
         );
     }
 
+    /// Anchored features carry where the run reached them: a window's count class at the mark
+    /// of that count, a fault's firing class just after that firing, a pair of windows at the
+    /// later first mark, a window with a fault at the later of the two; requests nowhere.
+    #[test]
+    fn anchored_features_are_placed_where_the_run_reached_them() {
+        let mix = Mix {
+            faults: vec![("tool_calls", crate::sim::choice::Ratio::new(1, 2))],
+            producers: Vec::new(),
+            fired: vec![("tool_calls", 2)],
+        };
+        let c = |label: &'static str, value: u64| Choice {
+            bound: 2,
+            value,
+            label,
+        };
+        let mut log = vec![c("x", 1); 30];
+        log[4] = c("tool_calls", 1);
+        log[9] = c("tool_calls", 0);
+        log[15] = c("tool_calls", 1);
+        let mut out = Vec::new();
+        anchored_features(&[(3, 10), (3, 12), (5, 20)], &mix, 7, &log, &mut out);
+        let key = |kind: u64, a: u64, b: u64| kind << 56 | (a & 0xff_ffff) << 32 | b;
+        let tc = name_code("tool_calls");
+        let want = [
+            (key(6, bucket(7), 0), None),
+            (key(1, 3, 1), Some(10)),
+            (key(1, 3, 2), Some(12)),
+            (key(1, 5, 1), Some(20)),
+            (key(3, 3, 5), Some(20)),
+            (key(2, tc, 1), Some(5)),
+            (key(2, tc, 2), Some(16)),
+            (key(4, tc, 3), Some(10)),
+            (key(4, tc, 5), Some(20)),
+        ];
+        assert_eq!(out, want);
+    }
+
+    /// A run that reaches a feature anchors it: a later mutant of the block replays that run's
+    /// choices up to the mark (one to three of them redrawn) and draws the rest afresh, the same
+    /// way each time it is planned; a run that reached it only inside its replayed prefix
+    /// anchors nothing new.
+    #[test]
+    fn an_anchored_mutant_replays_its_anchors_prefix() {
+        let mix = Mix {
+            faults: Vec::new(),
+            producers: Vec::new(),
+            fired: Vec::new(),
+        };
+        let log: Vec<Choice> = (0..30)
+            .map(|i| Choice {
+                bound: 1_000,
+                value: (i * 37) % 1_000,
+                label: "d",
+            })
+            .collect();
+        let mut g = Guide::new(Search::Anchored, 0);
+        g.observe(&[], &[(2, 12)], &mix, 1, log.clone());
+        assert_eq!(g.corpus_len(), 1, "one window feature with a place");
+        let mut mutants = 0;
+        for seed in 1..40 {
+            let draws =
+                |c: &mut Choices| -> Vec<u64> { (0..20).map(|_| c.choose(1_000, "d")).collect() };
+            let a = draws(&mut g.choices(seed));
+            let Some(_) = g.last.get().0 else {
+                continue;
+            };
+            mutants += 1;
+            assert_eq!(
+                a,
+                draws(&mut g.choices(seed)),
+                "seed {seed} is planned alike"
+            );
+            let kept = (0..12).filter(|&i| a[i] == log[i].value).count();
+            assert!(kept >= 9, "seed {seed}: {kept} of the prefix's 12 replayed");
+        }
+        assert!(mutants >= 10, "{mutants} of 39 seeds mutate the anchor");
+        // A mutant that reaches the window again inside its prefix anchors nothing new.
+        let _ = g.choices(
+            (1..40)
+                .find(|&s| {
+                    let _ = g.choices(s);
+                    g.last.get().0.is_some()
+                })
+                .expect("a mutant"),
+        );
+        g.observe(&[], &[(2, 12)], &mix, 1, log.clone());
+        assert_eq!(g.corpus_len(), 1);
+    }
+
     /// The portfolio is a pure function of the seed and uses all three strategies.
     #[test]
     fn the_portfolio_is_a_function_of_the_seed() {
