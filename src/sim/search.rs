@@ -25,8 +25,12 @@
 //! of it, a boost at a cycled depth, or a pinned run (`Choices::pinned`, swarm testing of the
 //! delays: each site pinned, at a fair coin, to one corner of its range). `Coverage` adds
 //! feedback ([`Guide`]): in blocks of `COVERAGE_BLOCK` seeds, half the seeds mutate the choices
-//! of earlier runs of the block that reached a new coverage feature ([`features`]). The rare-bug
-//! suite's figures for each, and why none is the default, are in docs/guide/search.md.
+//! of earlier runs of the block that reached a new coverage feature ([`features`]). `Anchored`
+//! is feedback with positions ([`anchored_features`]): a window mark carries the length of the
+//! choice log when it came (`Choices::mark`), a fault firing is a place in the log, and a run
+//! that reaches a feature keeps its choices up to that point as an anchor, which later seeds
+//! replay (one to three choices redrawn) before drawing afresh. The rare-bug suite's figures
+//! for each, and why none is the default, are in docs/guide/search.md.
 //!
 //! A boosted run records its draws like any other run (value 0 still the simplest option, a
 //! boosted coin recorded as the `chance` it answers), so its recorded choices replay, shrink
@@ -180,8 +184,9 @@ pub fn coverage_block_start(seed: u64) -> u64 {
     seed - seed % COVERAGE_BLOCK
 }
 
-/// A coverage block's state: the coverage features its runs reached so far (each with how many
-/// runs reached it) and the runs that reached a new one, whose choices later seeds mutate.
+/// A coverage or anchored block's state: the coverage features its runs reached so far (each
+/// with how many runs reached it) and the runs that reached a new one (coverage), or their
+/// choices up to where they reached it (anchored), which later seeds mutate.
 ///
 /// Plans are AFL's loop over wakesim's choice stream: half the seeds (and every seed until a
 /// run is kept) are the portfolio's (`portfolio`); the others take a kept run's choices and
