@@ -91,6 +91,8 @@ pub struct RunResult {
     /// The timeline, when tracing was asked for.
     pub trace: Vec<Record>,
     pub choices: Vec<Choice>,
+    /// Under a feedback search: each race window reached, with the length of `choices` then.
+    pub marks_at: Vec<(u8, u32)>,
 }
 
 impl RunResult {
@@ -130,6 +132,7 @@ impl RunResult {
             },
             trace: k.sink.take_trace(),
             choices: k.choices.take_log(),
+            marks_at: k.choices.take_marks(),
         }
     }
 
@@ -151,6 +154,7 @@ impl RunResult {
             replay: self.replay.clone(),
             stale: self.stale.clone(),
             choices: self.choices.clone(),
+            marks_at: self.marks_at.clone(),
         }
     }
 }

@@ -171,9 +171,21 @@ fn a_guided_seed_is_the_same_run_however_it_is_reached() {
 /// portfolio's run of the same seed.
 #[test]
 fn a_coverage_seed_is_a_function_of_its_block() {
+    fed_back_seeds_are_functions_of_their_block(Search::Coverage);
+}
+
+/// The same for the anchored search, whose mutants replay a kept run's prefix up to where it
+/// reached a feature (`Choices::mark` positions): the same run alone, in a sweep or after other
+/// blocks.
+#[test]
+fn an_anchored_seed_is_a_function_of_its_block() {
+    fed_back_seeds_are_functions_of_their_block(Search::Anchored);
+}
+
+fn fed_back_seeds_are_functions_of_their_block(search: Search) {
     let registry = Registry::builtin();
     let mut scn = load(LONG_CHAIN);
-    scn.search = Search::Coverage;
+    scn.search = search;
     let mut guided = scn.clone();
     guided.search = Search::Guided;
     let mut sweep = wakesim::engine::Runner::new(&registry);
@@ -185,7 +197,7 @@ fn a_coverage_seed_is_a_function_of_its_block() {
         assert_eq!(
             alone.run_seed(&scn, seed, false).trace_hash,
             in_sweep[seed as usize],
-            "seed {seed} alone"
+            "{search}: seed {seed} alone"
         );
         // After a sweep of another block, and after a later seed of this block.
         let mut other = wakesim::engine::Runner::new(&registry);
@@ -194,7 +206,22 @@ fn a_coverage_seed_is_a_function_of_its_block() {
         assert_eq!(
             other.run_seed(&scn, seed, false).trace_hash,
             in_sweep[seed as usize],
-            "seed {seed} after other seeds"
+            "{search}: seed {seed} after other seeds"
+        );
+        // After the same seeds under the other feedback search: its block is not this one's.
+        let mut mixed = wakesim::engine::Runner::new(&registry);
+        let mut other_search = scn.clone();
+        other_search.search = if search == Search::Coverage {
+            Search::Anchored
+        } else {
+            Search::Coverage
+        };
+        mixed.run_seed(&other_search, 40, false);
+        assert_eq!(
+            mixed.run_seed(&scn, seed.max(41), false).trace_hash,
+            in_sweep[seed.max(41) as usize],
+            "{search}: seed {} after the other search's seeds",
+            seed.max(41)
         );
     }
     let differ = (0..80u64)
@@ -202,7 +229,7 @@ fn a_coverage_seed_is_a_function_of_its_block() {
         .count();
     assert!(
         differ >= 20,
-        "mutants differ from the portfolio: {differ} of 80"
+        "{search}: mutants differ from the portfolio: {differ} of 80"
     );
     // A coverage run's recorded choices replay it without the search.
     let r = sweep.run_seed(&scn, 61, false);

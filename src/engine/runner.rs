@@ -19,7 +19,7 @@ use crate::outcome::{Drive, Outcome, RunResult};
 use crate::remote::{self, RemoteKernel, RemoteWorld};
 use crate::scenario::Scenario;
 use crate::sim::choice::{Choice, Choices, Profile};
-use crate::sim::search::{Guide, Search, coverage_block_start};
+use crate::sim::search::{Guide, coverage_block_start};
 
 /// Runs seeds of scenarios, reusing each host's kernel allocations between seeds.
 pub struct Runner<'r> {
@@ -166,7 +166,7 @@ impl<'r> Runner<'r> {
     ) -> RunResult {
         // A seed under a guided search draws from its own stream; under swarm (and on a real
         // host, whose driver reads a uniform stream ahead) it is the kernel's reseeded one.
-        if choices.is_none() && scn.search == Search::Coverage && scn.remote.is_none() {
+        if choices.is_none() && scn.search.is_fed_back() && scn.remote.is_none() {
             return self.run_coverage(scn, seed, recording);
         }
         let choices = match choices {
@@ -242,6 +242,7 @@ impl Runner<'_> {
                 if st.path == scn.path
                     && st.wake == scn.wake
                     && st.guide.start() == start
+                    && st.guide.search() == scn.search
                     && st.next <= seed =>
             {
                 st
@@ -250,20 +251,21 @@ impl Runner<'_> {
                 path: scn.path.clone(),
                 wake: scn.wake.clone(),
                 next: start,
-                guide: Guide::new(start),
+                guide: Guide::new(scn.search, start),
             }),
         };
         while st.next < seed {
             let s = st.next;
             let c = st.guide.choices(s);
             let r = self.run_with(scn, s, Some(c), Recording::Verdict);
-            st.guide.observe(&r.marks, &r.mix, r.requests, r.choices);
+            st.guide
+                .observe(&r.marks, &r.marks_at, &r.mix, r.requests, r.choices);
             st.next += 1;
         }
         let c = st.guide.choices(seed);
         let r = self.run_with(scn, seed, Some(c), recording);
         st.guide
-            .observe(&r.marks, &r.mix, r.requests, r.choices.clone());
+            .observe(&r.marks, &r.marks_at, &r.mix, r.requests, r.choices.clone());
         st.next = seed + 1;
         self.guide = Some(st);
         r

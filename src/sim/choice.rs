@@ -89,6 +89,9 @@ pub struct Choices {
     prefix: Option<Box<Prefix>>,
     /// Log every draw even in a bulk run: a guided block keeps runs' choices to mutate.
     keep_log: bool,
+    /// With `keep_log`: each race window marked (`Choices::mark`), its code with the log's length
+    /// then, so a feedback search can cut a run's choices just after the mark.
+    marks_at: Vec<(u8, u32)>,
 }
 
 /// A recorded prefix a guided run replays before drawing afresh.
@@ -219,7 +222,9 @@ impl Choices {
             // Alone, a coverage seed is what its block plans for it with nothing observed (the
             // portfolio's run); the runner plans it from the block's earlier runs
             // (`engine::runner`).
-            Search::Coverage => Guide::new(coverage_block_start(seed)).choices(seed),
+            Search::Coverage | Search::Anchored => {
+                Guide::new(search, coverage_block_start(seed)).choices(seed)
+            }
         }
     }
 
@@ -227,10 +232,16 @@ impl Choices {
     /// bounds, then draws from `suffix` (swarm or a boost) seeded with `seed`. Logs always.
     pub fn spliced(prefix: Vec<Choice>, suffix: Search, seed: u64) -> Choices {
         let suffix = match suffix {
-            Search::Guided | Search::Coverage => Search::Swarm,
+            Search::Guided | Search::Coverage | Search::Anchored => Search::Swarm,
             s => s,
         };
-        let mut c = Choices::searched(seed, suffix, Profile::default()).keeping_log();
+        Choices::searched(seed, suffix, Profile::default()).after(prefix)
+    }
+
+    /// This stream (logging every draw) after `prefix`: the prefix replayed while the model asks
+    /// for its sites and bounds, then this stream's own draws.
+    pub fn after(self, prefix: Vec<Choice>) -> Choices {
+        let mut c = self.keeping_log();
         c.prefix = Some(Box::new(Prefix {
             values: prefix,
             pos: 0,
@@ -303,6 +314,7 @@ impl Choices {
             spans: Box::new([Span::default(); SPANS]),
             prefix: None,
             keep_log: false,
+            marks_at: Vec::new(),
         }
     }
 
@@ -318,6 +330,7 @@ impl Choices {
         self.profile = Profile::default();
         self.prefix = None;
         self.keep_log = false;
+        self.marks_at.clear();
         self.log.clear();
         self.divergence = None;
         self.extended = 0;
@@ -365,6 +378,20 @@ impl Choices {
     /// Every choice drawn so far, in order.
     pub fn log(&self) -> &[Choice] {
         &self.log
+    }
+
+    /// A race window with `code` was reached now: remembered with the log's length when the
+    /// stream keeps its log for a feedback search (`sim::search::Guide`), else nothing.
+    #[inline]
+    pub fn mark(&mut self, code: u8) {
+        if self.keep_log {
+            self.marks_at.push((code, self.log.len() as u32));
+        }
+    }
+
+    /// The windows marked (`Choices::mark`), each with the log's length then, taken out.
+    pub fn take_marks(&mut self) -> Vec<(u8, u32)> {
+        std::mem::take(&mut self.marks_at)
     }
 
     /// The log, taken out (an empty log keeps its allocation here).

@@ -25,8 +25,12 @@
 //! of it, a boost at a cycled depth, or a pinned run (`Choices::pinned`, swarm testing of the
 //! delays: each site pinned, at a fair coin, to one corner of its range). `Coverage` adds
 //! feedback ([`Guide`]): in blocks of `COVERAGE_BLOCK` seeds, half the seeds mutate the choices
-//! of earlier runs of the block that reached a new coverage feature ([`features`]). The rare-bug
-//! suite's figures for each, and why none is the default, are in docs/guide/search.md.
+//! of earlier runs of the block that reached a new coverage feature ([`features`]). `Anchored`
+//! is feedback with positions ([`anchored_features`]): a window mark carries the length of the
+//! choice log when it came (`Choices::mark`), a fault firing is a place in the log, and a run
+//! that reaches a feature keeps its choices up to that point as an anchor, which later seeds
+//! replay (one to three choices redrawn) before drawing afresh. The rare-bug suite's figures
+//! for each, and why none is the default, are in docs/guide/search.md.
 //!
 //! A boosted run records its draws like any other run (value 0 still the simplest option, a
 //! boosted coin recorded as the `chance` it answers), so its recorded choices replay, shrink
@@ -53,6 +57,10 @@ pub enum Search {
     Guided,
     /// Coverage feedback over blocks of `COVERAGE_BLOCK` seeds ([`Guide`]).
     Coverage,
+    /// Anchored feedback ([`Guide`] in its anchored mode): a run that reaches a new feature is
+    /// kept cut just after the point it reached it, and later seeds of the block replay that
+    /// prefix and draw only the rest afresh.
+    Anchored,
 }
 
 /// The depth `boost` has when none is given.
@@ -76,6 +84,9 @@ impl Search {
         if s == "coverage" {
             return Ok(Search::Coverage);
         }
+        if s == "anchored" {
+            return Ok(Search::Anchored);
+        }
         if s == "boost" {
             return Ok(Search::Boost {
                 depth: BOOST_DEPTH_DEFAULT,
@@ -90,8 +101,13 @@ impl Search {
             };
         }
         Err(format!(
-            "`{s}` is not a search: `swarm` (uniform), `guided` (a portfolio of swarm, boosted and pinned seeds), `coverage` (coverage feedback over blocks of {COVERAGE_BLOCK} seeds), `boost` or `boost:D` (rare draws boosted at up to D sites a run, D from 1 to {BOOST_DEPTH_MAX}; {BOOST_DEPTH_DEFAULT} when left out)"
+            "`{s}` is not a search: `swarm` (uniform), `guided` (a portfolio of swarm, boosted and pinned seeds), `coverage` (coverage feedback over blocks of {COVERAGE_BLOCK} seeds), `anchored` (feedback that keeps a run's choices up to the point it reached a new feature and redraws the rest), `boost` or `boost:D` (rare draws boosted at up to D sites a run, D from 1 to {BOOST_DEPTH_MAX}; {BOOST_DEPTH_DEFAULT} when left out)"
         ))
+    }
+
+    /// Whether a seed is planned from its block's earlier runs (`coverage`, `anchored`).
+    pub fn is_fed_back(self) -> bool {
+        matches!(self, Search::Coverage | Search::Anchored)
     }
 
     /// Whether this is the default, uniform swarm.
@@ -107,6 +123,7 @@ impl fmt::Display for Search {
             Search::Boost { depth } => write!(f, "boost:{depth}"),
             Search::Guided => f.write_str("guided"),
             Search::Coverage => f.write_str("coverage"),
+            Search::Anchored => f.write_str("anchored"),
         }
     }
 }
@@ -167,8 +184,9 @@ pub fn coverage_block_start(seed: u64) -> u64 {
     seed - seed % COVERAGE_BLOCK
 }
 
-/// A coverage block's state: the coverage features its runs reached so far (each with how many
-/// runs reached it) and the runs that reached a new one, whose choices later seeds mutate.
+/// A coverage or anchored block's state: the coverage features its runs reached so far (each
+/// with how many runs reached it) and the runs that reached a new one (coverage), or their
+/// choices up to where they reached it (anchored), which later seeds mutate.
 ///
 /// Plans are AFL's loop over wakesim's choice stream: half the seeds (and every seed until a
 /// run is kept) are the portfolio's (`portfolio`); the others take a kept run's choices and
@@ -179,24 +197,63 @@ pub fn coverage_block_start(seed: u64) -> u64 {
 /// fresh suffix tries what can follow it.
 #[derive(Clone, Debug)]
 pub struct Guide {
+    /// `Coverage` or `Anchored`: how kept runs are mutated.
+    search: Search,
     start: u64,
     seen: std::collections::BTreeMap<u64, u32>,
     /// Each kept run: its choices and its features.
     corpus: Vec<(Vec<Choice>, Vec<u64>)>,
     kept: u64,
     features: Vec<u64>,
+    /// Anchored: each feature first reached in the block with the choices its run had drawn
+    /// when it reached it (`anchored_features`).
+    anchors: Vec<Anchor>,
+    positioned: Vec<(u64, Option<u32>)>,
+    /// The last plan `choices` made: the anchor it mutates and its prefix's length.
+    last: std::cell::Cell<(Option<usize>, u32)>,
 }
 
+/// An anchored block's kept prefix: the choices a run had drawn when it reached `feature`,
+/// which no earlier run of the block had reached.
+#[derive(Clone, Debug)]
+struct Anchor {
+    prefix: Vec<Choice>,
+    feature: u64,
+    picks: u32,
+}
+
+/// The first this many runs of a block that reach a feature, past the prefix they replayed,
+/// each anchor it: the first run to reach a window is often one whose earlier draws leave
+/// nothing for the rest of the bug (its jobs all started, its faults off), so one anchor a
+/// feature would put every mutant on it.
+pub const ANCHORS_PER_FEATURE: u32 = 16;
+/// At most this many anchors a block keeps (the oldest is replaced past it).
+pub const ANCHORS_MAX: usize = 512;
+
 impl Guide {
-    /// The state before the first seed of the block starting at `start`.
-    pub fn new(start: u64) -> Guide {
+    /// The state before the first seed of the block starting at `start`, for `search`
+    /// (`Coverage` or `Anchored`; any other plans as `Coverage`).
+    pub fn new(search: Search, start: u64) -> Guide {
         Guide {
+            search: if search == Search::Anchored {
+                Search::Anchored
+            } else {
+                Search::Coverage
+            },
             start,
             seen: std::collections::BTreeMap::new(),
             corpus: Vec::new(),
             kept: 0,
             features: Vec::new(),
+            anchors: Vec::new(),
+            positioned: Vec::new(),
+            last: std::cell::Cell::new((None, 0)),
         }
+    }
+
+    /// The search this block plans for.
+    pub fn search(&self) -> Search {
+        self.search
     }
 
     /// The first seed of this block.
@@ -204,13 +261,19 @@ impl Guide {
         self.start
     }
 
-    /// How many runs the block keeps to mutate.
+    /// How many runs (coverage) or prefixes (anchored) the block keeps to mutate.
     pub fn corpus_len(&self) -> usize {
-        self.corpus.len()
+        match self.search {
+            Search::Anchored => self.anchors.len(),
+            _ => self.corpus.len(),
+        }
     }
 
     /// The choice stream of `seed` (a seed of this block), given the runs observed so far.
     pub fn choices(&self, seed: u64) -> Choices {
+        if self.search == Search::Anchored {
+            return self.anchored_choices(seed);
+        }
         let mut rng = planner(seed ^ COVERAGE_STREAM);
         if self.corpus.is_empty() || below(&mut rng, 2) == 0 {
             return portfolio(seed).keeping_log();
@@ -243,9 +306,88 @@ impl Guide {
         Choices::spliced(prefix, suffix, rng.next_u64())
     }
 
+    /// An anchored seed: a fresh run (the portfolio's) a quarter of the time and until the
+    /// block has an anchor; else an anchor's prefix, the anchor drawn with a weight that falls
+    /// as its feature is reached again (each of its mutants reaches it), then fresh draws:
+    /// swarm's, a boost's or a pinned run's.
+    fn anchored_choices(&self, seed: u64) -> Choices {
+        let mut rng = planner(seed ^ ANCHOR_STREAM);
+        self.last.set((None, 0));
+        if self.anchors.is_empty() || below(&mut rng, 2) == 0 {
+            return portfolio(seed).keeping_log();
+        }
+        let weight = |a: &Anchor| -> u64 {
+            let n = self.seen.get(&a.feature).copied().unwrap_or(1).max(1);
+            (1u64 << 40) / u64::from(n) / u64::from(1 + a.picks)
+        };
+        let total: u64 = self.anchors.iter().map(weight).sum();
+        let mut r = below(&mut rng, total.max(1));
+        let mut pick = self.anchors.len() - 1;
+        for (i, a) in self.anchors.iter().enumerate() {
+            let w = weight(a);
+            if r < w {
+                pick = i;
+                break;
+            }
+            r -= w;
+        }
+        let mut prefix = self.anchors[pick].prefix.clone();
+        if !prefix.is_empty() {
+            for _ in 0..1 + below(&mut rng, 3) {
+                let i = below(&mut rng, prefix.len() as u64) as usize;
+                prefix[i].value = below(&mut rng, prefix[i].bound);
+            }
+        }
+        self.last.set((Some(pick), prefix.len() as u32));
+        let s = rng.next_u64();
+        match below(&mut rng, 4) {
+            0 | 1 => Choices::random(s, Profile::default()).after(prefix),
+            2 => Choices::spliced(prefix, cycled_boost(&mut rng), s),
+            _ => Choices::pinned(s).after(prefix),
+        }
+    }
+
     /// Account a finished run of this block: its coverage features (`features`), and its
-    /// choices, kept when it reached a feature no earlier run of the block did.
-    pub fn observe(&mut self, marks: &[(Window, u32)], mix: &Mix, requests: u32, log: Vec<Choice>) {
+    /// choices, kept when it reached a feature no earlier run of the block did (anchored: cut
+    /// where it reached each such feature, from `marks_at` and its log).
+    pub fn observe(
+        &mut self,
+        marks: &[(Window, u32)],
+        marks_at: &[(u8, u32)],
+        mix: &Mix,
+        requests: u32,
+        log: Vec<Choice>,
+    ) {
+        if self.search == Search::Anchored {
+            let mut f = std::mem::take(&mut self.positioned);
+            anchored_features(marks_at, mix, requests, &log, &mut f);
+            let (pick, inherited) = self.last.replace((None, 0));
+            if let Some(a) = pick.and_then(|i| self.anchors.get_mut(i)) {
+                a.picks += 1;
+            }
+            for &(x, at) in &f {
+                let n = self.seen.entry(x).or_insert(0);
+                *n = n.saturating_add(1);
+                let new = *n <= ANCHORS_PER_FEATURE;
+                let Some(at) = at.filter(|&at| new && at > inherited) else {
+                    continue;
+                };
+                let a = Anchor {
+                    prefix: log[..(at as usize).min(log.len())].to_vec(),
+                    feature: x,
+                    picks: 0,
+                };
+                if self.anchors.len() < ANCHORS_MAX {
+                    self.anchors.push(a);
+                } else {
+                    let i = (self.kept % ANCHORS_MAX as u64) as usize;
+                    self.anchors[i] = a;
+                }
+                self.kept += 1;
+            }
+            self.positioned = f;
+            return;
+        }
         let mut f = std::mem::take(&mut self.features);
         features(marks, mix, requests, &mut f);
         let mut new = false;
@@ -265,6 +407,90 @@ impl Guide {
             self.kept += 1;
         }
         self.features = f;
+    }
+}
+
+/// Mixed into an anchored seed's planner.
+const ANCHOR_STREAM: u64 = 0x616e_6368_6f72_6564;
+
+/// The features of a run as `features` names them, each with where in its choice log the run
+/// reached it (`None`: nowhere in particular), into `out` (cleared first): a window's count
+/// class where its mark of that count came (`marks_at`), an opportunity fault's firing class
+/// just after the firing of that count (a `chance` at the fault's site that came out 1), two
+/// windows where the later first mark came, a window with a fault where the later of the
+/// window's first mark and the fault's first firing came (a timed fault, on from the start,
+/// counts from 0), and the requests' class nowhere.
+pub fn anchored_features(
+    marks_at: &[(u8, u32)],
+    mix: &Mix,
+    requests: u32,
+    log: &[Choice],
+    out: &mut Vec<(u64, Option<u32>)>,
+) {
+    out.clear();
+    let key = |kind: u64, a: u64, b: u64| kind << 56 | (a & 0xff_ffff) << 32 | (b & 0xffff_ffff);
+    out.push((key(6, bucket(requests), 0), None));
+    let mut count = [0u32; 256];
+    let mut first = [u32::MAX; 256];
+    for &(code, at) in marks_at {
+        let c = &mut count[usize::from(code)];
+        *c += 1;
+        if first[usize::from(code)] == u32::MAX {
+            first[usize::from(code)] = at;
+        }
+        // A count class is reached at its lowest count: 1, 2, 3, 4, 8, 16, 32.
+        if matches!(*c, 1 | 2 | 3 | 4 | 8 | 16 | 32) {
+            out.push((key(1, u64::from(code), bucket(*c)), Some(at)));
+        }
+    }
+    let reached: Vec<u8> = (0..=255u8)
+        .filter(|&c| first[usize::from(c)] != u32::MAX)
+        .collect();
+    for (i, &w) in reached.iter().enumerate() {
+        for &v in &reached[i + 1..] {
+            let at = first[usize::from(w)].max(first[usize::from(v)]);
+            out.push((key(3, u64::from(w), u64::from(v)), Some(at)));
+        }
+    }
+    let mut fired_at: Vec<(&str, u32)> = Vec::with_capacity(mix.fired.len());
+    for (name, n) in &mix.fired {
+        let code = name_code(name);
+        if *n == 0 {
+            out.push((key(2, code, 0), None));
+            continue;
+        }
+        let mut c = 0u32;
+        for (i, ch) in log.iter().enumerate() {
+            if ch.bound == 2 && ch.value == 1 && ch.label == *name {
+                c += 1;
+                let at = i as u32 + 1;
+                if c == 1 {
+                    fired_at.push((name, at));
+                }
+                if matches!(c, 1 | 2 | 3 | 4 | 8 | 16 | 32) {
+                    out.push((key(2, code, bucket(c)), Some(at)));
+                }
+            }
+        }
+    }
+    for (name, _) in &mix.faults {
+        let fired = mix.fired.iter().find(|(f, _)| f == name).map(|(_, n)| *n);
+        let from = match fired {
+            Some(0) => continue,
+            // Opportunity faults: from their first firing (at the end if the log has none).
+            Some(_) => fired_at
+                .iter()
+                .find(|(f, _)| f == name)
+                .map_or(log.len() as u32, |(_, at)| *at),
+            // Timed faults: on from the start.
+            None => 0,
+        };
+        for &w in &reached {
+            out.push((
+                key(4, name_code(name), u64::from(w)),
+                Some(from.max(first[usize::from(w)])),
+            ));
+        }
     }
 }
 
@@ -372,6 +598,95 @@ mod tests {
             7,
             "with the pair and a fault per window"
         );
+    }
+
+    /// Anchored features carry where the run reached them: a window's count class at the mark
+    /// of that count, a fault's firing class just after that firing, a pair of windows at the
+    /// later first mark, a window with a fault at the later of the two; requests nowhere.
+    #[test]
+    fn anchored_features_are_placed_where_the_run_reached_them() {
+        let mix = Mix {
+            faults: vec![("tool_calls", crate::sim::choice::Ratio::new(1, 2))],
+            producers: Vec::new(),
+            fired: vec![("tool_calls", 2)],
+        };
+        let c = |label: &'static str, value: u64| Choice {
+            bound: 2,
+            value,
+            label,
+        };
+        let mut log = vec![c("x", 1); 30];
+        log[4] = c("tool_calls", 1);
+        log[9] = c("tool_calls", 0);
+        log[15] = c("tool_calls", 1);
+        let mut out = Vec::new();
+        anchored_features(&[(3, 10), (3, 12), (5, 20)], &mix, 7, &log, &mut out);
+        let key = |kind: u64, a: u64, b: u64| kind << 56 | (a & 0xff_ffff) << 32 | b;
+        let tc = name_code("tool_calls");
+        let want = [
+            (key(6, bucket(7), 0), None),
+            (key(1, 3, 1), Some(10)),
+            (key(1, 3, 2), Some(12)),
+            (key(1, 5, 1), Some(20)),
+            (key(3, 3, 5), Some(20)),
+            (key(2, tc, 1), Some(5)),
+            (key(2, tc, 2), Some(16)),
+            (key(4, tc, 3), Some(10)),
+            (key(4, tc, 5), Some(20)),
+        ];
+        assert_eq!(out, want);
+    }
+
+    /// A run that reaches a feature anchors it: a later mutant of the block replays that run's
+    /// choices up to the mark (one to three of them redrawn) and draws the rest afresh, the same
+    /// way each time it is planned; a run that reached it only inside its replayed prefix
+    /// anchors nothing new.
+    #[test]
+    fn an_anchored_mutant_replays_its_anchors_prefix() {
+        let mix = Mix {
+            faults: Vec::new(),
+            producers: Vec::new(),
+            fired: Vec::new(),
+        };
+        let log: Vec<Choice> = (0..30)
+            .map(|i| Choice {
+                bound: 1_000,
+                value: (i * 37) % 1_000,
+                label: "d",
+            })
+            .collect();
+        let mut g = Guide::new(Search::Anchored, 0);
+        g.observe(&[], &[(2, 12)], &mix, 1, log.clone());
+        assert_eq!(g.corpus_len(), 1, "one window feature with a place");
+        let mut mutants = 0;
+        for seed in 1..40 {
+            let draws =
+                |c: &mut Choices| -> Vec<u64> { (0..20).map(|_| c.choose(1_000, "d")).collect() };
+            let a = draws(&mut g.choices(seed));
+            let Some(_) = g.last.get().0 else {
+                continue;
+            };
+            mutants += 1;
+            assert_eq!(
+                a,
+                draws(&mut g.choices(seed)),
+                "seed {seed} is planned alike"
+            );
+            let kept = (0..12).filter(|&i| a[i] == log[i].value).count();
+            assert!(kept >= 9, "seed {seed}: {kept} of the prefix's 12 replayed");
+        }
+        assert!(mutants >= 10, "{mutants} of 39 seeds mutate the anchor");
+        // A mutant that reaches the window again inside its prefix anchors nothing new.
+        let _ = g.choices(
+            (1..40)
+                .find(|&s| {
+                    let _ = g.choices(s);
+                    g.last.get().0.is_some()
+                })
+                .expect("a mutant"),
+        );
+        g.observe(&[], &[(2, 12)], &mix, 1, log.clone());
+        assert_eq!(g.corpus_len(), 1);
     }
 
     /// The portfolio is a pure function of the seed and uses all three strategies.

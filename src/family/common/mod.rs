@@ -138,6 +138,7 @@ pub trait Core {
 
     /// Mark a race window reached.
     fn mark<S: Sink<Note = Self::Note>>(&self, k: &mut Kernel<Self::Ev, S>, w: Window) {
+        k.choices.mark(w.code);
         self.emit(k, Actor::Host, Ev::Mark(w));
     }
 

@@ -58,6 +58,10 @@ pub enum Planted {
     /// The wait's drain drops what it claims once one of the session's waits has timed out: a
     /// job outliving GPTME_WATCH_IDLE_MAX, then another job finishing while a later wait blocks.
     AfterTimeout,
+    /// STEP_PRE drops what it claims from the fourth step of a turn that a wait yielded to
+    /// outside input (a control write while the session waited): the control write landing in
+    /// a wait, three tool calls in a row after it, and a completion queued during them.
+    InputChain,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,6 +89,8 @@ pub struct BackgroundWait {
     deadline: Ms,
     /// Steps since the last LOOP_CONTINUE (for `Planted::LongChain`).
     steps: u32,
+    /// The last wait yielded to outside input (for `Planted::InputChain`).
+    input_turn: bool,
 }
 
 impl BackgroundWait {
@@ -95,6 +101,7 @@ impl BackgroundWait {
             phase: Phase::Idle,
             deadline: Ms(0),
             steps: 0,
+            input_turn: false,
         }
     }
 
@@ -185,6 +192,7 @@ impl BackgroundWait {
             }
             self.control_keys.push(key);
         }
+        self.input_turn = true;
         Some(Incoming::Items(vec![Item::InputPending(control)]))
     }
 
@@ -223,11 +231,15 @@ impl CliWake for BackgroundWait {
         if self.fixes.planted == Planted::LongChain && self.steps >= 6 {
             return Vec::new();
         }
+        if self.fixes.planted == Planted::InputChain && self.input_turn && self.steps >= 4 {
+            return Vec::new();
+        }
         claimed
     }
 
     fn loop_continue(&mut self, cli: &mut Cli<'_>) -> Flow {
         self.steps = 0;
+        self.input_turn = false;
         // With the ordering fix, nothing is claimed while the prompt queue holds a message: a
         // completion yielded now would wait behind it, one message per turn, while this
         // session's STEP_PRE or another session's drain appends a later one at once. Left in

@@ -55,6 +55,11 @@ pub(crate) fn register(r: &mut Registry) {
         || Box::new(BackgroundWait::planted(Planted::AfterTimeout)),
     );
     r.add::<CliFamily>(
+        "gptme.b1-planted-input-chain",
+        "planted bug (rare-bug suite): STEP_PRE drops what it claims from the fourth step of a turn a wait yielded to outside input",
+        || Box::new(BackgroundWait::planted(Planted::InputChain)),
+    );
+    r.add::<CliFamily>(
         "gptme.b1-no-recheck",
         "B1 without the recheck under the notifier's lock (nor the 1 s cap): a completion between drain and wait is missed",
         || Box::new(b1_no_recheck()),
