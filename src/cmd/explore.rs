@@ -65,7 +65,9 @@ pub fn main(registry: &Registry, args: Args) -> Result<i32> {
     let secs = started.elapsed().as_secs_f64();
     let met = match scn.expect {
         Expect::Pass => ex.failing == 0 && ex.exhausted,
-        _ => ex.smallest_expected.is_some(),
+        // A scope the file declares too small for its bug (`holds_bug = false`) meets its
+        // expectation by holding no unexpected failure; finding the bug anyway is met too.
+        _ => ex.smallest_expected.is_some() || !scn.explore_holds_bug,
     };
     if args.record {
         record(&args, &scn, &ex)?;

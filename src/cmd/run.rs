@@ -67,8 +67,9 @@ pub struct Args {
     no_save: bool,
     /// How seeds become choice streams, for every scenario (default: each file's `search`, else
     /// `swarm`): `swarm` (uniform), `boost` or `boost:D` (rare draws boosted at D sites a run),
-    /// `guided` (a portfolio of swarm, boosted and pinned seeds) or `coverage` (feedback from the
-    /// windows and faults earlier seeds of the same block reached).
+    /// `guided` (a portfolio of swarm, boosted and pinned seeds), `coverage` (feedback from the
+    /// windows and faults earlier seeds of the same block reached) or `anchored` (the same
+    /// feedback, replaying a run up to where it reached what was new and redrawing the rest).
     #[arg(long, value_parser = crate::sim::search::Search::parse)]
     search: Option<crate::sim::search::Search>,
 }

@@ -208,11 +208,13 @@ pub fn text(e: &Exploration<'_>) -> String {
             }
         }
     }
-    let _ = writeln!(
-        s,
-        "  expect {}: {}",
-        scn.expect,
-        if e.met { "met" } else { "NOT met" }
-    );
+    let verdict = match (e.met, &e.ex.smallest_expected) {
+        (false, _) => "NOT met",
+        (true, None) if !matches!(scn.expect, Expect::Pass) => {
+            "not in this scope, as its `[explore] holds_bug = false` says (its seeds show it)"
+        }
+        (true, _) => "met",
+    };
+    let _ = writeln!(s, "  expect {}: {verdict}", scn.expect);
     s
 }

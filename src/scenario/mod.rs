@@ -153,6 +153,10 @@ pub struct Scenario {
     pub must_reach_share: Ratio,
     /// The scope `wakesim explore` enumerates by default (`[explore]`).
     pub explore: Scope,
+    /// Whether that scope holds a failing scenario's bug (`[explore] holds_bug`, default true):
+    /// `false` where the bug needs more than an enumerable scope (a long real-host interleaving),
+    /// so the gate leaves exploring it out and the seeds alone show the bug.
+    pub explore_holds_bug: bool,
     /// The adapter of an external wake logic (`wake = { command = [...] }`).
     pub adapter: Option<AdapterSpec>,
     /// A real host (`host = "pi@0.99.1"`, `wake = { extension = "..." }`): its driver runs the

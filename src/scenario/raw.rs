@@ -8,7 +8,9 @@ use toml::Spanned;
 
 use super::adapter::WakeValue;
 use super::expect::RawExpect;
-use super::{MUST_REACH_SHARE_DEFAULT, Scenario, Scope, Wakes, normalize, project_root, within};
+use super::{
+    Expect, MUST_REACH_SHARE_DEFAULT, Scenario, Scope, Wakes, normalize, project_root, within,
+};
 use crate::adapter::AdapterSpec;
 use crate::check::CheckParams;
 use crate::error::{Error, Result};
@@ -173,6 +175,8 @@ struct RawExplore {
     messages: Option<u64>,
     deviations: Option<Spanned<usize>>,
     runs_max: Option<u64>,
+    /// `false`: the scope is declared too small to hold a failing scenario's bug.
+    holds_bug: Option<Spanned<bool>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -214,6 +218,15 @@ impl RawScenario {
         let requests = e.requests.as_ref().map(|r| *r.get_ref());
         let must_reach = self.must_reach(cx, host)?;
         let explore = self.explore(cx)?;
+        let explore_holds_bug = match &self.explore.holds_bug {
+            Some(h) if !*h.get_ref() && matches!(expect, Expect::Pass) => {
+                let m = "`holds_bug = false` is for a failing scenario: a passing one's scope \
+                         must hold no failure at all";
+                return Err(cx.err(h.span(), m.to_string()));
+            }
+            Some(h) => *h.get_ref(),
+            None => true,
+        };
         let regressions = self.regressions(cx)?;
         let search = match &self.search {
             None => crate::sim::search::Search::Swarm,
@@ -234,6 +247,7 @@ impl RawScenario {
             adapter,
             remote,
             explore,
+            explore_holds_bug,
             path: cx.path.to_path_buf(),
             name: self.name,
             description: self.description,
