@@ -1,0 +1,77 @@
+//! A boosted or pinned run's draw sites (`Search::Boost`, `Choices::pinned`): which sites a run
+//! boosts and where their draws focus, and which class each pinned delay site keeps.
+
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+
+use super::below;
+
+/// A boosted run's state: the generator, the depth (how many sites it may boost) and every draw
+/// site met so far with whether it is boosted, in the order met.
+pub(super) struct Boost {
+    pub(super) rng: ChaCha8Rng,
+    pub(super) depth: u32,
+    pub(super) boosted: u32,
+    /// Each site met: its label, whether it is boosted, and its focus (which of `FOCI` equal
+    /// parts of a delay's range its uniform draws fall in, when boosted).
+    pub(super) sites: Vec<(&'static str, bool, u8)>,
+    /// A pinned run (`Choices::pinned`): each delay site met is pinned, at a fair coin, to one
+    /// class of its boundary set (or its uniform class), drawn once; `pins` holds each site met
+    /// with that class (`u64::MAX`: not pinned).
+    pub(super) pin: bool,
+    pub(super) pins: Vec<(&'static str, u64)>,
+}
+
+/// Mixed into a pinned run's seed (`Choices::pinned`): its stream is not a boosted one's.
+pub(super) const PIN_STREAM: u64 = 0x7069_6e5f_7374_7265;
+
+/// A boosted delay site draws its uniform class from one of this many equal parts of its range:
+/// the events it times cluster, so two of them meet a window together more often.
+pub(super) const FOCI: u64 = 8;
+
+impl Boost {
+    /// The class a pinned run's delay site `label` draws among `classes` (`None`: unpinned).
+    pub(super) fn pinned(&mut self, label: &'static str, classes: u64) -> Option<u64> {
+        let pin = match self
+            .pins
+            .iter()
+            .find(|(l, _)| std::ptr::eq(*l, label) || *l == label)
+        {
+            Some((_, p)) => *p,
+            None => {
+                let p = if below(&mut self.rng, 2) == 1 {
+                    self.rng.next_u64()
+                } else {
+                    u64::MAX
+                };
+                self.pins.push((label, p));
+                p
+            }
+        };
+        (pin != u64::MAX).then(|| pin % classes)
+    }
+
+    /// Whether the site `label` is boosted; a site met for the first time is boosted with a
+    /// fair coin while fewer than `depth` are.
+    #[inline]
+    /// Whether `label` is boosted, and its focus.
+    pub(super) fn site(&mut self, label: &'static str) -> (bool, u8) {
+        if let Some((_, b, f)) =
+            (self.sites.iter()).find(|(l, _, _)| std::ptr::eq(*l, label) || *l == label)
+        {
+            return (*b, *f);
+        }
+        // The swarm mix's own draws (which faults a seed switches on, at what rate, which
+        // producers) are left uniform: the depth goes to the run's decisions.
+        let plan = matches!(label, "fault on" | "fault rate" | "producer kinds");
+        let b = !plan && self.boosted < self.depth && below(&mut self.rng, 2) == 1;
+        let f = if b {
+            below(&mut self.rng, FOCI) as u8
+        } else {
+            0
+        };
+        self.boosted += u32::from(b);
+        self.sites.push((label, b, f));
+        (b, f)
+    }
+}
