@@ -70,11 +70,19 @@ pub fn family(kind: &str) -> &str {
     base(kind).split('@').next().unwrap_or(kind)
 }
 
+/// The extension package a real-host kind loads (`pi-subagents` of `real host pi@0.99.1 with
+/// pi-subagents in ...`), or `""`.
+pub fn package(kind: &str) -> &str {
+    base(kind).split_once(" with ").map_or("", |(_, p)| p)
+}
+
 /// The levels at which two kinds are alike, most alike first: the same kind in the same
-/// directory, the same kind, the same host, the same class, any two.
-const LEVELS: [fn(&str, &str) -> bool; 5] = [
+/// directory, the same kind, the same host and extension package at any version, the same
+/// host, the same class, any two.
+const LEVELS: [fn(&str, &str) -> bool; 6] = [
     |a, b| a == b,
     |a, b| base(a) == base(b),
+    |a, b| family(a) == family(b) && package(a) == package(b),
     |a, b| family(a) == family(b),
     |a, b| class(a) == class(b),
     |_, _| true,
@@ -86,6 +94,10 @@ pub const EVIDENCE_SECS: f64 = 10.0;
 
 /// The same for every scenario measured, against a scale of 1 (the priors as they are).
 const EVIDENCE_ALL_SECS: f64 = 2.0;
+
+/// What a running scenario past its estimate, before its first chunk has ended, is taken to
+/// need still: this share of the time it has run.
+const OVERDUE_SHARE: f64 = 0.5;
 
 /// `spent` seconds measured for `prior` seconds of priors, their ratio weighed by the seconds
 /// spent against `evidence` seconds of a scale `broader`.
@@ -101,12 +113,22 @@ fn shrunk(spent: f64, prior: f64, broader: f64) -> f64 {
     weighed(spent, prior, broader, EVIDENCE_SECS)
 }
 
-/// A scenario's kind for the ETA: what its cost per seed is like, and the directory it is in
-/// (the scenarios of a directory are alike).
+/// A scenario's kind for the ETA: what its cost per seed is like (a real host's extension
+/// package among it: one package's scenarios can cost several times another's), and the
+/// directory it is in (the scenarios of a directory are alike).
 pub fn kind(scn: &Scenario) -> String {
     let what = match (&scn.adapter, &scn.remote) {
         (Some(a), _) => format!("adapter {}", a.command.first().map_or("", |p| p.as_str())),
-        (None, Some(_)) => format!("real host {}", scn.host.version_label()),
+        (None, Some(spec)) => {
+            let host = format!("real host {}", scn.host.version_label());
+            let package = (spec.wake.get("package").and_then(|p| p.as_str()))
+                .and_then(|p| std::path::Path::new(p).file_name())
+                .map(|n| n.to_string_lossy().into_owned());
+            match package {
+                Some(p) => format!("{host} with {p}"),
+                None => host,
+            }
+        }
         (None, None) => "built-in".to_string(),
     };
     in_dir(&what, &scn.path.display().to_string())
@@ -150,8 +172,10 @@ pub fn prior(scn: &Scenario) -> Prior {
                 (Some(a), Some(b)) => (a + b) / 2.0,
                 (a, b) => a.or(b).unwrap_or(1.0),
             };
-            let package = spec.wake.get("package").is_some_and(|p| !p.is_null());
-            real_host_prior(spec.family, tool_turns, package)
+            let package = (spec.wake.get("package").and_then(|p| p.as_str()))
+                .and_then(|p| std::path::Path::new(p).file_name())
+                .map(|n| n.to_string_lossy().into_owned());
+            real_host_prior(spec.family, tool_turns, package.as_deref())
         }
         (None, None) => Prior::derived(0.0, 0.000_012),
     }
@@ -168,19 +192,26 @@ fn adapter_prior(program: &str) -> Prior {
 /// A scenario's prior from its kind alone (a log that recorded no priors): its class's.
 pub fn class_prior(kind: &str) -> Prior {
     match class(kind) {
-        "real host" => real_host_prior(family(kind).trim_start_matches("real host "), 1.0, false),
+        "real host" => {
+            let pkg = Some(package(kind)).filter(|p| !p.is_empty());
+            real_host_prior(family(kind).trim_start_matches("real host "), 1.0, pkg)
+        }
         "adapter" => adapter_prior(base(kind).trim_start_matches("adapter ")),
         _ => Prior::derived(0.0, 0.000_012),
     }
 }
 
 /// A real host's part of [`prior`]: its family's start and cost a seed, the seed's cost growing
-/// by a tenth for each tool turn a run takes beyond the first.
-pub fn real_host_prior(family: &str, tool_turns: f64, package: bool) -> Prior {
+/// by a tenth for each tool turn a run takes beyond the first; with an extension package, the
+/// package's (`pi-subagents` starts a pi of its own per subagent run: about 90 ms a seed; the
+/// other packages the repository's scenarios load about 15 ms; one not measured here 45 ms).
+pub fn real_host_prior(family: &str, tool_turns: f64, package: Option<&str>) -> Prior {
     let (fixed, per_seed) = match (family, package) {
-        (_, true) => (3.0, 0.045),
-        ("pi", false) => (5.6, 0.012),
-        (_, false) => (3.0, 0.008),
+        (_, Some("pi-subagents")) => (3.0, 0.090),
+        (_, Some("pi-processes" | "pi-collaborating-agents")) => (3.0, 0.015),
+        (_, Some(_)) => (3.0, 0.045),
+        ("pi", None) => (5.6, 0.012),
+        (_, None) => (3.0, 0.008),
     };
     Prior::derived(fixed, per_seed * (1.0 + (tool_turns - 1.0).max(0.0) / 10.0))
 }
@@ -320,10 +351,10 @@ impl Costs {
 
     /// How much longer than their priors the measured scenarios most like `kind` took. Taken
     /// over every scenario measured, then refined level by level (the same class, the same host,
-    /// the same kind anywhere, the same kind in its directory), each level's ratio weighed by the
-    /// seconds its scenarios took against [`EVIDENCE_SECS`] of the broader level's: one short
-    /// first scenario of a class does not set the whole class's cost, a directory of long ones
-    /// soon sets its own. `None` before anything is measured.
+    /// the same host and package, the same kind anywhere, the same kind in its directory), each
+    /// level's ratio weighed by the seconds its scenarios took against [`EVIDENCE_SECS`] of the
+    /// broader level's: one short first scenario of a class does not set the whole class's
+    /// cost, a directory of long ones soon sets its own. `None` before anything is measured.
     pub fn scale(&self, kind: &str, now: Instant) -> Option<f64> {
         let (spent, prior) = self.measured_where(|_| true, now);
         if prior <= 0.0 || spent <= 0.0 {
@@ -378,7 +409,12 @@ impl Costs {
                 // Running: its seeds still to run (its start already paid), or, before its first
                 // chunk ends, what is left of the whole.
                 Some((r, t0)) if r == i => match self.done[i] {
-                    0 => (p.secs(todo) - now.duration_since(t0).as_secs_f64()).max(0.0),
+                    0 => {
+                        // Past its estimate, a scenario is taken to need half as long again as it
+                        // has run, not nothing.
+                        let ran = now.duration_since(t0).as_secs_f64();
+                        (p.secs(todo) - ran).max(ran * OVERDUE_SHARE)
+                    }
                     _ => p.per_seed * todo,
                 },
                 _ => p.secs(todo),
@@ -569,8 +605,8 @@ mod tests {
     }
 
     /// Before its first chunk ends, the running scenario counts what is left of its whole
-    /// scaled prior; after, its seeds still to run, scaled by how its own seeds so far compared
-    /// with its prior.
+    /// scaled prior (once past it, half the time it has run); after, its seeds still to run,
+    /// scaled by how its own seeds so far compared with its prior.
     #[test]
     fn the_running_scenario_counts_its_start_until_its_first_chunk() {
         let t0 = Instant::now();
@@ -581,6 +617,8 @@ mod tests {
         c.advance(100, at(t0, 110.0 * U));
         c.start(1, at(t0, 110.0 * U));
         assert!(near(c.eta(at(t0, 115.0 * U)).unwrap(), 105.0 * U));
+        // Past its 110 U with no chunk ended: half as long again as it has run, not nothing.
+        assert!(near(c.eta(at(t0, 410.0 * U)).unwrap(), 150.0 * U));
         // Its first 50 seeds took 100 U for 60 U of its prior: its 50 left 5/3 of theirs.
         c.advance(50, at(t0, 210.0 * U));
         let eta = c.eta(at(t0, 210.0 * U)).unwrap();
@@ -665,7 +703,7 @@ mod tests {
             "scenarios/external/node-g0-idle-wake-skips-harness.toml",
         ));
         let builtin = prior(&load("scenarios/pi/g0-idle-wake-skips-harness.toml"));
-        assert!(ext.per_seed > 3.0 * twin.per_seed, "{ext:?} {twin:?}");
+        assert!(ext.per_seed > twin.per_seed, "{ext:?} {twin:?}");
         assert!(
             twin.per_seed > 5.0 * adapter.per_seed,
             "{twin:?} {adapter:?}"
@@ -675,15 +713,18 @@ mod tests {
             "{adapter:?} {builtin:?}"
         );
         let (few, many) = (
-            real_host_prior("pi", 1.0, false),
-            real_host_prior("pi", 21.0, false),
+            real_host_prior("pi", 1.0, None),
+            real_host_prior("pi", 21.0, None),
         );
         assert!(
             close_to(many.per_seed, 3.0 * few.per_seed),
             "{many:?} {few:?}"
         );
-        let package = real_host_prior("pi", 1.0, true);
-        assert!(package.per_seed > 3.0 * few.per_seed, "{package:?}");
+        let subagents = real_host_prior("pi", 1.0, Some("pi-subagents"));
+        let processes = real_host_prior("pi", 1.0, Some("pi-processes"));
+        let unknown = real_host_prior("pi", 1.0, Some("pi-mine"));
+        assert!(subagents.per_seed > unknown.per_seed && unknown.per_seed > processes.per_seed);
+        assert!(processes.per_seed > few.per_seed, "{processes:?}");
     }
 
     #[test]
