@@ -60,7 +60,9 @@ struct State {
 /// The ETA log (`WAKESIM_ETA_LOG=FILE`), tab-separated, one record a line, times in seconds
 /// since the progress line appeared:
 ///
-/// - `scenario I PLANNED KIND PATH`: the run's scenarios, first;
+/// - `scenario I PLANNED KIND PATH FIXED PER_SEED FROM`: the run's scenarios, first, each with
+///   its prior in seconds (a fixed part and a part per seed) and where it came from
+///   (`remembered`, the cost file; `derived`, the scenario file);
 /// - `start T I`, `advance T SEEDS`, `skip T I SEEDS`: what the estimator is told, in order,
 ///   so that [`replay`] can run another estimator over the same run;
 /// - `tick T DONE TOTAL ETA UNTIMED EXPECTED UNEXPECTED SHOWN` once a second: the seeds done of
