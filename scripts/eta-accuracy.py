@@ -14,10 +14,12 @@ the `end` time minus the tick's time.
 Every tick after the first `--after` share of the seeds (10 %) is judged: its error is the ratio
 of the larger of ETA and remaining time to the smaller, each taken as at least `--floor` seconds
 (so a 2 s ETA with 1 s left is not "off by 2x"). A tick with no ETA at all (`ETA ?`) counts as
-infinitely off. The script prints the worst ratio, where it was, and how many judged ticks showed
-a lower bound; with `--max R` it exits 1 when the worst ratio is over R. A log read from a
-replay of another estimator over the same run (`cargo test --lib -- --ignored
-replay_an_eta_log`, see docs/performance.md) is judged the same way.
+infinitely off. The script prints the worst ratio, where it was, how many judged ticks showed
+a lower bound and where the scenarios' priors came from (each `scenario` record's last field:
+`remembered` from the cost file a previous run wrote, or `derived` from the scenario file); with
+`--max R` it exits 1 when the worst ratio is over R. A log read from a replay of another
+estimator over the same run (`cargo test --lib -- --ignored replay_an_eta_log`, see
+docs/performance.md) is judged the same way.
 """
 
 from __future__ import annotations
@@ -49,14 +51,19 @@ class Verdict:
     total: int
 
 
-def parse(text: str, source: str) -> tuple[list[Tick], float, int]:
-    """The ticks of a log, its end time and its seeds in all."""
+def parse(text: str, source: str) -> tuple[list[Tick], float, int, dict[str, int]]:
+    """The ticks of a log, its end time, its seeds in all and its scenarios' priors by source."""
     ticks: list[Tick] = []
     end: tuple[float, int] | None = None
+    priors: dict[str, int] = {}
     for n, line in enumerate(text.splitlines(), 1):
         fields = line.split("\t")
         try:
-            if fields[0] == "tick":
+            if fields[0] == "scenario":
+                # An older build's records end at the path: no prior recorded.
+                from_ = fields[7] if len(fields) > 7 else "not recorded"
+                priors[from_] = priors.get(from_, 0) + 1
+            elif fields[0] == "tick":
                 eta = None if fields[4] == "-" else float(fields[4])
                 ticks.append(
                     Tick(
@@ -74,7 +81,7 @@ def parse(text: str, source: str) -> tuple[list[Tick], float, int]:
             raise SystemExit(f"{source}:{n}: not an ETA log record ({e}): {line!r}") from e
     if end is None:
         raise SystemExit(f"{source}: no `end` record: the run did not finish (or the log is cut short)")
-    return ticks, end[0], end[1]
+    return ticks, end[0], end[1], priors
 
 
 def judge(ticks: list[Tick], end: float, total: int, after: float, floor: float) -> Verdict:
@@ -106,7 +113,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--max", type=float, default=None, help="exit 1 if the worst ratio is over this")
     args = ap.parse_args(argv)
     with open(args.log, encoding="utf-8") as f:
-        ticks, end, total = parse(f.read(), args.log)
+        ticks, end, total, priors = parse(f.read(), args.log)
     v = judge(ticks, end, total, args.after, args.floor)
     print(f"run: {v.total} seeds in {v.end:.1f} s; {v.judged} ticks after {args.after:.0%} of the seeds")
     if v.at is None:
@@ -118,6 +125,7 @@ def main(argv: list[str]) -> int:
             f"ETA shown {tick.shown!r}, {v.remaining:.1f} s really remained"
         )
     print(f"lower bounds (scenarios of a kind not yet timed): {v.lower_bounds} of {v.judged} ticks")
+    print("priors: " + (", ".join(f"{k} {n}" for k, n in sorted(priors.items())) or "none"))
     if args.max is not None and v.worst > args.max:
         print(f"over {args.max}x", file=sys.stderr)
         return 1

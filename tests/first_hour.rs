@@ -483,3 +483,57 @@ fn a_partial_run_leaves_an_expected_failure_not_yet_seen_unjudged() {
     );
     assert!(t.contains("partial: --time-budget"), "{t}");
 }
+
+/// The main job's ETA starts from what the previous run measured: a first `wakesim run` (no cost
+/// file in its cache directory) writes each scenario file's cost to `eta-costs.tsv` there, its
+/// ETA log saying each prior was derived from the file; a second run of the same files starts
+/// from those costs (`remembered`), and a cost file that does not parse is ignored, not an error,
+/// and replaced by the run's.
+#[test]
+fn the_eta_remembers_each_scenario_files_cost_between_runs() {
+    let dir = scratch("eta-costs");
+    let g2 =
+        std::fs::read_to_string(root().join("scenarios/pi/g2-two-wakes-during-preparation.toml"))
+            .expect("G2");
+    std::fs::write(dir.join("g2.toml"), &g2).unwrap();
+    let cache = dir.join("cache");
+    let costs = cache.join("eta-costs.tsv");
+    let run = |log: &str| {
+        let log = dir.join(log);
+        let out = Command::new(env!("CARGO_BIN_EXE_wakesim"))
+            .args(["run", "g2.toml", "--seeds", "0..300", "--no-save"])
+            .env("WAKESIM_ETA_LOG", &log)
+            .env("WAKESIM_CACHE_DIR", &cache)
+            .current_dir(&dir)
+            .stdin(Stdio::null())
+            .output()
+            .expect("wakesim runs");
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        let log = std::fs::read_to_string(&log).expect("the ETA log");
+        let first = log.lines().next().expect("a scenario record").to_string();
+        first
+            .rsplit('\t')
+            .next()
+            .expect("its prior's source")
+            .to_string()
+    };
+    assert!(!costs.exists());
+    assert_eq!(run("1.tsv"), "derived");
+    let file = std::fs::read_to_string(&costs).expect("the cost file written");
+    let abs = std::fs::canonicalize(dir.join("g2.toml")).unwrap();
+    let line = (file.lines())
+        .find(|l| l.starts_with(&format!("{}\t", abs.display())))
+        .unwrap_or_else(|| panic!("no line for g2.toml in\n{file}"));
+    assert_eq!(line.split('\t').nth(3), Some("300"), "{line}");
+    assert_eq!(run("2.tsv"), "remembered");
+    std::fs::write(&costs, "wakesim-eta-costs\t1\tnot a version\nhalf a line").unwrap();
+    assert_eq!(run("3.tsv"), "derived");
+    let again = std::fs::read_to_string(&costs).expect("the cost file");
+    assert!(
+        again
+            .lines()
+            .nth(1)
+            .is_some_and(|l| l.starts_with(&abs.display().to_string())),
+        "{again}"
+    );
+}

@@ -4,18 +4,16 @@
 //! from the run's first second (while adapters and drivers start, before any seed runs).
 //! `indicatif` draws it (rate-limited, cleared before each report line is printed).
 //!
-//! The ETA is weighted by cost: scenarios differ by orders of magnitude in wall-clock time per
-//! seed (a built-in wake logic in microseconds, an adapter process in milliseconds, a real host
-//! in tens of milliseconds), so a single seeds-per-second rate swings wildly between them. Each
-//! scenario's cost is measured as it runs, its start (adapters and drivers per runner thread)
-//! counted apart from its seeds; a scenario not yet run is estimated from the measured cost of
-//! its kind (built-in, the adapter's program, the real host at its version), else of the same
-//! host at another version or of its class, else from its class's prior scaled by how this
-//! machine ran the classes measured so far ([`Costs`]). Only before anything is measured is
-//! there no ETA (`ETA ?`). `WAKESIM_ETA_LOG=FILE` records what the estimate saw and showed
-//! ([`EtaLog`]), for `scripts/eta-accuracy.py` and for [`replay`].
+//! The ETA is weighted by cost ([`eta`]): each scenario has a prior cost, remembered from the
+//! previous run of the same file ([`costs_file`], written at the end of each run) or derived from
+//! what its file says, and the priors of the scenarios still to come are scaled by how the
+//! measured ones compared with theirs. Only before anything is measured, and with no remembered
+//! cost, is there no ETA (`ETA ?`). `WAKESIM_ETA_LOG=FILE` records what the estimate saw and
+//! showed ([`EtaLog`]), for `scripts/eta-accuracy.py` and for [`replay`].
 
-use std::collections::BTreeMap;
+pub mod costs_file;
+pub mod eta;
+
 use std::io::Write as _;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -26,6 +24,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 
 use crate::engine::ScenarioReport;
 use crate::scenario::Scenario;
+use costs_file::CostsFile;
+pub use eta::{Costs, Prior, human_secs, kind};
 
 /// A one-line progress display on stderr, hidden when stderr is not a terminal.
 pub struct Progress {
@@ -34,6 +34,10 @@ pub struct Progress {
     state: Arc<State>,
     /// The thread writing the ETA log's ticks, and its stop flag.
     ticker: Mutex<Option<(Arc<AtomicBool>, std::thread::JoinHandle<()>)>>,
+    /// Where the measured costs are remembered (the cost file, unless there is no cache
+    /// directory), and each scenario's path and content hash as it keys them.
+    remember: Mutex<Option<std::path::PathBuf>>,
+    files: Vec<(String, String)>,
 }
 
 /// What the line shows, shared with the bar's ETA key (drawn on indicatif's ticker thread).
@@ -53,256 +57,12 @@ struct State {
     log: Option<Mutex<EtaLog>>,
 }
 
-/// The measured wall-clock cost per seed, by scenario and by kind.
-///
-/// A scenario costs a fixed start (each seed-runner thread starts its own adapter process or real
-/// host's driver) plus its seeds. The start is counted as [`start_weight`] seeds of the
-/// scenario's class, so that a kind's cost per seed measured on scenarios of a few seeds is not
-/// inflated by their starts and a scenario still to come is charged its own start. Where a kind
-/// has not run yet its cost is taken from the nearest measured kinds (the same host at another
-/// version, then the same class), and where its whole class has not run, from a prior per class
-/// scaled by how much slower than the priors the measured classes ran on this machine.
-pub struct Costs {
-    /// Per scenario: its kind and its planned seeds.
-    kinds: Vec<String>,
-    planned: Vec<u64>,
-    /// Seeds done per scenario.
-    done: Vec<u64>,
-    /// The scenario running and when it started.
-    running: Option<(usize, Instant)>,
-    /// Per kind, over finished scenarios: seconds and weighted seeds (seeds plus each
-    /// scenario's start weight).
-    measured: BTreeMap<String, (f64, f64)>,
-    /// Scenarios that will not run any more seeds (finished, skipped, stopped).
-    closed: Vec<bool>,
-}
-
-/// A kind's class: `built-in`, `adapter` or `real host`.
-fn class(kind: &str) -> &str {
-    match kind {
-        k if k.starts_with("real host") => "real host",
-        k if k.starts_with("adapter") => "adapter",
-        _ => "built-in",
-    }
-}
-
-/// A kind without its directory (`real host pi@0.99.1` of `real host pi@0.99.1 in
-/// scenarios/real-pi-ext`).
-fn base(kind: &str) -> &str {
-    kind.split(" in ").next().unwrap_or(kind)
-}
-
-/// A kind's host without its version or directory (`real host pi` of `real host pi@0.99.1`).
-fn family(kind: &str) -> &str {
-    base(kind).split('@').next().unwrap_or(kind)
-}
-
-/// What a scenario's start weighs, in seeds of its class: a real host's driver or an adapter
-/// process started per runner thread. Measured on the main job (`WAKESIM_ETA_LOG`, two shared
-/// cores; docs/performance.md): a real-host scenario took about 23 s plus 23 ms a seed, an
-/// adapter's 1.8 s plus 0.57 ms a seed, a built-in one no fixed time at all.
-fn start_weight(kind: &str) -> f64 {
-    match class(kind) {
-        "real host" => 1000.0,
-        "adapter" => 3000.0,
-        _ => 0.0,
-    }
-}
-
-/// Seconds per weighted seed of each class, the same run's figures: only used, scaled by how
-/// this machine compares (see [`Costs::per_seed`]), while a class has not run at all.
-fn prior(class: &str) -> f64 {
-    match class {
-        "real host" => 0.023,
-        "adapter" => 0.000_57,
-        _ => 0.000_014,
-    }
-}
-
-/// A scenario's kind for the ETA: what its cost per seed is like, and the directory it is in
-/// (the scenarios of a directory are alike: a real host's extension scenarios cost ten times
-/// its model-twin scenarios a seed).
-pub fn kind(scn: &Scenario) -> String {
-    let what = match (&scn.adapter, &scn.remote) {
-        (Some(a), _) => format!("adapter {}", a.command.first().map_or("", |p| p.as_str())),
-        (None, Some(_)) => format!("real host {}", scn.host.version_label()),
-        (None, None) => "built-in".to_string(),
-    };
-    in_dir(&what, &scn.path.display().to_string())
-}
-
-/// `what` of the scenario file at `path`, with its directory.
-fn in_dir(what: &str, path: &str) -> String {
-    match path.rsplit_once('/') {
-        Some((dir, _)) => format!("{what} in {dir}"),
-        None => format!("{what} in ."),
-    }
-}
-
-impl Costs {
-    pub fn new(kinds: Vec<String>, planned: Vec<u64>) -> Costs {
-        let n = kinds.len();
-        Costs {
-            kinds,
-            planned,
-            done: vec![0; n],
-            running: None,
-            measured: BTreeMap::new(),
-            closed: vec![false; n],
-        }
-    }
-
-    /// Scenario `i` starts at `now`.
-    pub fn start(&mut self, i: usize, now: Instant) {
-        self.close_running(now);
-        self.running = Some((i, now));
-    }
-
-    /// `seeds` more seeds of the running scenario are done.
-    pub fn advance(&mut self, seeds: u64) {
-        if let Some((i, _)) = self.running {
-            self.done[i] += seeds;
-        }
-    }
-
-    /// Scenario `i` will run no more seeds (skipped or cut short).
-    pub fn close(&mut self, i: usize, now: Instant) {
-        if self.running.is_some_and(|(r, _)| r == i) {
-            self.close_running(now);
-        }
-        self.closed[i] = true;
-    }
-
-    fn close_running(&mut self, now: Instant) {
-        if let Some((i, t0)) = self.running.take() {
-            self.closed[i] = true;
-            if self.done[i] > 0 {
-                let weighted = self.done[i] as f64 + start_weight(&self.kinds[i]);
-                let m = self.measured.entry(self.kinds[i].clone()).or_default();
-                m.0 += now.duration_since(t0).as_secs_f64();
-                m.1 += weighted;
-            }
-        }
-    }
-
-    /// Seconds and weighted seeds measured over the kinds `like` accepts, the running
-    /// scenario's seeds so far included.
-    fn measured_where(&self, like: impl Fn(&str) -> bool, now: Instant) -> (f64, f64) {
-        let (mut secs, mut seeds) = (0.0, 0.0);
-        for (k, (s, n)) in &self.measured {
-            if like(k) {
-                secs += s;
-                seeds += n;
-            }
-        }
-        if let Some((i, t0)) = self.running
-            && self.done[i] > 0
-            && like(&self.kinds[i])
-        {
-            secs += now.duration_since(t0).as_secs_f64();
-            seeds += self.done[i] as f64 + start_weight(&self.kinds[i]);
-        }
-        (secs, seeds)
-    }
-
-    /// Seconds per weighted seed of a kind: measured on the kind itself (in its directory),
-    /// else in other directories, else on the same host at other versions, else on its class,
-    /// else the class's prior scaled by how the measured classes compare with theirs. `None`
-    /// before anything is measured.
-    fn per_seed(&self, kind: &str, now: Instant) -> Option<f64> {
-        let rate = |(secs, seeds): (f64, f64)| (seeds > 0.0).then(|| secs / seeds);
-        rate(self.measured_where(|k| k == kind, now))
-            .or_else(|| rate(self.measured_where(|k| base(k) == base(kind), now)))
-            .or_else(|| rate(self.measured_where(|k| family(k) == family(kind), now)))
-            .or_else(|| rate(self.measured_where(|k| class(k) == class(kind), now)))
-            .or_else(|| {
-                // How much slower than the priors this machine runs, over the classes measured
-                // (a geometric mean: the classes' ratios differ by load, not by scale).
-                let (mut logs, mut n) = (0.0, 0);
-                for c in ["built-in", "adapter", "real host"] {
-                    if let Some(r) = rate(self.measured_where(|k| class(k) == c, now)) {
-                        logs += (r / prior(c)).ln();
-                        n += 1;
-                    }
-                }
-                (n > 0).then(|| prior(class(kind)) * (logs / f64::from(n)).exp())
-            })
-    }
-
-    /// Seconds left, or `None` before anything is measured.
-    pub fn eta(&self, now: Instant) -> Option<f64> {
-        let (left, untimed) = self.eta_known(now);
-        (untimed == 0).then_some(left)
-    }
-
-    /// Seconds left for the scenarios whose cost can be estimated, and how many scenarios still
-    /// to run cannot be (only before anything at all is measured).
-    pub fn eta_known(&self, now: Instant) -> (f64, usize) {
-        let (mut left, mut untimed) = (0.0, 0);
-        for i in 0..self.kinds.len() {
-            let todo = self.planned[i].saturating_sub(self.done[i]);
-            if self.closed[i] || todo == 0 {
-                continue;
-            }
-            let kind = &self.kinds[i];
-            // The running scenario at its own rate once it has one (its start counted among
-            // its seeds, and already paid); the others at their kind's, their start to come.
-            let own = match self.running {
-                Some((r, t0)) if r == i && self.done[i] > 0 => Some(
-                    now.duration_since(t0).as_secs_f64()
-                        / (self.done[i] as f64 + start_weight(kind)),
-                ),
-                _ => None,
-            };
-            let weight = if own.is_some() {
-                0.0
-            } else {
-                start_weight(kind)
-            };
-            match own.or_else(|| self.per_seed(kind, now)) {
-                Some(per_seed) => left += (todo as f64 + weight) * per_seed,
-                None => untimed += 1,
-            }
-        }
-        (left, untimed)
-    }
-
-    /// What the ETA log records of the estimate: the seconds left (`-` for none), the
-    /// scenarios still to run whose cost is not known, and the ETA as shown.
-    fn logged(&self, now: Instant) -> (String, usize, String) {
-        let (left, untimed) = self.eta_known(now);
-        let eta = match (untimed, left > 0.0) {
-            (0, _) | (_, true) => format!("{left:.3}"),
-            _ => "-".to_string(),
-        };
-        (eta, untimed, self.eta_text(now))
-    }
-
-    /// The ETA as the progress line shows it: `3m 20s`; `> 3m 20s (+2 untimed)` while scenarios
-    /// of a kind not measured yet are still to run; `?` before anything is measured.
-    pub fn eta_text(&self, now: Instant) -> String {
-        match self.eta_known(now) {
-            (left, 0) => human_secs(left),
-            (left, n) if left > 0.0 => format!("> {} (+{n} untimed)", human_secs(left)),
-            _ => "?".to_string(),
-        }
-    }
-}
-
-/// `1h 02m`, `3m 20s`, `12s`.
-pub fn human_secs(secs: f64) -> String {
-    let s = secs.round() as u64;
-    match s {
-        0..60 => format!("{s}s"),
-        60..3600 => format!("{}m {:02}s", s / 60, s % 60),
-        _ => format!("{}h {:02}m", s / 3600, s % 3600 / 60),
-    }
-}
-
 /// The ETA log (`WAKESIM_ETA_LOG=FILE`), tab-separated, one record a line, times in seconds
 /// since the progress line appeared:
 ///
-/// - `scenario I PLANNED KIND PATH`: the run's scenarios, first;
+/// - `scenario I PLANNED KIND PATH FIXED PER_SEED FROM`: the run's scenarios, first, each with
+///   its prior in seconds (a fixed part and a part per seed) and where it came from
+///   (`remembered`, the cost file; `derived`, the scenario file);
 /// - `start T I`, `advance T SEEDS`, `skip T I SEEDS`: what the estimator is told, in order,
 ///   so that [`replay`] can run another estimator over the same run;
 /// - `tick T DONE TOTAL ETA UNTIMED EXPECTED UNEXPECTED SHOWN` once a second: the seeds done of
@@ -338,11 +98,22 @@ const ETA_LOG_TICK: Duration = Duration::from_secs(1);
 
 impl Progress {
     /// The progress line over `scenarios`, each over `range`; with `log`, the ETA log written
-    /// there.
+    /// there. The ETA starts from the costs the cost file in the cache directory remembers
+    /// ([`costs_file`]), and the run's are written there when it ends.
     pub fn new(
         scenarios: &[Scenario],
         range: impl Fn(&Scenario) -> Range<u64>,
         log: Option<std::fs::File>,
+    ) -> Progress {
+        Progress::remembering(scenarios, range, log, costs_file::path())
+    }
+
+    /// [`Progress::new`] with the cost file at `remember` (`None`: none read or written).
+    pub fn remembering(
+        scenarios: &[Scenario],
+        range: impl Fn(&Scenario) -> Range<u64>,
+        log: Option<std::fs::File>,
+        remember: Option<std::path::PathBuf>,
     ) -> Progress {
         use std::io::IsTerminal;
         let ranges: Vec<_> = scenarios.iter().map(range).collect();
@@ -352,25 +123,46 @@ impl Progress {
         } else {
             ProgressDrawTarget::hidden()
         };
-        let costs = Costs::new(
-            scenarios.iter().map(kind).collect(),
-            ranges.iter().map(|r| r.end - r.start).collect(),
-        );
+        let kinds: Vec<String> = scenarios.iter().map(kind).collect();
+        let planned: Vec<u64> = ranges.iter().map(|r| r.end - r.start).collect();
+        let derived: Vec<Prior> = scenarios.iter().map(eta::prior).collect();
+        // Keyed by the file's absolute path and its content, so that a scenario is never taken
+        // for another file's and a changed file is a new one.
+        let files: Vec<(String, String)> = (scenarios.iter())
+            .map(|scn| {
+                let abs = std::fs::canonicalize(&scn.path).unwrap_or_else(|_| scn.path.clone());
+                (abs.display().to_string(), costs_file::file_hash(&scn.path))
+            })
+            .collect();
+        let known = remember.as_deref().map(CostsFile::read).unwrap_or_default();
+        let remembered: Vec<Option<Prior>> = (files.iter())
+            .map(|(path, hash)| known.prior(path, hash))
+            .collect();
+        let priors = eta::calibrate(&kinds, &planned, &derived, &remembered);
         let state = Arc::new(State {
             expected: AtomicU64::new(0),
             unexpected: AtomicU64::new(0),
             live: Mutex::new((0, 0)),
             unmet: AtomicUsize::new(0),
             current: Mutex::new("starting".into()),
-            costs: Mutex::new(costs),
+            costs: Mutex::new(Costs::new(kinds.clone(), planned, priors.clone())),
             log: log.map(|f| Mutex::new(EtaLog::new(f))),
         });
         if let Some(log) = &state.log {
             let mut log = log.lock().expect("progress lock");
             for (i, (scn, r)) in scenarios.iter().zip(&ranges).enumerate() {
                 let path = scn.path.display().to_string();
-                let (i, planned) = (i.to_string(), (r.end - r.start).to_string());
-                log.record(&["scenario", &i, &planned, &kind(scn), &path]);
+                let (i_, planned) = (i.to_string(), (r.end - r.start).to_string());
+                let p = priors[i];
+                let (fixed, per_seed) = (format!("{:.6}", p.fixed), format!("{:.9}", p.per_seed));
+                let from = if p.remembered {
+                    "remembered"
+                } else {
+                    "derived"
+                };
+                log.record(&[
+                    "scenario", &i_, &planned, &kinds[i], &path, &fixed, &per_seed, from,
+                ]);
             }
         }
         let for_eta = Arc::clone(&state);
@@ -408,6 +200,8 @@ impl Progress {
             ranges,
             state,
             ticker: Mutex::new(ticker),
+            remember: Mutex::new(remember),
+            files,
         };
         p.message();
         p
@@ -462,7 +256,7 @@ impl Progress {
             self.message();
         }
         if let Ok(mut c) = self.state.costs.lock() {
-            c.advance(seeds);
+            c.advance(seeds, Instant::now());
         }
         self.log("advance", &[seeds.to_string()]);
         self.bar.inc(seeds);
@@ -544,7 +338,39 @@ impl Progress {
                 let _ = log.lock().expect("progress lock").out.flush();
             }
         }
+        self.remember_costs();
         self.bar.finish_and_clear();
+    }
+
+    /// Write what each scenario that ran seeds cost to the cost file (once; a file that cannot
+    /// be written is left as it was: the ETA is a guide, not the report).
+    fn remember_costs(&self) {
+        let Some(path) = self.remember.lock().ok().and_then(|mut r| r.take()) else {
+            return;
+        };
+        let Ok(costs) = self.state.costs.lock() else {
+            return;
+        };
+        let measured: Vec<_> = (self.files.iter().enumerate())
+            .filter_map(|(i, (file, hash))| {
+                let cost = costs.measured(i)?;
+                let kind = costs.kind_of(i).to_string();
+                (!hash.is_empty()).then(|| {
+                    (
+                        file.clone(),
+                        costs_file::Entry {
+                            hash: hash.clone(),
+                            kind,
+                            cost,
+                        },
+                    )
+                })
+            })
+            .collect();
+        drop(costs);
+        if !measured.is_empty() {
+            let _ = CostsFile::update(&path, measured);
+        }
     }
 }
 
@@ -596,8 +422,19 @@ impl Drop for Progress {
 /// the log's own tick times: how another estimator would have done on the same measured run,
 /// judged by `scripts/eta-accuracy.py` like the log itself. Pure: the log's times are the clock.
 pub fn replay(log: &str) -> Result<String, String> {
+    replay_with(log, &|_, _| None)
+}
+
+/// [`replay`] with each scenario's prior from `prior_of(kind, path)` where it gives one (to
+/// judge other priors on the same run), else as the log's `scenario` record gives it, else (a
+/// log of a build that did not record priors) its class's.
+pub fn replay_with(
+    log: &str,
+    prior_of: &dyn Fn(&str, &str) -> Option<Prior>,
+) -> Result<String, String> {
     let mut kinds = Vec::new();
     let mut planned = Vec::new();
+    let mut priors = Vec::new();
     let mut events = Vec::new();
     for (n, line) in log.lines().enumerate() {
         let f: Vec<&str> = line.split('\t').collect();
@@ -609,10 +446,26 @@ pub fn replay(log: &str) -> Result<String, String> {
                 planned.push(num(2)?);
                 // A log of a build whose kinds did not name the directory: add it.
                 let (what, path) = (f.get(3).ok_or_else(bad)?, f.get(4).ok_or_else(bad)?);
-                kinds.push(match what.contains(" in ") {
+                let kind = match what.contains(" in ") {
                     true => what.to_string(),
-                    false => in_dir(what, path),
-                });
+                    false => eta::in_dir(what, path),
+                };
+                let float = |k: usize| f.get(k).and_then(|v| v.parse::<f64>().ok());
+                let logged = match (float(5), float(6), f.get(7)) {
+                    (Some(fixed), Some(per_seed), Some(from)) => Some(Prior {
+                        fixed,
+                        per_seed,
+                        remembered: *from == "remembered",
+                    }),
+                    (None, None, None) => None,
+                    _ => return Err(bad()),
+                };
+                priors.push(
+                    prior_of(&kind, path)
+                        .or(logged)
+                        .unwrap_or_else(|| eta::class_prior(&kind)),
+                );
+                kinds.push(kind);
             }
             "start" | "advance" | "skip" | "tick" | "end" => events.push((f[0], secs()?, f)),
             _ => return Err(bad()),
@@ -620,13 +473,13 @@ pub fn replay(log: &str) -> Result<String, String> {
     }
     let t0 = Instant::now();
     let at = |t: f64| t0 + Duration::from_secs_f64(t.max(0.0));
-    let mut costs = Costs::new(kinds, planned);
+    let mut costs = Costs::new(kinds, planned, priors);
     let mut out = String::new();
     for (record, t, f) in events {
         let field = |k: usize| f.get(k).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
         match record {
             "start" => costs.start(field(2) as usize, at(t)),
-            "advance" => costs.advance(field(2)),
+            "advance" => costs.advance(field(2), at(t)),
             "skip" => costs.close(field(2) as usize, at(t)),
             "tick" => {
                 let (eta, untimed, shown) = costs.logged(at(t));
@@ -649,128 +502,132 @@ pub fn replay(log: &str) -> Result<String, String> {
 mod tests {
     use super::*;
 
-    fn at(t0: Instant, s: u64) -> Instant {
-        t0 + Duration::from_secs(s)
-    }
-
-    fn close_to(a: f64, b: f64) -> bool {
-        (a - b).abs() < 1e-6 * b.abs().max(1.0)
-    }
-
-    /// A cheap built-in scenario then expensive real-host ones: no ETA before anything is
-    /// measured; then the real hosts from their class's prior, scaled by how much slower than
-    /// its prior the built-in ran; then weighted by the real host's own measured cost, each
-    /// scenario still to come charged its start. Synthetic costs, times given, no clock read.
-    #[test]
-    fn the_eta_estimates_an_unmeasured_kind_then_weights_by_its_measured_cost() {
-        let t0 = Instant::now();
-        let pi = "real host pi@0.99.1";
-        let mut c = Costs::new(
-            vec!["built-in".into(), pi.into(), pi.into()],
-            vec![100_000, 10, 10],
-        );
-        c.start(0, t0);
-        assert_eq!(c.eta(t0), None, "nothing measured");
-        assert_eq!(c.eta_text(t0), "?");
-        // Half the built-in's seeds in 1.4 s: 2 times its prior of 14 µs a seed, so the real
-        // hosts are taken at twice theirs, 46 ms a weighted seed, their start included.
-        c.advance(50_000);
-        let eta = c
-            .eta(at(t0, 1) + Duration::from_millis(400))
-            .expect("a prior");
-        let hosts = 2.0 * (10.0 + start_weight(pi)) * 2.0 * prior("real host");
-        assert!(close_to(eta, 1.4 + hosts), "{eta} against {}", 1.4 + hosts);
-        c.advance(50_000);
-        c.start(1, at(t0, 6));
-        c.advance(5);
-        // The real host ran 5 seeds (and its start) in 201 s: 0.2 s a weighted seed; 5 seeds
-        // left of it and the third scenario's 10 and its start.
-        let eta = c.eta(at(t0, 207)).expect("every kind measured");
-        assert!(close_to(eta, 0.2 * (5.0 + 10.0 + 1000.0)), "{eta}");
-        assert_eq!(c.eta_text(at(t0, 207)), "3m 23s");
-        // The third scenario is skipped: only the second's 5 seeds are left.
-        c.close(2, at(t0, 207));
-        let eta = c.eta(at(t0, 207)).expect("measured");
-        assert!(close_to(eta, 1.0), "{eta}");
-    }
-
-    /// A kind not run yet takes its cost from the same host at another version before its
-    /// class: pi 1.6.0 at pi 0.99.1's cost, not at the average with gptme's.
-    #[test]
-    fn an_unmeasured_version_costs_what_the_same_host_did() {
-        let t0 = Instant::now();
-        let (old, new, gptme) = (
-            "real host pi@0.99.1",
-            "real host pi@1.6.0",
-            "real host gptme-cli@0.35.1",
-        );
-        let mut c = Costs::new(vec![old.into(), gptme.into(), new.into()], vec![50, 50, 50]);
-        c.start(0, t0);
-        c.advance(50);
-        // 1050 weighted seeds in 105 s: 0.1 s each.
-        c.start(1, at(t0, 105));
-        c.advance(50);
-        // gptme: 1050 weighted seeds in 1050 s.
-        c.start(2, at(t0, 1155));
-        let eta = c.eta(at(t0, 1155)).expect("measured");
-        assert!(close_to(eta, 0.1 * 1050.0), "{eta}");
-    }
-
-    /// A scenario costs what the scenarios of its kind in its own directory did, before those of
-    /// its kind elsewhere: a real host's extension scenarios are not its model twins.
-    #[test]
-    fn a_kind_in_a_directory_costs_what_it_did_there() {
-        let t0 = Instant::now();
-        let (twins, ext) = (
-            "real host pi@0.99.1 in real-pi",
-            "real host pi@0.99.1 in real-pi-ext",
-        );
-        let mut c = Costs::new(vec![twins.into(), ext.into(), ext.into()], vec![50, 50, 50]);
-        c.start(0, t0);
-        c.advance(50);
-        // The twin: 1050 weighted seeds in 105 s; the first extension scenario ten times that.
-        c.start(1, at(t0, 105));
-        c.advance(50);
-        c.start(2, at(t0, 1155));
-        let eta = c.eta(at(t0, 1155)).expect("measured");
-        assert!(close_to(eta, 1.0 * 1050.0), "{eta}");
-    }
-
     /// The estimator replayed over a log's records gives the ETA it would have shown at each
-    /// tick, from the log's times alone: a scenario measured at 2 ms a seed, then one of the
-    /// same kind at 1 s a seed.
+    /// tick, from the log's times and priors alone: a scenario measured at twice its prior, then
+    /// one at a thousand times its prior; a log of an older build, without priors, replays from
+    /// each scenario's class prior; other priors can be given.
     #[test]
     fn a_replayed_log_recomputes_each_ticks_eta_from_the_logs_times() {
-        let log = "scenario\t0\t1000\tbuilt-in\ta.toml\n\
-                   scenario\t1\t10\tbuilt-in\tb.toml\n\
+        let log = "scenario\t0\t1000\tbuilt-in\ta.toml\t0\t1\tderived\n\
+                   scenario\t1\t10\tbuilt-in\tb.toml\t0\t1\tderived\n\
                    start\t0.000\t0\n\
-                   advance\t1.000\t500\n\
-                   tick\t1.000\t500\t1010\t-\t1\t0\t0\t?\n\
-                   advance\t2.000\t500\n\
-                   start\t2.000\t1\n\
-                   advance\t4.000\t2\n\
-                   tick\t4.000\t1002\t1010\t-\t0\t3\t1\t?\n\
-                   end\t12.000\t1010\t1010\t3\t1\n";
+                   advance\t1000.000\t500\n\
+                   tick\t1000.000\t500\t1010\t-\t1\t0\t0\t?\n\
+                   advance\t2000.000\t500\n\
+                   start\t2000.000\t1\n\
+                   advance\t4000.000\t2\n\
+                   tick\t4000.000\t1002\t1010\t-\t0\t3\t1\t?\n\
+                   end\t12000.000\t1010\t1010\t3\t1\n";
+        let etas = |out: &str| -> Vec<(String, f64)> {
+            (out.lines())
+                .filter(|l| l.starts_with("tick"))
+                .map(|l| {
+                    let f: Vec<&str> = l.split('\t').collect();
+                    (
+                        format!("{} {} {}", f[1], f[2], f[6]),
+                        f[4].parse().expect("an ETA"),
+                    )
+                })
+                .collect()
+        };
+        let near = |a: f64, b: f64| (a - b).abs() < 0.01 * b;
         let out = replay(log).expect("a log");
-        let ticks: Vec<&str> = out.lines().collect();
-        assert_eq!(
-            ticks,
-            [
-                // Half the first scenario's seeds in 1 s: 1 s left of it, 20 ms of the second.
-                "tick\t1.000\t500\t1010\t1.020\t0\t0\t0\t1s",
-                // The second ran 2 seeds in 2 s: 8 left at 1 s each.
-                "tick\t4.000\t1002\t1010\t8.000\t0\t3\t1\t8s",
-                "end\t12.000\t1010\t1010\t3\t1",
-            ]
+        assert!(out.ends_with("end\t12000.000\t1010\t1010\t3\t1\n"), "{out}");
+        let got = etas(&out);
+        // Half the first scenario's seeds in twice their prior: 1000 s left of it, 20 s of the
+        // second; then the second's 2 seeds in 2000 s: about 8000 s for its 8 left.
+        assert_eq!(got[0].0, "1000.000 500 0");
+        assert!(near(got[0].1, 1020.0) && near(got[1].1, 8000.0), "{got:?}");
+        // Other priors over the same log: the second scenario at 10 s a seed.
+        let other = |_: &str, path: &str| (path == "b.toml").then(|| Prior::derived(0.0, 10.0));
+        let got = etas(&replay_with(log, &other).expect("a log"));
+        assert!(near(got[0].1, 1200.0), "{got:?}");
+        // No priors in the log: the class's (a built-in's 12 µs a seed): an ETA still.
+        let bare: String = (log.lines())
+            .map(|l| match l.starts_with("scenario") {
+                true => l.split('\t').take(5).collect::<Vec<_>>().join("\t") + "\n",
+                false => l.to_string() + "\n",
+            })
+            .collect();
+        assert!(
+            etas(&replay(&bare).expect("a log"))
+                .iter()
+                .all(|(_, e)| *e > 0.0)
         );
         let bad = replay("tick\tsoon\n").expect_err("a bad time");
         assert!(bad.starts_with("line 1: not an ETA log record"), "{bad}");
+        let bad = replay("scenario\t0\t10\tbuilt-in\ta.toml\t1.0\n").expect_err("half a prior");
+        assert!(bad.starts_with("line 1: not an ETA log record"), "{bad}");
+    }
+
+    /// A scratch directory of this test process.
+    fn scratch(name: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("wakesim-eta-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).expect("a scratch directory");
+        d
+    }
+
+    /// A run writes each scenario's measured cost to the cost file when it ends; the next run of
+    /// the same file starts from it (its ETA log says `remembered`), and once the file changes
+    /// it starts from the file's derived prior again.
+    #[test]
+    fn a_run_remembers_its_costs_for_the_next() {
+        let dir = scratch("remember");
+        let reg = crate::family::Registry::builtin();
+        let text = std::fs::read_to_string("scenarios/pi/g0-idle-wake-skips-harness.toml")
+            .expect("a scenario");
+        let path = dir.join("s.toml");
+        std::fs::write(&path, &text).expect("written");
+        let costs = dir.join("cache").join(costs_file::FILE);
+        let run = |log: &str| {
+            let scn = Scenario::load(&path, &reg).expect("a scenario");
+            let log_path = dir.join(log);
+            let file = std::fs::File::create(&log_path).expect("a log");
+            let p = Progress::remembering(
+                std::slice::from_ref(&scn),
+                |_| 0..200,
+                Some(file),
+                Some(costs.clone()),
+            );
+            p.start(0, &scn);
+            p.advance(&ScenarioReport::new(0..100));
+            p.advance(&ScenarioReport::new(100..200));
+            p.skip(0, 0);
+            p.finish();
+            let log = std::fs::read_to_string(&log_path).expect("the log");
+            log.lines().next().expect("a scenario record").to_string()
+        };
+        assert!(run("1.tsv").ends_with("\tderived"), "no cost file yet");
+        let file = CostsFile::read(&costs);
+        let abs = std::fs::canonicalize(&path)
+            .expect("there")
+            .display()
+            .to_string();
+        let entry = file.entries.get(&abs).expect("the scenario remembered");
+        assert_eq!(
+            (entry.cost.seeds, entry.kind.as_str()),
+            (
+                200,
+                eta::kind(&Scenario::load(&path, &reg).unwrap()).as_str()
+            )
+        );
+        assert!(run("2.tsv").ends_with("\tremembered"), "remembered");
+        std::fs::write(&path, text + "\n# changed\n").expect("written");
+        assert!(
+            run("3.tsv").ends_with("\tderived"),
+            "a changed file is a new one"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// Not a check: a helper to measure this build's estimator on a real run's log.
     /// `WAKESIM_ETA_REPLAY=IN WAKESIM_ETA_REPLAY_OUT=OUT cargo test --lib -- --ignored
     /// replay_an_eta_log` writes the ticks it would have shown to OUT, for
-    /// `scripts/eta-accuracy.py OUT`.
+    /// `scripts/eta-accuracy.py OUT`. The priors are the log's own, or with
+    /// `WAKESIM_ETA_REPLAY_PRIORS=derived` those this build derives from the scenario files (read
+    /// at the log's paths, from the crate's root), or with `WAKESIM_ETA_REPLAY_PRIORS=FILE` those
+    /// a cost file remembers, as a run would start from them.
     #[test]
     #[ignore = "a measuring helper, run by hand over a WAKESIM_ETA_LOG file"]
     fn replay_an_eta_log() {
@@ -781,14 +638,53 @@ mod tests {
             panic!("set WAKESIM_ETA_REPLAY=IN and WAKESIM_ETA_REPLAY_OUT=OUT");
         };
         let log = std::fs::read_to_string(&input).expect("the ETA log");
-        let out = replay(&log).unwrap_or_else(|e| panic!("{input:?}: {e}"));
+        let priors = std::env::var("WAKESIM_ETA_REPLAY_PRIORS").unwrap_or_default();
+        let mut by_path = std::collections::BTreeMap::new();
+        let mut relabelled = String::new();
+        if !priors.is_empty() && priors != "logged" {
+            let reg = crate::family::Registry::builtin();
+            let paths: Vec<&str> = (log.lines())
+                .filter_map(|l| l.strip_prefix("scenario\t"))
+                .filter_map(|l| l.split('\t').nth(3))
+                .collect();
+            let scns: Vec<Scenario> = (paths.iter())
+                .map(|p| Scenario::load(std::path::Path::new(p), &reg).expect("a scenario"))
+                .collect();
+            let kinds: Vec<String> = scns.iter().map(kind).collect();
+            let planned: Vec<u64> = scns.iter().map(|s| s.seeds).collect();
+            let derived: Vec<Prior> = scns.iter().map(eta::prior).collect();
+            let known = match priors.as_str() {
+                "derived" => CostsFile::default(),
+                file => CostsFile::read(std::path::Path::new(file)),
+            };
+            let remembered: Vec<Option<Prior>> = (scns.iter())
+                .map(|s| {
+                    let abs = std::fs::canonicalize(&s.path).expect("there");
+                    known.prior(&abs.display().to_string(), &costs_file::file_hash(&s.path))
+                })
+                .collect();
+            let all = eta::calibrate(&kinds, &planned, &derived, &remembered);
+            by_path = paths.iter().map(|p| p.to_string()).zip(all).collect();
+            // This build's kinds, in place of the log's.
+            let mut k = kinds.iter();
+            for l in log.lines() {
+                let mut f: Vec<&str> = l.split('\t').collect();
+                if f[0] == "scenario"
+                    && let Some(kind) = k.next()
+                {
+                    f[3] = kind;
+                }
+                relabelled += &(f.join("\t") + "\n");
+            }
+        }
+        let log = if relabelled.is_empty() {
+            log
+        } else {
+            relabelled
+        };
+        let log = log.as_str();
+        let out = replay_with(log, &|_, path| by_path.get(path).copied())
+            .unwrap_or_else(|e| panic!("{input:?}: {e}"));
         std::fs::write(&output, out).expect("the replayed log");
-    }
-
-    #[test]
-    fn human_secs_reads_as_a_duration() {
-        assert_eq!(human_secs(12.4), "12s");
-        assert_eq!(human_secs(200.0), "3m 20s");
-        assert_eq!(human_secs(3720.0), "1h 02m");
     }
 }
