@@ -173,6 +173,29 @@ fn the_exported_checker_gives_wakesims_verdict_on_the_same_runs() {
     );
 }
 
+/// `wakesim export FILE --seed N --out OUT [--patch FIX]`, which must succeed.
+fn export_ok(file: &str, seed: u64, out: &Path, patch: Option<&str>) {
+    let seed = seed.to_string();
+    let mut args = vec![
+        "export",
+        file,
+        "--seed",
+        &seed,
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    if let Some(fix) = patch {
+        args.extend(["--patch", fix]);
+    }
+    let o = wakesim(&args);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
 /// Every file of an export, recursively, outside node_modules.
 fn files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -203,22 +226,7 @@ fn npm(dir: &Path, args: &[&str]) -> std::process::Output {
 #[test]
 fn the_exported_pi_reproducer_fails_on_the_release_and_passes_with_the_patch() {
     let out = tempdir("export-pi").join("repro");
-    let o = wakesim(&[
-        "export",
-        KILL,
-        "--seed",
-        "14",
-        "--out",
-        out.to_str().unwrap(),
-        "--patch",
-        PATCH,
-    ]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    export_ok(KILL, 14, &out, Some(PATCH));
     assert_neutral(&out);
     // Nothing names this checkout or the binary that made it.
     let here = root().display().to_string();
@@ -460,20 +468,7 @@ fn the_exported_gptme_reproducer_fails_on_the_release() {
     }
     let dir = tempdir("export-gptme");
     let out = dir.join("repro");
-    let o = wakesim(&[
-        "export",
-        GPTME_REORDERED,
-        "--seed",
-        "0",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    export_ok(GPTME_REORDERED, 0, &out, None);
     assert_neutral(&out);
     let venv = out.join(".venv");
     let ok = Command::new("python3")
@@ -568,22 +563,7 @@ fn the_exported_gptme_reproducer_fails_on_the_release_and_passes_with_the_patch(
         return;
     }
     let out = tempdir("export-gptme-fix").join("repro");
-    let o = wakesim(&[
-        "export",
-        GPTME_DISPATCH,
-        "--seed",
-        "0",
-        "--out",
-        out.to_str().unwrap(),
-        "--patch",
-        GPTME_DISPATCH_FIX,
-    ]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    export_ok(GPTME_DISPATCH, 0, &out, Some(GPTME_DISPATCH_FIX));
     assert_neutral(&out);
     let python = fresh_venv(&out);
     let (ok, text) = pytest(&python, &out);
@@ -637,21 +617,11 @@ fn cached_gptme_python() -> PathBuf {
 #[test]
 fn a_gptme_export_records_decisions_and_its_replay_is_the_recorded_run() {
     let out = tempdir("export-gptme-decisions").join("repro");
-    let o = wakesim(&[
-        "export",
+    export_ok(
         "scenarios/real-gptme/w2-step-end-gap-overtakes.toml",
-        "--seed",
-        "2",
-        "--out",
-        out.to_str().unwrap(),
-        "--patch",
-        "docs/findings/upstream/patches/gptme-persist-failure-retry.patch",
-    ]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
+        2,
+        &out,
+        Some("docs/findings/upstream/patches/gptme-persist-failure-retry.patch"),
     );
     let session: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("session.json")).unwrap()).unwrap();
