@@ -470,37 +470,9 @@ fn the_exported_gptme_reproducer_fails_on_the_release() {
     let out = dir.join("repro");
     export_ok(GPTME_REORDERED, 0, &out, None);
     assert_neutral(&out);
-    let venv = out.join(".venv");
-    let ok = Command::new("python3")
-        .args(["-m", "venv"])
-        .arg(&venv)
-        .status()
-        .expect("python3 runs");
-    assert!(ok.success(), "python3 -m venv");
-    let pip = Command::new(venv.join("bin/pip"))
-        .args([
-            "install",
-            "-q",
-            "--require-hashes",
-            "--no-deps",
-            "-r",
-            "requirements.txt",
-        ])
-        .current_dir(&out)
-        .output()
-        .expect("pip runs");
-    assert!(
-        pip.status.success(),
-        "pip: {}",
-        String::from_utf8_lossy(&pip.stderr)
-    );
-    let t = Command::new(venv.join("bin/python"))
-        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
-        .current_dir(&out)
-        .output()
-        .expect("pytest runs");
-    let text = String::from_utf8_lossy(&t.stdout);
-    assert!(!t.status.success(), "pytest passes on the release:\n{text}");
+    let python = fresh_venv(&out);
+    let (ok, text) = pytest(&python, &out);
+    assert!(!ok, "pytest passes on the release:\n{text}");
     for want in [
         "fifo: the messages of one sender enter the conversation in the order they were sent",
         "Broken at 20735 ms: m1 entered the conversation after m3",
