@@ -62,6 +62,18 @@ pub enum Planted {
     /// outside input (a control write while the session waited): the control write landing in
     /// a wait, three tool calls in a row after it, and a completion queued during them.
     InputChain,
+    /// STEP_PRE drops what it claims from the third step of a turn once a wait read a control
+    /// file it had already seen (a control write landing in a wait, polled again), two tool
+    /// calls in a row after it, and a completion queued during them.
+    StaleChain,
+    /// STEP_PRE drops what it claims from the fifth step of a turn while another
+    /// conversation's job is in the registry: the foreign job, four tool calls in a row, and a
+    /// completion queued during them.
+    ForeignChain,
+    /// STEP_PRE drops what it claims from the third step of a turn a subagent report's hook
+    /// started: the report arriving while the session waits, two tool calls in a row in its
+    /// turn, and a completion queued during them.
+    ReportChain,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -91,6 +103,10 @@ pub struct BackgroundWait {
     steps: u32,
     /// The last wait yielded to outside input (for `Planted::InputChain`).
     input_turn: bool,
+    /// A wait read a control file it had seen (for `Planted::StaleChain`).
+    stale_seen: bool,
+    /// The last wait yielded to a subagent report's hook (for `Planted::ReportChain`).
+    report_turn: bool,
 }
 
 impl BackgroundWait {
@@ -102,6 +118,8 @@ impl BackgroundWait {
             deadline: Ms(0),
             steps: 0,
             input_turn: false,
+            stale_seen: false,
+            report_turn: false,
         }
     }
 
@@ -188,6 +206,7 @@ impl BackgroundWait {
         if self.fixes.control_fingerprint {
             let key = control.fingerprint();
             if self.control_keys.contains(&key) {
+                self.stale_seen = true;
                 return None;
             }
             self.control_keys.push(key);
@@ -228,10 +247,18 @@ impl CliWake for BackgroundWait {
         }
         self.steps += 1;
         let claimed = BackgroundWait::completions(cli);
-        if self.fixes.planted == Planted::LongChain && self.steps >= 6 {
-            return Vec::new();
-        }
-        if self.fixes.planted == Planted::InputChain && self.input_turn && self.steps >= 4 {
+        let dropped = match self.fixes.planted {
+            Planted::None | Planted::AfterTimeout => false,
+            Planted::LongChain => self.steps >= 6,
+            Planted::InputChain => self.input_turn && self.steps >= 4,
+            Planted::StaleChain => self.stale_seen && self.steps >= 3,
+            Planted::ReportChain => self.report_turn && self.steps >= 3,
+            Planted::ForeignChain => {
+                let me = cli.conversation();
+                self.steps >= 5 && cli.jobs().iter().any(|j| j.job.conversation() != me)
+            }
+        };
+        if dropped {
             return Vec::new();
         }
         claimed
@@ -240,6 +267,7 @@ impl CliWake for BackgroundWait {
     fn loop_continue(&mut self, cli: &mut Cli<'_>) -> Flow {
         self.steps = 0;
         self.input_turn = false;
+        self.report_turn = false;
         // With the ordering fix, nothing is claimed while the prompt queue holds a message: a
         // completion yielded now would wait behind it, one message per turn, while this
         // session's STEP_PRE or another session's drain appends a later one at once. Left in
@@ -265,7 +293,10 @@ impl CliWake for BackgroundWait {
             Phase::Input => {
                 match self.wait_input(cli) {
                     Some(Incoming::Items(items)) => return self.finish(items),
-                    Some(Incoming::Hook) => return self.finish(Vec::new()),
+                    Some(Incoming::Hook) => {
+                        self.report_turn = true;
+                        return self.finish(Vec::new());
+                    }
                     None => {}
                 }
                 let now = cli.now();

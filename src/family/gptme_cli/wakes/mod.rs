@@ -60,6 +60,21 @@ pub(crate) fn register(r: &mut Registry) {
         || Box::new(BackgroundWait::planted(Planted::InputChain)),
     );
     r.add::<CliFamily>(
+        "gptme.b1-planted-stale-chain",
+        "planted bug (rare-bug suite): STEP_PRE drops what it claims from a turn's third step on once a wait polled a control file it had already read",
+        || Box::new(BackgroundWait::planted(Planted::StaleChain)),
+    );
+    r.add::<CliFamily>(
+        "gptme.b1-planted-foreign-chain",
+        "planted bug (rare-bug suite): STEP_PRE drops what it claims from a turn's fifth step on while another conversation's job is registered",
+        || Box::new(BackgroundWait::planted(Planted::ForeignChain)),
+    );
+    r.add::<CliFamily>(
+        "gptme.b1-planted-report-chain",
+        "planted bug (rare-bug suite): STEP_PRE drops what it claims from the third step of a turn a subagent report started",
+        || Box::new(BackgroundWait::planted(Planted::ReportChain)),
+    );
+    r.add::<CliFamily>(
         "gptme.b1-no-recheck",
         "B1 without the recheck under the notifier's lock (nor the 1 s cap): a completion between drain and wait is missed",
         || Box::new(b1_no_recheck()),
