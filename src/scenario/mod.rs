@@ -168,6 +168,19 @@ pub struct Scenario {
 }
 
 impl Scenario {
+    /// The gate's second pass over a built-in model's scenario (`tests/scenarios.rs`,
+    /// `tests/mutants.rs`): the same file under the anchored search, which on the rare-bug suite
+    /// needs 2.6 to 5.8 times fewer seeds than swarm and never more (docs/guide/search.md).
+    /// `None` for a file that sets another search, an adapter's and a real host's (they run
+    /// swarm only).
+    pub fn gate_second_pass(&self) -> Option<Scenario> {
+        let model = self.adapter.is_none() && self.remote.is_none();
+        (model && self.search.is_swarm()).then(|| Scenario {
+            search: crate::sim::search::Search::Anchored,
+            ..self.clone()
+        })
+    }
+
     /// Read and validate a scenario file against the wake logics in `registry`.
     pub fn load(path: &Path, registry: &Registry) -> Result<Scenario> {
         let text =
