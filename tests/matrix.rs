@@ -203,35 +203,44 @@ fn fixed_logics_pass_every_claimed_mix() {
     let mut seeds = 0;
     let mut failed = Vec::new();
     let built = build();
-    for (v, scn) in &built {
+    // Each variant under swarm, then under the anchored search: the gate's two passes
+    // (`Scenario::gate_second_pass`).
+    let passes = built.iter().flat_map(|(v, scn)| {
+        let second = scn.gate_second_pass();
+        std::iter::once((v, scn.clone())).chain(second.map(|s| (v, s)))
+    });
+    let mut runs = 0;
+    for (v, scn) in passes {
+        runs += 1;
         let n = scn.seeds * mult;
         seeds += n;
         let rep = wakesim::engine::parallel::run_scenario_parallel(
             &registry,
-            scn,
+            &scn,
             0..n,
             threads,
             &|_| {},
         );
         let line = format!(
-            "{} {} on {}: {n} seeds, {} failing",
+            "{} {} on {} ({}): {n} seeds, {} failing",
             if rep.met { "ok  " } else { "FAIL" },
             v.claim.wake,
             v.source.display(),
+            scn.search,
             rep.failures
         );
         println!("{line}");
         if !rep.met {
             let seed = rep.unexpected.as_ref().map_or(0, |u| u.seed);
             failed.push(format!(
-                "{line}\n    {}\n    reproduce: wakesim replay {} --seed {seed}",
+                "{line}\n    {}\n    {}",
                 rep.why.clone().unwrap_or_default(),
-                scn.path.display()
+                wakesim::report::seed_replay_line(&scn, seed)
             ));
         }
     }
     println!(
-        "matrix: {} variants, {seeds} seeds in {:.1} s",
+        "matrix: {} variants, {runs} runs of them (swarm, then anchored), {seeds} seeds in {:.1} s",
         built.len(),
         started.elapsed().as_secs_f64()
     );

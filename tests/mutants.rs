@@ -198,7 +198,11 @@ fn gate(wakes: &[&str]) {
             let mut rep = ScenarioReport::new(0..scn.seeds);
             run_seeds(&mut runner, &scn, 0..scn.seeds, &mut rep);
             if let Some(u) = &rep.unexpected {
-                kills.push(format!("{rel} · anchored seeds {} · {}", u.seed + 1, u.detail));
+                kills.push(format!(
+                    "{rel} · anchored seeds {} · {}",
+                    u.seed + 1,
+                    u.detail
+                ));
                 break;
             }
         }

@@ -128,7 +128,15 @@ fn every_planted_bug_is_caught_within_its_budget_under_the_portfolio() {
     assert!(files.len() >= 6, "{files:?}");
     for f in files {
         let f = f.to_string_lossy().into_owned();
-        let out = wakesim(&["run", &f, "--search", "guided", "--no-save", "--threads", "2"]);
+        let out = wakesim(&[
+            "run",
+            &f,
+            "--search",
+            "guided",
+            "--no-save",
+            "--threads",
+            "2",
+        ]);
         assert_eq!(
             out.status.code(),
             Some(0),
