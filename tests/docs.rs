@@ -453,6 +453,10 @@ const NOT_RUN: &[(&str, Why)] = &[
         Why::LongSweep,
     ),
     (
+        "WAKESIM_SEEDS_MULTIPLIER=20 wakesim run scenarios/pi scenarios/gptme --search anchored",
+        Why::LongSweep,
+    ),
+    (
         "WAKESIM_SEEDS_MULTIPLIER=20 cargo test --release --test matrix -- --ignored --nocapture",
         Why::LongSweep,
     ),
