@@ -20,6 +20,7 @@
 //! the same code are variants here: without the fingerprint (`b1_pre.rs`, G-7) and without the
 //! recheck under the notifier's lock (`b1_no_recheck.rs`, G-8).
 
+use super::b1_planted::{Planted, Seen};
 use crate::family::gptme_cli::api::{Cli, CliWake, Flow, Item, JobRef, Resume};
 use crate::sim::time::Ms;
 
@@ -42,42 +43,13 @@ pub struct Fixes {
     /// LOOP_CONTINUE hook yielded is still queued, so one job's completion never overtakes an
     /// earlier one's.
     pub ordered_completions: bool,
-    /// A bug planted on purpose for the rare-bug suite (`planted.rs`); `None` in every real
+    /// A bug planted on purpose for the rare-bug suite (`b1_planted.rs`); `None` in every real
     /// variant.
     pub planted: Planted,
 }
 
-/// Bugs planted in B1 for the rare-bug suite (`docs/guide/search.md`): each needs two rare
-/// events to coincide with a window, and loses what it claimed (NO-LOSS).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Planted {
-    None,
-    /// STEP_PRE drops what it claims from the sixth step of a turn on: five tool calls in a
-    /// row, and a completion queued during them.
-    LongChain,
-    /// The wait's drain drops what it claims once one of the session's waits has timed out: a
-    /// job outliving GPTME_WATCH_IDLE_MAX, then another job finishing while a later wait blocks.
-    AfterTimeout,
-    /// STEP_PRE drops what it claims from the fourth step of a turn that a wait yielded to
-    /// outside input (a control write while the session waited): the control write landing in
-    /// a wait, three tool calls in a row after it, and a completion queued during them.
-    InputChain,
-    /// STEP_PRE drops what it claims from the third step of a turn once a wait read a control
-    /// file it had already seen (a control write landing in a wait, polled again), two tool
-    /// calls in a row after it, and a completion queued during them.
-    StaleChain,
-    /// STEP_PRE drops what it claims from the fifth step of a turn while another
-    /// conversation's job is in the registry: the foreign job, four tool calls in a row, and a
-    /// completion queued during them.
-    ForeignChain,
-    /// STEP_PRE drops what it claims from the third step of a turn a subagent report's hook
-    /// started: the report arriving while the session waits, two tool calls in a row in its
-    /// turn, and a completion queued during them.
-    ReportChain,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Phase {
+pub(super) enum Phase {
     Idle,
     /// The lock is released for `wait_input`'s file reads.
     Input,
@@ -99,14 +71,8 @@ pub struct BackgroundWait {
     control_keys: Vec<u64>,
     phase: Phase,
     deadline: Ms,
-    /// Steps since the last LOOP_CONTINUE (for `Planted::LongChain`).
-    steps: u32,
-    /// The last wait yielded to outside input (for `Planted::InputChain`).
-    input_turn: bool,
-    /// A wait read a control file it had seen (for `Planted::StaleChain`).
-    stale_seen: bool,
-    /// The last wait yielded to a subagent report's hook (for `Planted::ReportChain`).
-    report_turn: bool,
+    /// What the planted bugs read of the session (`b1_planted.rs`).
+    seen: Seen,
 }
 
 impl BackgroundWait {
@@ -116,10 +82,7 @@ impl BackgroundWait {
             control_keys: Vec::new(),
             phase: Phase::Idle,
             deadline: Ms(0),
-            steps: 0,
-            input_turn: false,
-            stale_seen: false,
-            report_turn: false,
+            seen: Seen::default(),
         }
     }
 
@@ -178,11 +141,7 @@ impl BackgroundWait {
     /// The top of the loop, under the lock.
     fn drain(&mut self, cli: &mut Cli<'_>) -> Flow {
         let msgs = BackgroundWait::completions(cli);
-        if self.fixes.planted == Planted::AfterTimeout
-            && !msgs.is_empty()
-            && self.phase == Phase::Waiting
-            && cli.jobs().iter().any(|j| j.wait_expired)
-        {
+        if self.fixes.planted.drops_at_drain(&msgs, self.phase, cli) {
             return self.finish(Vec::new());
         }
         if !msgs.is_empty() || BackgroundWait::pending(cli).is_empty() {
@@ -206,12 +165,12 @@ impl BackgroundWait {
         if self.fixes.control_fingerprint {
             let key = control.fingerprint();
             if self.control_keys.contains(&key) {
-                self.stale_seen = true;
+                self.seen.stale();
                 return None;
             }
             self.control_keys.push(key);
         }
-        self.input_turn = true;
+        self.seen.input();
         Some(Incoming::Items(vec![Item::InputPending(control)]))
     }
 
@@ -245,29 +204,16 @@ impl CliWake for BackgroundWait {
         if self.fixes.ordered_completions && cli.queued_completions() > 0 {
             return Vec::new();
         }
-        self.steps += 1;
+        self.seen.step();
         let claimed = BackgroundWait::completions(cli);
-        let dropped = match self.fixes.planted {
-            Planted::None | Planted::AfterTimeout => false,
-            Planted::LongChain => self.steps >= 6,
-            Planted::InputChain => self.input_turn && self.steps >= 4,
-            Planted::StaleChain => self.stale_seen && self.steps >= 3,
-            Planted::ReportChain => self.report_turn && self.steps >= 3,
-            Planted::ForeignChain => {
-                let me = cli.conversation();
-                self.steps >= 5 && cli.jobs().iter().any(|j| j.job.conversation() != me)
-            }
-        };
-        if dropped {
+        if self.fixes.planted.drops_at_step_pre(&self.seen, cli) {
             return Vec::new();
         }
         claimed
     }
 
     fn loop_continue(&mut self, cli: &mut Cli<'_>) -> Flow {
-        self.steps = 0;
-        self.input_turn = false;
-        self.report_turn = false;
+        self.seen.loop_continue();
         // With the ordering fix, nothing is claimed while the prompt queue holds a message: a
         // completion yielded now would wait behind it, one message per turn, while this
         // session's STEP_PRE or another session's drain appends a later one at once. Left in
@@ -294,7 +240,7 @@ impl CliWake for BackgroundWait {
                 match self.wait_input(cli) {
                     Some(Incoming::Items(items)) => return self.finish(items),
                     Some(Incoming::Hook) => {
-                        self.report_turn = true;
+                        self.seen.report();
                         return self.finish(Vec::new());
                     }
                     None => {}

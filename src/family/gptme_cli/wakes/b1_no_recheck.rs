@@ -12,6 +12,6 @@ pub fn b1_no_recheck() -> BackgroundWait {
         control_fingerprint: true,
         recheck_under_lock: false,
         ordered_completions: false,
-        planted: super::b1::Planted::None,
+        planted: super::b1_planted::Planted::None,
     })
 }

@@ -12,6 +12,6 @@ pub fn b1_pre() -> BackgroundWait {
         control_fingerprint: false,
         recheck_under_lock: true,
         ordered_completions: false,
-        planted: super::b1::Planted::None,
+        planted: super::b1_planted::Planted::None,
     })
 }

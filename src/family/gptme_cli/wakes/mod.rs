@@ -12,11 +12,13 @@
 mod b0;
 mod b1;
 mod b1_no_recheck;
+mod b1_planted;
 mod b1_pre;
 
 pub use b0::ExitOnEmpty;
-pub use b1::{BackgroundWait, Fixes, Planted, WAIT_CAP_MS};
+pub use b1::{BackgroundWait, Fixes, WAIT_CAP_MS};
 pub use b1_no_recheck::b1_no_recheck;
+pub use b1_planted::Planted;
 pub use b1_pre::b1_pre;
 
 use crate::family::Registry;
