@@ -35,6 +35,40 @@ pub enum Planted {
     ReportChain,
 }
 
+/// Each planted bug's registered name and summary (`wakes/mod.rs` registers them).
+pub(super) const PLANTED: &[(&str, &str, Planted)] = &[
+    (
+        "gptme.b1-planted-long-chain",
+        "planted bug (rare-bug suite): STEP_PRE drops what it claims from a turn's sixth step on",
+        Planted::LongChain,
+    ),
+    (
+        "gptme.b1-planted-after-timeout",
+        "planted bug (rare-bug suite): the wait drops what it claims once a wait has timed out",
+        Planted::AfterTimeout,
+    ),
+    (
+        "gptme.b1-planted-input-chain",
+        "planted bug (rare-bug suite): STEP_PRE drops what it claims from the fourth step of a turn a wait yielded to outside input",
+        Planted::InputChain,
+    ),
+    (
+        "gptme.b1-planted-stale-chain",
+        "planted bug (rare-bug suite): STEP_PRE drops what it claims from a turn's third step on once a wait polled a control file it had already read",
+        Planted::StaleChain,
+    ),
+    (
+        "gptme.b1-planted-foreign-chain",
+        "planted bug (rare-bug suite): STEP_PRE drops what it claims from a turn's fifth step on while another conversation's job is registered",
+        Planted::ForeignChain,
+    ),
+    (
+        "gptme.b1-planted-report-chain",
+        "planted bug (rare-bug suite): STEP_PRE drops what it claims from the third step of a turn a subagent report started",
+        Planted::ReportChain,
+    ),
+];
+
 /// What the planted bugs read of the session, kept by B1 at its hooks.
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct Seen {

@@ -46,36 +46,11 @@ pub(crate) fn register(r: &mut Registry) {
         || Box::new(BackgroundWait::ordered()),
     );
     // The rare-bug suite's planted bugs (docs/guide/search.md): not fixes, not findings.
-    r.add::<CliFamily>(
-        "gptme.b1-planted-long-chain",
-        "planted bug (rare-bug suite): STEP_PRE drops what it claims from a turn's sixth step on",
-        || Box::new(BackgroundWait::planted(Planted::LongChain)),
-    );
-    r.add::<CliFamily>(
-        "gptme.b1-planted-after-timeout",
-        "planted bug (rare-bug suite): the wait drops what it claims once a wait has timed out",
-        || Box::new(BackgroundWait::planted(Planted::AfterTimeout)),
-    );
-    r.add::<CliFamily>(
-        "gptme.b1-planted-input-chain",
-        "planted bug (rare-bug suite): STEP_PRE drops what it claims from the fourth step of a turn a wait yielded to outside input",
-        || Box::new(BackgroundWait::planted(Planted::InputChain)),
-    );
-    r.add::<CliFamily>(
-        "gptme.b1-planted-stale-chain",
-        "planted bug (rare-bug suite): STEP_PRE drops what it claims from a turn's third step on once a wait polled a control file it had already read",
-        || Box::new(BackgroundWait::planted(Planted::StaleChain)),
-    );
-    r.add::<CliFamily>(
-        "gptme.b1-planted-foreign-chain",
-        "planted bug (rare-bug suite): STEP_PRE drops what it claims from a turn's fifth step on while another conversation's job is registered",
-        || Box::new(BackgroundWait::planted(Planted::ForeignChain)),
-    );
-    r.add::<CliFamily>(
-        "gptme.b1-planted-report-chain",
-        "planted bug (rare-bug suite): STEP_PRE drops what it claims from the third step of a turn a subagent report started",
-        || Box::new(BackgroundWait::planted(Planted::ReportChain)),
-    );
+    for &(name, summary, planted) in b1_planted::PLANTED {
+        r.add::<CliFamily>(name, summary, move || {
+            Box::new(BackgroundWait::planted(planted))
+        });
+    }
     r.add::<CliFamily>(
         "gptme.b1-no-recheck",
         "B1 without the recheck under the notifier's lock (nor the 1 s cap): a completion between drain and wait is missed",
