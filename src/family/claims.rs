@@ -121,11 +121,9 @@ pub const CLAIMS: &[Claim] = &[
             "concurrent_drain",
             "teardown_reset",
             "sigterm",
-        ],
-        not_claimed: &[(
             "steer_writes",
-            "steer records the wait queued are overtaken by a later one STEP_PRE drains when a write holds two or more (b1-steer-overtakes-queued-steer; b1-passes-with-steer-writes passes with one record per write)",
-        )],
+        ],
+        not_claimed: &[],
     },
     Claim {
         host: "gptme-cli@0.35.1",

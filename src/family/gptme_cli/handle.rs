@@ -117,6 +117,25 @@ impl Cli<'_> {
     pub fn take_prompts(&mut self, max: usize) -> Vec<PromptRecord> {
         self.core.calls.count();
         let taken = self.core.take_file(max, true, true);
+        self.note_taken(taken)
+    }
+
+    /// Take records from `prompt-queue.jsonl` so that no steer record can be overtaken: up to
+    /// `max` regular records and no steer record, or, with no regular record on disk, the first
+    /// steer record alone. The steer records left on disk are the ones STEP_PRE drains next, in
+    /// file order, after the one taken (the loop appends it at once: the wait runs only when
+    /// the in-memory queue is empty).
+    pub fn take_prompts_steer_ordered(&mut self, max: usize) -> Vec<PromptRecord> {
+        self.core.calls.count();
+        let mut taken = self.core.take_file(max, true, false);
+        if taken.is_empty() {
+            taken = self.core.take_file(max.min(1), false, true);
+        }
+        self.note_taken(taken)
+    }
+
+    /// Note what a take moved off the disk.
+    fn note_taken(&mut self, taken: Vec<PromptRecord>) -> Vec<PromptRecord> {
         if !taken.is_empty() {
             let core = &*self.core;
             core.note_with(self.k, Actor::Wake, || {

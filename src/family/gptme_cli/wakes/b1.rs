@@ -43,6 +43,13 @@ pub struct Fixes {
     /// LOOP_CONTINUE hook yielded is still queued, so one job's completion never overtakes an
     /// earlier one's.
     pub ordered_completions: bool,
+    /// No steer record waits in the prompt queue behind another message (wakesim's fix of the
+    /// gap `b1-steer-overtakes-queued-steer` shows): `wait_input` takes regular records and no
+    /// steer record, or the first steer record alone, and leaves the rest on disk for STEP_PRE,
+    /// which drains them in file order. Taking two steer records at once (one write of two, or
+    /// two writes between polls) queued the second behind the first's whole turn, where a later
+    /// steer drained at STEP_PRE overtook it.
+    pub ordered_steers: bool,
     /// A bug planted on purpose for the rare-bug suite (`b1_planted.rs`); `None` in every real
     /// variant.
     pub planted: Planted,
@@ -92,16 +99,19 @@ impl BackgroundWait {
             control_fingerprint: true,
             recheck_under_lock: true,
             ordered_completions: false,
+            ordered_steers: false,
             planted: Planted::None,
         })
     }
 
-    /// B1 with wakesim's ordering fix (`ordered_completions`): what the project calls fixed.
+    /// B1 with wakesim's ordering fixes (`ordered_completions`, `ordered_steers`): what the
+    /// project calls fixed.
     pub fn ordered() -> BackgroundWait {
         BackgroundWait::new(Fixes {
             control_fingerprint: true,
             recheck_under_lock: true,
             ordered_completions: true,
+            ordered_steers: true,
             planted: Planted::None,
         })
     }
@@ -155,7 +165,11 @@ impl BackgroundWait {
         if cli.subagent_pending() {
             return Some(Incoming::Hook);
         }
-        let prompts = cli.take_prompts(PROMPTS_MAX);
+        let prompts = if self.fixes.ordered_steers {
+            cli.take_prompts_steer_ordered(PROMPTS_MAX)
+        } else {
+            cli.take_prompts(PROMPTS_MAX)
+        };
         if !prompts.is_empty() {
             return Some(Incoming::Items(
                 prompts.into_iter().map(Item::Prompt).collect(),

@@ -12,6 +12,7 @@ pub fn b1_no_recheck() -> BackgroundWait {
         control_fingerprint: true,
         recheck_under_lock: false,
         ordered_completions: false,
+        ordered_steers: false,
         planted: super::b1_planted::Planted::None,
     })
 }

@@ -12,6 +12,7 @@ pub fn b1_pre() -> BackgroundWait {
         control_fingerprint: false,
         recheck_under_lock: true,
         ordered_completions: false,
+        ordered_steers: false,
         planted: super::b1_planted::Planted::None,
     })
 }
