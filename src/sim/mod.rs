@@ -4,6 +4,7 @@
 //! a scenario file or a report.
 
 pub mod choice;
+pub mod feature;
 pub mod hash;
 pub mod msg;
 pub mod queue;
