@@ -115,10 +115,11 @@ fn boost_finds_the_repeated_draw_bug_in_fewer_seeds() {
 }
 
 #[test]
-fn every_planted_bug_is_caught_within_its_budget_under_the_portfolio() {
+fn every_planted_bug_is_caught_within_its_budget_under_the_portfolio_and_the_anchored_pass() {
     // The rare-bug suite's planted bugs (docs/guide/search.md): each file's expectation (the
-    // failing invariant and its `also`) holds over its own budget under `guided`, as a gate
-    // that ran it would demand. Under swarm, `report-chain` is missed at that budget.
+    // failing invariant and its `also`) holds over its own budget under `guided` and under
+    // `anchored` (the gate's second pass), as a gate that ran it would demand. Under swarm,
+    // `report-chain` is missed at that budget.
     let mut files: Vec<_> = std::fs::read_dir(root().join("mutants/rare"))
         .expect("lists mutants/rare")
         .map(|e| e.expect("entry").path())
@@ -128,21 +129,23 @@ fn every_planted_bug_is_caught_within_its_budget_under_the_portfolio() {
     assert!(files.len() >= 6, "{files:?}");
     for f in files {
         let f = f.to_string_lossy().into_owned();
-        let out = wakesim(&[
-            "run",
-            &f,
-            "--search",
-            "guided",
-            "--no-save",
-            "--threads",
-            "2",
-        ]);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{f}: {}",
-            String::from_utf8_lossy(&out.stdout)
-        );
+        for search in ["guided", "anchored"] {
+            let out = wakesim(&[
+                "run",
+                &f,
+                "--search",
+                search,
+                "--no-save",
+                "--threads",
+                "2",
+            ]);
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{f} under {search}: {}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+        }
     }
 }
 
