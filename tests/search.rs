@@ -130,15 +130,7 @@ fn every_planted_bug_is_caught_within_its_budget_under_the_portfolio_and_the_anc
     for f in files {
         let f = f.to_string_lossy().into_owned();
         for search in ["guided", "anchored"] {
-            let out = wakesim(&[
-                "run",
-                &f,
-                "--search",
-                search,
-                "--no-save",
-                "--threads",
-                "2",
-            ]);
+            let out = wakesim(&["run", &f, "--search", search, "--no-save", "--threads", "2"]);
             assert_eq!(
                 out.status.code(),
                 Some(0),
