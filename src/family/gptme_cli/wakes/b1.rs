@@ -73,7 +73,8 @@ enum Incoming {
 
 /// The background wait, with or without each fix.
 pub struct BackgroundWait {
-    fixes: Fixes,
+    /// Read by `b1_planted.rs` too (`BackgroundWait::planted`).
+    pub(super) fixes: Fixes,
     /// `_control_wait_keys`.
     control_keys: Vec<u64>,
     phase: Phase,
@@ -113,14 +114,6 @@ impl BackgroundWait {
             ordered_completions: true,
             ordered_steers: true,
             planted: Planted::None,
-        })
-    }
-
-    /// `ordered` with a planted bug (the rare-bug suite).
-    pub fn planted(planted: Planted) -> BackgroundWait {
-        BackgroundWait::new(Fixes {
-            planted,
-            ..BackgroundWait::ordered().fixes
         })
     }
 

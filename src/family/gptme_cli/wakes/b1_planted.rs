@@ -3,8 +3,20 @@
 //! `b1.rs`) does not count their conditions, which no gate scenario runs. `Seen` is what they
 //! read of the session; B1 keeps it at its hooks.
 
-use super::b1::Phase;
+use super::b1::{BackgroundWait, Fixes, Phase};
 use crate::family::gptme_cli::api::{Cli, Item};
+
+impl BackgroundWait {
+    /// B1-ordered (`BackgroundWait::ordered`) with a planted bug: the rare-bug suite's logics.
+    /// Here, not in `b1.rs`, so that mutation testing of B1 does not count what no gate
+    /// scenario runs (a mutant that dropped `planted` survived the b1 gate).
+    pub fn planted(planted: Planted) -> BackgroundWait {
+        BackgroundWait::new(Fixes {
+            planted,
+            ..BackgroundWait::ordered().fixes
+        })
+    }
+}
 
 /// Bugs planted in B1 for the rare-bug suite (`docs/guide/search.md`): each needs two rare
 /// events to coincide with a window, and loses what it claimed (NO-LOSS).
