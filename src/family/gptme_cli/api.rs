@@ -10,7 +10,8 @@
 //!
 //! The calls on [`Cli`] mirror gptme's: [`Cli::claim_completions`] (the completion hook's atomic
 //! claim), [`Cli::jobs`] (`_background_jobs`), [`Cli::mark_wait_expired`],
-//! [`Cli::take_prompts`] (`drain_prompt_queue` then `drain_steer_prompts`, capped),
+//! [`Cli::take_prompts`] (`drain_prompt_queue` then `drain_steer_prompts`, capped; and
+//! [`Cli::take_prompts_steer_ordered`], B1-ordered's take: regular records, else one steer),
 //! [`Cli::control_file`], [`Cli::subagent_pending`], [`Cli::idle_max_ms`]
 //! (`GPTME_WATCH_IDLE_MAX`).
 
