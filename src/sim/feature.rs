@@ -9,13 +9,21 @@ use crate::sim::choice::Choice;
 use crate::sim::record::Window;
 use crate::sim::swarm::Mix;
 
+/// A feature's number: its kind (1 a window's count class, 2 a fault's firing class, 3 two
+/// windows, 4 a window with a fault, 6 the requests' class, 7 and 8 a run of firings), and two
+/// values.
+fn key(kind: u64, a: u64, b: u64) -> u64 {
+    kind << 56 | (a & 0xff_ffff) << 32 | (b & 0xffff_ffff)
+}
+
 /// The features of a run as `features` names them, each with where in its choice log the run
 /// reached it (`None`: nowhere in particular), into `out` (cleared first): a window's count
 /// class where its mark of that count came (`marks_at`), an opportunity fault's firing class
 /// just after the firing of that count (a `chance` at the fault's site that came out 1), two
 /// windows where the later first mark came, a window with a fault where the later of the
 /// window's first mark and the fault's first firing came (a timed fault, on from the start,
-/// counts from 0), and the requests' class nowhere.
+/// counts from 0), the runs of a fault firing in a row (`run_features`), and the requests'
+/// class nowhere.
 pub fn anchored_features(
     marks_at: &[(u8, u32)],
     mix: &Mix,
@@ -24,7 +32,6 @@ pub fn anchored_features(
     out: &mut Vec<(u64, Option<u32>)>,
 ) {
     out.clear();
-    let key = |kind: u64, a: u64, b: u64| kind << 56 | (a & 0xff_ffff) << 32 | (b & 0xffff_ffff);
     out.push((key(6, bucket(requests), 0), None));
     let mut count = [0u32; 256];
     let mut first = [u32::MAX; 256];
@@ -107,7 +114,6 @@ fn run_features(
     log: &[Choice],
     out: &mut Vec<(u64, Option<u32>)>,
 ) {
-    let key = |kind: u64, a: u64, b: u64| kind << 56 | (a & 0xff_ffff) << 32 | (b & 0xffff_ffff);
     for (name, n) in &mix.fired {
         if *n == 0 {
             continue;
@@ -177,7 +183,6 @@ fn name_code(name: &str) -> u64 {
 /// same run, and the class of the model requests made.
 pub fn features(marks: &[(Window, u32)], mix: &Mix, requests: u32, out: &mut Vec<u64>) {
     out.clear();
-    let key = |kind: u64, a: u64, b: u64| kind << 56 | (a & 0xff_ffff) << 32 | (b & 0xffff_ffff);
     out.push(key(6, bucket(requests), 0));
     for (w, n) in marks {
         out.push(key(1, u64::from(w.code), bucket(*n)));
@@ -205,6 +210,15 @@ pub fn features(marks: &[(Window, u32)], mix: &Mix, requests: u32, out: &mut Vec
 mod tests {
     use super::*;
 
+    /// A mix with `tool_calls` on at 1/2, fired `fired` times.
+    fn tool_calls_mix(fired: u32) -> Mix {
+        Mix {
+            faults: vec![("tool_calls", crate::sim::choice::Ratio::new(1, 2))],
+            producers: Vec::new(),
+            fired: vec![("tool_calls", fired)],
+        }
+    }
+
     /// Features name what a run reached: a window's count class, a fault's firings, windows
     /// together, a window with a fault that fired or, timed, was on; a fault on that never
     /// fired adds no window pair.
@@ -212,14 +226,9 @@ mod tests {
     fn features_tell_apart_what_runs_reached() {
         const A: Window = Window::new(1, "a", "");
         const B: Window = Window::new(2, "b", "");
-        let mix = |fired: u32| Mix {
-            faults: vec![("tool_calls", crate::sim::choice::Ratio::new(1, 2))],
-            producers: Vec::new(),
-            fired: vec![("tool_calls", fired)],
-        };
         let f = |marks: &[(Window, u32)], fired: u32| {
             let mut out = Vec::new();
-            features(marks, &mix(fired), 3, &mut out);
+            features(marks, &tool_calls_mix(fired), 3, &mut out);
             out.sort_unstable();
             out
         };
@@ -244,11 +253,7 @@ mod tests {
     /// each of its lengths, alone and with the window marked before it began; requests nowhere.
     #[test]
     fn anchored_features_are_placed_where_the_run_reached_them() {
-        let mix = Mix {
-            faults: vec![("tool_calls", crate::sim::choice::Ratio::new(1, 2))],
-            producers: Vec::new(),
-            fired: vec![("tool_calls", 2)],
-        };
+        let mix = tool_calls_mix(2);
         let c = |label: &'static str, value: u64| Choice {
             bound: 2,
             value,
@@ -260,7 +265,6 @@ mod tests {
         log[15] = c("tool_calls", 1);
         let mut out = Vec::new();
         anchored_features(&[(3, 10), (3, 12), (5, 20)], &mix, 7, &log, &mut out);
-        let key = |kind: u64, a: u64, b: u64| kind << 56 | (a & 0xff_ffff) << 32 | b;
         let tc = name_code("tool_calls");
         let want = [
             (key(6, bucket(7), 0), None),
@@ -285,11 +289,7 @@ mod tests {
     /// before the run began, not one marked during it.
     #[test]
     fn runs_of_a_fault_are_features_link_by_link() {
-        let mix = Mix {
-            faults: vec![("tool_calls", crate::sim::choice::Ratio::new(1, 2))],
-            producers: Vec::new(),
-            fired: vec![("tool_calls", 5)],
-        };
+        let mix = tool_calls_mix(5);
         let c = |value: u64| Choice {
             bound: 2,
             value,
@@ -305,7 +305,6 @@ mod tests {
         let log = [c(1), c(1), c(0), c(1), other, c(1), c(1)];
         let mut out = Vec::new();
         run_features(&[(9, 3), (4, 6)], &mix, &log, &mut out);
-        let key = |kind: u64, a: u64, b: u64| kind << 56 | (a & 0xff_ffff) << 32 | b;
         let tc = name_code("tool_calls");
         let (none, w9) = (tc ^ 256 << 12, tc ^ 9 << 12);
         let want = [
