@@ -17,7 +17,7 @@ use rand::{Rng, SeedableRng};
 mod boost;
 mod delay;
 
-use boost::{Boost, FOCI, PIN_STREAM};
+use boost::{Boost, EXTEND_STREAM, FOCI, PIN_STREAM};
 use delay::{SPANS, Span};
 
 use crate::sim::search::{Guide, Search, boost_seed, coverage_block_start, portfolio};
@@ -129,6 +129,7 @@ impl Choices {
                     sites: Vec::new(),
                     pin: false,
                     pins: Vec::new(),
+                    extend: None,
                 })),
                 profile,
             ),
@@ -176,6 +177,18 @@ impl Choices {
             b.rng = ChaCha8Rng::seed_from_u64(boost_seed(seed ^ PIN_STREAM));
         }
         c.keeping_log()
+    }
+
+    /// An extending run of `seed` after `prefix` (`sim::search::Guide`'s chain anchors): every
+    /// draw uniform except the `chance` site `label`, which comes out 1 fifteen times in sixteen,
+    /// so a run of that site's firings the prefix ended in goes on for several more.
+    pub fn extending(prefix: Vec<Choice>, label: &'static str, seed: u64) -> Choices {
+        let mut c = Choices::searched(seed, Search::Boost { depth: 0 }, Profile::default());
+        if let Source::Boost(b) = &mut c.source {
+            b.extend = Some(label);
+            b.rng = ChaCha8Rng::seed_from_u64(boost_seed(seed ^ EXTEND_STREAM));
+        }
+        c.after(prefix)
     }
 
     /// This stream, logging every draw whatever the run keeps (a guided block reads the log).
@@ -437,7 +450,11 @@ impl Choices {
             // A boosted site's chance is a fair coin: its rare outcome at half the draws.
             Source::Boost(b) => {
                 let (boosted, focus) = b.site(label);
-                if boosted && u64::from(focus) < FOCI / 2 {
+                if b.extend
+                    .is_some_and(|l| std::ptr::eq(l, label) || l == label)
+                {
+                    u64::from(below(&mut b.rng, 16) != 0)
+                } else if boosted && u64::from(focus) < FOCI / 2 {
                     below(&mut b.rng, 2)
                 } else if boosted {
                     // The other half of the boosted sites makes the rare outcome the common one

@@ -307,10 +307,12 @@ impl Guide {
         Choices::spliced(prefix, suffix, rng.next_u64())
     }
 
-    /// An anchored seed: a fresh run (the portfolio's) a quarter of the time and until the
-    /// block has an anchor; else an anchor's prefix, the anchor drawn with a weight that falls
-    /// as its feature is reached again (each of its mutants reaches it), then fresh draws:
-    /// swarm's, a boost's or a pinned run's.
+    /// An anchored seed: a fresh run (the portfolio's) half the time and until the block has
+    /// an anchor; else an anchor's prefix, the anchor drawn with a weight that falls as its
+    /// feature is reached again (each of its mutants reaches it), then fresh draws: swarm's, a
+    /// boost's or a pinned run's. An anchor that ends just after a coin came out 1 (a fault
+    /// fired) is extended at half its picks: replayed whole, then that site fires 15 times in
+    /// 16 (`Choices::extending`), so a chain it began goes on.
     fn anchored_choices(&self, seed: u64) -> Choices {
         let mut rng = planner(seed ^ ANCHOR_STREAM);
         self.last.set((None, 0));
@@ -333,6 +335,15 @@ impl Guide {
             r -= w;
         }
         let mut prefix = self.anchors[pick].prefix.clone();
+        // An anchor cut just after a coin came out 1 (a fault fired): half its mutants keep
+        // the prefix whole and make that site fire again and again.
+        if let Some(last) = prefix.last().filter(|c| c.bound == 2 && c.value == 1)
+            && below(&mut rng, 2) == 0
+        {
+            let label = last.label;
+            self.last.set((Some(pick), prefix.len() as u32));
+            return Choices::extending(prefix, label, rng.next_u64());
+        }
         if !prefix.is_empty() {
             for _ in 0..1 + below(&mut rng, 3) {
                 let i = below(&mut rng, prefix.len() as u64) as usize;

@@ -20,10 +20,16 @@ pub(super) struct Boost {
     /// with that class (`u64::MAX`: not pinned).
     pub(super) pin: bool,
     pub(super) pins: Vec<(&'static str, u64)>,
+    /// An extending run (`Choices::extending`): the one `chance` site whose draws come out 1
+    /// (fire) 15 times in 16, so a chain an anchor reached goes on.
+    pub(super) extend: Option<&'static str>,
 }
 
 /// Mixed into a pinned run's seed (`Choices::pinned`): its stream is not a boosted one's.
 pub(super) const PIN_STREAM: u64 = 0x7069_6e5f_7374_7265;
+
+/// Mixed into an extending run's seed (`Choices::extending`).
+pub(super) const EXTEND_STREAM: u64 = 0x6578_7465_6e64_696e;
 
 /// A boosted delay site draws its uniform class from one of this many equal parts of its range:
 /// the events it times cluster, so two of them meet a window together more often.
