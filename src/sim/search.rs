@@ -500,6 +500,51 @@ mod tests {
         assert_eq!(g.corpus_len(), 1);
     }
 
+    /// An anchor cut just after a fault fired is extended at about half its picks: the
+    /// prefix replayed whole, then the same site fires again and again (four 1-in-10 firings in
+    /// a row, which a mutant drawing the rest afresh makes about once in 10,000).
+    #[test]
+    fn an_anchor_ending_in_a_firing_is_extended() {
+        let mix = Mix {
+            faults: Vec::new(),
+            producers: Vec::new(),
+            fired: Vec::new(),
+        };
+        let mut log: Vec<Choice> = (0..11)
+            .map(|i| Choice {
+                bound: 1_000,
+                value: (i * 37) % 1_000,
+                label: "d",
+            })
+            .collect();
+        log.push(Choice {
+            bound: 2,
+            value: 1,
+            label: "tool_calls",
+        });
+        let mut g = Guide::new(Search::Anchored, 0);
+        g.observe(&[], &[(2, 12)], &mix, 1, log.clone());
+        let (mut mutants, mut chains) = (0, 0);
+        for seed in 1..200 {
+            let mut c = g.choices(seed);
+            if g.last.get().0.is_none() {
+                continue;
+            }
+            mutants += 1;
+            let whole = (0..11).all(|i| c.choose(1_000, "d") == log[i].value)
+                & c.chance(crate::sim::choice::Ratio::new(1, 10), "tool_calls");
+            let fired = (0..4)
+                .filter(|_| c.chance(crate::sim::choice::Ratio::new(1, 10), "tool_calls"))
+                .count();
+            chains += u32::from(whole && fired == 4);
+        }
+        assert!(mutants >= 60, "{mutants} of 199 seeds mutate the anchor");
+        assert!(
+            chains * 4 >= mutants,
+            "{chains} of {mutants} mutants extend the chain"
+        );
+    }
+
     /// The portfolio is a pure function of the seed and uses all three strategies.
     #[test]
     fn the_portfolio_is_a_function_of_the_seed() {

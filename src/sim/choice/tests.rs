@@ -38,6 +38,37 @@ fn a_boosted_site_makes_a_rare_chance_common() {
     assert!(swarm < 80, "{swarm}");
 }
 
+/// An extending run replays its prefix, then makes its one site fire about 15 times in 16 while
+/// every other site draws as before: a 1-in-10 chance at the extended site comes out about 94%
+/// of the time, one at any other site about 10%.
+#[test]
+fn an_extending_run_makes_its_site_fire_and_leaves_the_rest() {
+    let prefix = vec![Choice {
+        bound: 2,
+        value: 1,
+        label: "tool_calls",
+    }];
+    let (mut site, mut other) = (0, 0);
+    for seed in 0..2000 {
+        let mut c = Choices::extending(prefix.clone(), "tool_calls", seed);
+        assert!(
+            c.chance(Ratio::new(1, 2), "tool_calls"),
+            "the prefix is replayed"
+        );
+        for _ in 0..4 {
+            site += u32::from(c.chance(Ratio::new(1, 10), "tool_calls"));
+            other += u32::from(c.chance(Ratio::new(1, 10), "auto_reply"));
+        }
+        let mut again = Choices::extending(prefix.clone(), "tool_calls", seed);
+        assert_eq!(
+            draws(&mut again),
+            draws(&mut Choices::extending(prefix.clone(), "tool_calls", seed))
+        );
+    }
+    assert!((7200..7800).contains(&site), "{site}");
+    assert!((600..1000).contains(&other), "{other}");
+}
+
 /// 200 draws of every kind.
 fn draws(c: &mut Choices) -> Vec<u64> {
     c.set_constants(&[60_000]);
