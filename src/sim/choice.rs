@@ -171,24 +171,25 @@ impl Choices {
     /// unpinned site, and every `chance`, draws as swarm. Two events timed by different sites meet at a
     /// corner with the probability of two coins, not of two boundary points drawn at random.
     pub fn pinned(seed: u64) -> Choices {
+        Choices::unboosted(seed, PIN_STREAM, |b| b.pin = true).keeping_log()
+    }
+
+    /// A boost source of depth 0 seeded apart with `stream`, set up by `with` (a pinned or an
+    /// extending run).
+    fn unboosted(seed: u64, stream: u64, with: impl FnOnce(&mut Boost)) -> Choices {
         let mut c = Choices::searched(seed, Search::Boost { depth: 0 }, Profile::default());
         if let Source::Boost(b) = &mut c.source {
-            b.pin = true;
-            b.rng = ChaCha8Rng::seed_from_u64(boost_seed(seed ^ PIN_STREAM));
+            b.rng = ChaCha8Rng::seed_from_u64(boost_seed(seed ^ stream));
+            with(b);
         }
-        c.keeping_log()
+        c
     }
 
     /// An extending run of `seed` after `prefix` (`sim::search::Guide`'s chain anchors): every
     /// draw uniform except the `chance` site `label`, which comes out 1 fifteen times in sixteen,
     /// so a run of that site's firings the prefix ended in goes on for several more.
     pub fn extending(prefix: Vec<Choice>, label: &'static str, seed: u64) -> Choices {
-        let mut c = Choices::searched(seed, Search::Boost { depth: 0 }, Profile::default());
-        if let Source::Boost(b) = &mut c.source {
-            b.extend = Some(label);
-            b.rng = ChaCha8Rng::seed_from_u64(boost_seed(seed ^ EXTEND_STREAM));
-        }
-        c.after(prefix)
+        Choices::unboosted(seed, EXTEND_STREAM, |b| b.extend = Some(label)).after(prefix)
     }
 
     /// This stream, logging every draw whatever the run keeps (a guided block reads the log).
@@ -449,12 +450,16 @@ impl Choices {
             Source::Random(rng) => u64::from(below(rng, ratio.den) >= ratio.den - ratio.num),
             // A boosted site's chance is a fair coin: its rare outcome at half the draws.
             Source::Boost(b) => {
-                let (boosted, focus) = b.site(label);
+                // An extending run's site, checked first: at depth 0 `site` would only record it.
                 if b.extend
                     .is_some_and(|l| std::ptr::eq(l, label) || l == label)
                 {
-                    u64::from(below(&mut b.rng, 16) != 0)
-                } else if boosted && u64::from(focus) < FOCI / 2 {
+                    let v = u64::from(below(&mut b.rng, 16) != 0);
+                    self.record(2, v, label);
+                    return v == 1;
+                }
+                let (boosted, focus) = b.site(label);
+                if boosted && u64::from(focus) < FOCI / 2 {
                     below(&mut b.rng, 2)
                 } else if boosted {
                     // The other half of the boosted sites makes the rare outcome the common one
