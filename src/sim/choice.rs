@@ -17,7 +17,7 @@ use rand::{Rng, SeedableRng};
 mod boost;
 mod delay;
 
-use boost::{Boost, EXTEND_STREAM, FOCI, PIN_STREAM};
+use boost::{Boost, EXTEND_STREAM, Extend, FOCI, FRESH_STREAM, PIN_STREAM};
 use delay::{SPANS, Span};
 
 use crate::sim::search::{Guide, Search, boost_seed, coverage_block_start, portfolio};
@@ -189,7 +189,48 @@ impl Choices {
     /// draw uniform except the `chance` site `label`, which comes out 1 fifteen times in sixteen,
     /// so a run of that site's firings the prefix ended in goes on for several more.
     pub fn extending(prefix: Vec<Choice>, label: &'static str, seed: u64) -> Choices {
-        Choices::unboosted(seed, EXTEND_STREAM, |b| b.extend = Some(label)).after(prefix)
+        Choices::unboosted(seed, EXTEND_STREAM, |b| b.extend = Some(Extend::now(label)))
+            .after(prefix)
+    }
+
+    /// An extending run of `seed` after `prefix` (`sim::search::Guide`'s window anchors, whose
+    /// prefix may be mutated): `label` comes out 1 fifteen times in sixteen from the next mark
+    /// of `window` (if the anchor has one) or from draw `at` on, whichever comes first; before
+    /// that, and at every other site, draws are uniform.
+    pub fn extending_from(
+        prefix: Vec<Choice>,
+        label: &'static str,
+        window: Option<u8>,
+        at: usize,
+        seed: u64,
+    ) -> Choices {
+        Choices::unboosted(seed, EXTEND_STREAM, |b| {
+            b.extend = Some(Extend {
+                site: Some(label),
+                armed: false,
+                on_mark: window.map(Some),
+                at_draw: Some(at),
+            });
+        })
+        .after(prefix)
+    }
+
+    /// A fresh extending run of `seed` (the anchored search's fresh runs): uniform until the
+    /// run's first window mark, or until draw `at` when `at` is given; from then on the first
+    /// rare `chance` that comes out 1 (a fault that fires at less than one opportunity in two)
+    /// fires again fifteen times in sixteen. A race window then a fault firing several times in
+    /// a row (a wait, then a chain of tool calls) comes in one run of a few, without knowing
+    /// which window or which fault.
+    pub fn extending_fresh(seed: u64, at: Option<usize>) -> Choices {
+        Choices::unboosted(seed, EXTEND_STREAM ^ FRESH_STREAM, |b| {
+            b.extend = Some(Extend {
+                site: None,
+                armed: false,
+                on_mark: at.is_none().then_some(None),
+                at_draw: at,
+            });
+        })
+        .keeping_log()
     }
 
     /// This stream, logging every draw whatever the run keeps (a guided block reads the log).
@@ -312,6 +353,11 @@ impl Choices {
     /// stream keeps its log for a feedback search (`sim::search::Guide`), else nothing.
     #[inline]
     pub fn mark(&mut self, code: u8) {
+        if let Source::Boost(b) = &mut self.source
+            && let Some(e) = &mut b.extend
+        {
+            e.marked(code);
+        }
         if self.keep_log {
             self.marks_at.push((code, self.log.len() as u32));
         }
@@ -451,12 +497,20 @@ impl Choices {
             // A boosted site's chance is a fair coin: its rare outcome at half the draws.
             Source::Boost(b) => {
                 // An extending run's site, checked first: at depth 0 `site` would only record it.
-                if b.extend
-                    .is_some_and(|l| std::ptr::eq(l, label) || l == label)
-                {
-                    let v = u64::from(below(&mut b.rng, 16) != 0);
-                    self.record(2, v, label);
-                    return v == 1;
+                if let Some(e) = &mut b.extend {
+                    if e.covers(label, self.log.len()) {
+                        let v = u64::from(below(&mut b.rng, 16) != 0);
+                        self.record(2, v, label);
+                        return v == 1;
+                    }
+                    if e.armed && e.site.is_none() {
+                        let v = u64::from(below(&mut b.rng, ratio.den) >= ratio.den - ratio.num);
+                        if v == 1 && 2 * ratio.num < ratio.den {
+                            e.site = Some(label);
+                        }
+                        self.record(2, v, label);
+                        return v == 1;
+                    }
                 }
                 let (boosted, focus) = b.site(label);
                 if boosted && u64::from(focus) < FOCI / 2 {

@@ -157,6 +157,30 @@ fn run_features(
     }
 }
 
+/// The race window an anchored feature names, if it names one: a window's count class, the
+/// later of two windows (as `anchored_features` keys a pair: the higher code), a window with a
+/// fault, the window marked before a run of firings. The anchored search arms a mutant's
+/// extension at that window's next mark.
+pub fn window_of(feature: u64, mix: &Mix) -> Option<u8> {
+    let (kind, a, b) = (
+        feature >> 56,
+        (feature >> 32) & 0xff_ffff,
+        feature & 0xffff_ffff,
+    );
+    match kind {
+        1 => u8::try_from(a).ok(),
+        3 | 4 => u8::try_from(b).ok(),
+        // `code ^ before << 12`: the fault's own code tells `before` apart (256: none).
+        8 => mix.fired.iter().find_map(|(name, _)| {
+            let d = a ^ name_code(name);
+            (d & 0xfff == 0)
+                .then(|| u8::try_from(d >> 12).ok())
+                .flatten()
+        }),
+        _ => None,
+    }
+}
+
 /// AFL's count classes: 0, 1, 2, 3, 4 to 7, 8 to 15, 16 to 31, 32 and more.
 fn bucket(n: u32) -> u64 {
     match n {
@@ -281,6 +305,26 @@ mod tests {
             (key(4, tc, 5), Some(20)),
         ];
         assert_eq!(out, want);
+    }
+
+    /// The window a feature names: a window's count class, the later-keyed of two windows, a
+    /// window with a fault, the window before a run of firings; none for the rest.
+    #[test]
+    fn a_feature_names_its_window() {
+        let mix = tool_calls_mix(2);
+        let tc = name_code("tool_calls");
+        assert_eq!(window_of(key(1, 3, 2), &mix), Some(3));
+        assert_eq!(window_of(key(3, 3, 5), &mix), Some(5));
+        assert_eq!(window_of(key(4, tc, 7), &mix), Some(7));
+        assert_eq!(window_of(key(8, tc ^ 9 << 12, 2), &mix), Some(9));
+        for none in [
+            key(8, tc ^ 256 << 12, 2),
+            key(2, tc, 1),
+            key(6, 3, 0),
+            key(7, tc, 3),
+        ] {
+            assert_eq!(window_of(none, &mix), None, "{none:x}");
+        }
     }
 
     /// A chain is reached a link at a time: each length of a run of firings in a row is a

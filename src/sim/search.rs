@@ -42,7 +42,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::sim::choice::{Choice, Choices, Profile, below};
-use crate::sim::feature::{anchored_features, features};
+use crate::sim::feature::{anchored_features, features, window_of};
 use crate::sim::record::Window;
 use crate::sim::swarm::Mix;
 
@@ -221,6 +221,10 @@ struct Anchor {
     prefix: Vec<Choice>,
     feature: u64,
     picks: u32,
+    /// The opportunity faults its run drew at (`drawn_faults`): the sites its mutants extend.
+    sites: std::sync::Arc<[&'static str]>,
+    /// The race window its feature names (`feature::window_of`), where an extension arms.
+    window: Option<u8>,
 }
 
 /// The first this many runs of a block that reach a feature, past the prefix they replayed,
@@ -307,17 +311,27 @@ impl Guide {
         Choices::spliced(prefix, suffix, rng.next_u64())
     }
 
-    /// An anchored seed: a fresh run (the portfolio's) half the time and until the block has
-    /// an anchor; else an anchor's prefix, the anchor drawn with a weight that falls as its
-    /// feature is reached again (each of its mutants reaches it), then fresh draws: swarm's, a
-    /// boost's or a pinned run's. An anchor that ends just after a coin came out 1 (a fault
-    /// fired) is extended at half its picks: replayed whole, then that site fires 15 times in
-    /// 16 (`Choices::extending`), so a chain it began goes on.
+    /// An anchored seed: a fresh run (`anchored_fresh`) half the time and until the block has
+    /// an anchor; else a mutant of an anchor, drawn with a weight that falls as its feature is
+    /// reached again (each of its mutants reaches it) and as it is picked.
+    ///
+    /// Most mutants *extend*: a fault site fires 15 times in 16 after the anchor, every other
+    /// draw uniform. An anchor cut just after a coin came out 1 (a fault fired) extends that
+    /// site at half its picks, its prefix replayed whole or, at half of those, with one to
+    /// three earlier choices redrawn. Any other anchor whose run drew at an opportunity fault
+    /// extends one of those faults, drawn evenly: its prefix (at three picks in four with one
+    /// to three choices redrawn) is replayed, and the extension arms at the next mark of the
+    /// anchor's window or at the anchor's cut, whichever comes first. A redrawn choice makes
+    /// the run leave the prefix soon after it, so the window's first half (a wait, a job
+    /// outliving it, an input landing) is tried again with other timings, and the fault then
+    /// fires in a row where the window left the session. An anchor whose run met no fault
+    /// draws its rest afresh after one to three redrawn choices: swarm's, a boost's or a
+    /// pinned run's.
     fn anchored_choices(&self, seed: u64) -> Choices {
         let mut rng = planner(seed ^ ANCHOR_STREAM);
         self.last.set((None, 0));
         if self.anchors.is_empty() || below(&mut rng, 2) == 0 {
-            return portfolio(seed).keeping_log();
+            return anchored_fresh(seed);
         }
         let weight = |a: &Anchor| -> u64 {
             let n = self.seen.get(&a.feature).copied().unwrap_or(1).max(1);
@@ -334,23 +348,28 @@ impl Guide {
             }
             r -= w;
         }
-        let mut prefix = self.anchors[pick].prefix.clone();
-        // An anchor cut just after a coin came out 1 (a fault fired): half its mutants keep
-        // the prefix whole and make that site fire again and again.
+        let anchor = &self.anchors[pick];
+        let mut prefix = anchor.prefix.clone();
+        self.last.set((Some(pick), prefix.len() as u32));
         if let Some(last) = prefix.last().filter(|c| c.bound == 2 && c.value == 1)
             && below(&mut rng, 2) == 0
         {
             let label = last.label;
-            self.last.set((Some(pick), prefix.len() as u32));
+            if below(&mut rng, 2) == 0 {
+                let before = prefix.len() - 1;
+                redraw(&mut rng, &mut prefix[..before]);
+            }
             return Choices::extending(prefix, label, rng.next_u64());
         }
-        if !prefix.is_empty() {
-            for _ in 0..1 + below(&mut rng, 3) {
-                let i = below(&mut rng, prefix.len() as u64) as usize;
-                prefix[i].value = below(&mut rng, prefix[i].bound);
+        if !anchor.sites.is_empty() {
+            let label = anchor.sites[below(&mut rng, anchor.sites.len() as u64) as usize];
+            let at = prefix.len();
+            if below(&mut rng, 4) != 0 {
+                redraw(&mut rng, &mut prefix);
             }
+            return Choices::extending_from(prefix, label, anchor.window, at, rng.next_u64());
         }
-        self.last.set((Some(pick), prefix.len() as u32));
+        redraw(&mut rng, &mut prefix);
         let s = rng.next_u64();
         match below(&mut rng, 4) {
             0 | 1 => Choices::random(s, Profile::default()).after(prefix),
@@ -377,6 +396,7 @@ impl Guide {
             if let Some(a) = pick.and_then(|i| self.anchors.get_mut(i)) {
                 a.picks += 1;
             }
+            let mut sites: Option<std::sync::Arc<[&'static str]>> = None;
             for &(x, at) in &f {
                 let n = self.seen.entry(x).or_insert(0);
                 *n = n.saturating_add(1);
@@ -384,10 +404,13 @@ impl Guide {
                 let Some(at) = at.filter(|&at| new && at > inherited) else {
                     continue;
                 };
+                let sites = sites.get_or_insert_with(|| drawn_faults(mix, &log)).clone();
                 let a = Anchor {
                     prefix: log[..(at as usize).min(log.len())].to_vec(),
                     feature: x,
                     picks: 0,
+                    sites,
+                    window: window_of(x, mix),
                 };
                 if self.anchors.len() < ANCHORS_MAX {
                     self.anchors.push(a);
@@ -424,6 +447,56 @@ impl Guide {
 
 /// Mixed into an anchored seed's planner.
 const ANCHOR_STREAM: u64 = 0x616e_6368_6f72_6564;
+
+/// Mixed into the planner of an anchored fresh run.
+const FRESH_PLAN: u64 = 0x6672_6573_685f_706c;
+
+/// A fresh change-point run arms its extension at a draw drawn below this (the first few model
+/// replies and timings of a run).
+const CHANGE_POINTS: u64 = 30;
+
+/// The anchored search's fresh runs, one strategy per seed drawn from the seed alone: two in
+/// five extend the first rare fault that fires after the run's first window mark, one in five
+/// the first that fires after an early change point (`Choices::extending_fresh`), one in five
+/// is swarm's own run of the seed and one in five a pinned run (`Choices::pinned`). The
+/// extending runs reach a window and a fault firing in a row after it, the shape of a rare
+/// coincidence, at the rate of the window alone; swarm and pinned keep what uniform sampling
+/// and corner timings find.
+fn anchored_fresh(seed: u64) -> Choices {
+    let mut rng = planner(seed ^ FRESH_PLAN);
+    match below(&mut rng, 5) {
+        0 | 1 => Choices::extending_fresh(seed, None),
+        2 => Choices::extending_fresh(seed, Some(below(&mut rng, CHANGE_POINTS) as usize)),
+        3 => Choices::random(seed, Profile::default()).keeping_log(),
+        _ => Choices::pinned(seed),
+    }
+}
+
+/// Redraw one to three of `choices`, each uniformly within its bound.
+fn redraw(rng: &mut ChaCha8Rng, choices: &mut [Choice]) {
+    if choices.is_empty() {
+        return;
+    }
+    for _ in 0..1 + below(rng, 3) {
+        let i = below(rng, choices.len() as u64) as usize;
+        choices[i].value = below(rng, choices[i].bound);
+    }
+}
+
+/// The opportunity faults switched on in `mix` whose site `log` drew at, in the order first
+/// drawn: what an anchor of the run may extend.
+fn drawn_faults(mix: &Mix, log: &[Choice]) -> std::sync::Arc<[&'static str]> {
+    let mut sites: Vec<&'static str> = Vec::new();
+    for c in log {
+        if c.bound == 2
+            && !sites.contains(&c.label)
+            && mix.fired.iter().any(|(name, _)| *name == c.label)
+        {
+            sites.push(c.label);
+        }
+    }
+    sites.into()
+}
 
 /// Mixed into a coverage seed's planner, so its choice of portfolio or mutant is not the
 /// portfolio's own choice of strategy.
@@ -500,9 +573,10 @@ mod tests {
         assert_eq!(g.corpus_len(), 1);
     }
 
-    /// An anchor cut just after a fault fired is extended at about half its picks: the
-    /// prefix replayed whole, then the same site fires again and again (four 1-in-10 firings in
-    /// a row, which a mutant drawing the rest afresh makes about once in 10,000).
+    /// An anchor cut just after a fault fired is extended at about half its picks, at half of
+    /// those with its prefix replayed whole: then the same site fires again and again (four
+    /// 1-in-10 firings in a row, which a mutant drawing the rest afresh makes about once in
+    /// 10,000).
     #[test]
     fn an_anchor_ending_in_a_firing_is_extended() {
         let mix = Mix {
@@ -540,9 +614,68 @@ mod tests {
         }
         assert!(mutants >= 60, "{mutants} of 199 seeds mutate the anchor");
         assert!(
-            chains * 4 >= mutants,
+            chains * 8 >= mutants,
             "{chains} of {mutants} mutants extend the chain"
         );
+    }
+
+    /// An anchor whose run drew at a fault extends that fault: past the anchor's cut (or its
+    /// window's next mark) the fault fires about 15 times in 16, where a mutant drawing the
+    /// rest afresh would fire it once in ten.
+    #[test]
+    fn a_window_anchor_extends_a_fault_its_run_drew() {
+        let mix = tool_calls_mix();
+        let mut log: Vec<Choice> = (0..12)
+            .map(|i| Choice {
+                bound: 1_000,
+                value: (i * 37) % 1_000,
+                label: "d",
+            })
+            .collect();
+        log.insert(
+            5,
+            Choice {
+                bound: 2,
+                value: 0,
+                label: "tool_calls",
+            },
+        );
+        let mut g = Guide::new(Search::Anchored, 0);
+        g.observe(&[], &[(2, 13)], &mix, 1, log.clone());
+        assert!(g.anchors.iter().all(|a| a.window == Some(2)));
+        assert!(g.anchors.iter().all(|a| &*a.sites == ["tool_calls"]));
+        let (mut mutants, mut fired) = (0, 0);
+        for seed in 1..400 {
+            let mut c = g.choices(seed);
+            if g.last.get().0.is_none() {
+                continue;
+            }
+            mutants += 1;
+            for ch in &log {
+                match ch.bound {
+                    2 => drop(c.chance(crate::sim::choice::Ratio::new(1, 10), ch.label)),
+                    _ => drop(c.choose(ch.bound, ch.label)),
+                }
+            }
+            fired += (0..4)
+                .filter(|_| c.chance(crate::sim::choice::Ratio::new(1, 10), "tool_calls"))
+                .count();
+        }
+        assert!(mutants >= 150, "{mutants} of 399 seeds mutate the anchor");
+        assert!(
+            fired * 10 >= mutants * 4 * 8,
+            "{fired} of {} fired",
+            mutants * 4
+        );
+    }
+
+    /// A mix with `tool_calls` switched on.
+    fn tool_calls_mix() -> Mix {
+        Mix {
+            faults: vec![("tool_calls", crate::sim::choice::Ratio::new(1, 10))],
+            producers: Vec::new(),
+            fired: vec![("tool_calls", 0)],
+        }
     }
 
     /// The portfolio is a pure function of the seed and uses all three strategies.

@@ -20,9 +20,63 @@ pub(super) struct Boost {
     /// with that class (`u64::MAX`: not pinned).
     pub(super) pin: bool,
     pub(super) pins: Vec<(&'static str, u64)>,
-    /// An extending run (`Choices::extending`): the one `chance` site whose draws come out 1
-    /// (fire) 15 times in 16, so a chain an anchor reached goes on.
-    pub(super) extend: Option<&'static str>,
+    /// An extending run (`Choices::extending` and its kin): the one `chance` site whose draws
+    /// come out 1 (fire) 15 times in 16 once the extension is armed, so a chain goes on.
+    pub(super) extend: Option<Extend>,
+}
+
+/// When an extending run's extension takes effect, and at which site.
+///
+/// An anchor's mutant knows its site (the fault that fired where the anchor was cut, or one
+/// that fired in its run) and is armed at once, or when its window is marked again or its log
+/// reaches the anchor's cut (whichever comes first: a mutated prefix may not mark the window
+/// again). A fresh extending run knows no site: once armed (at the run's first window mark, or
+/// at a drawn change point in its log) the first rare `chance` that comes out 1 becomes its
+/// site.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Extend {
+    /// The site extended; `None` until a fresh run's first rare firing once armed.
+    pub(super) site: Option<&'static str>,
+    /// The extension is in force.
+    pub(super) armed: bool,
+    /// Arms at the mark of this window (`Some(None)`: of any window).
+    pub(super) on_mark: Option<Option<u8>>,
+    /// Arms once the log holds this many draws.
+    pub(super) at_draw: Option<usize>,
+}
+
+impl Extend {
+    /// Extended from the start, at `site`.
+    pub(super) fn now(site: &'static str) -> Extend {
+        Extend {
+            site: Some(site),
+            armed: true,
+            on_mark: None,
+            at_draw: None,
+        }
+    }
+
+    /// A window was marked: arm if it is the one waited for.
+    #[inline]
+    pub(super) fn marked(&mut self, code: u8) {
+        if self.on_mark.is_some_and(|w| w.is_none_or(|w| w == code)) {
+            self.armed = true;
+        }
+    }
+
+    /// Whether the `chance` at `label`, drawn with `drawn` draws in the log, is extended (arming
+    /// the extension first if `drawn` reached its change point). A fresh run adopts its site
+    /// in `Choices::chance`.
+    #[inline]
+    pub(super) fn covers(&mut self, label: &'static str, drawn: usize) -> bool {
+        if !self.armed && self.at_draw.is_some_and(|at| drawn >= at) {
+            self.armed = true;
+        }
+        self.armed
+            && self
+                .site
+                .is_some_and(|l| std::ptr::eq(l, label) || l == label)
+    }
 }
 
 /// Mixed into a pinned run's seed (`Choices::pinned`): its stream is not a boosted one's.
@@ -30,6 +84,9 @@ pub(super) const PIN_STREAM: u64 = 0x7069_6e5f_7374_7265;
 
 /// Mixed into an extending run's seed (`Choices::extending`).
 pub(super) const EXTEND_STREAM: u64 = 0x6578_7465_6e64_696e;
+
+/// Mixed (with `EXTEND_STREAM`) into a fresh extending run's seed (`Choices::extending_fresh`).
+pub(super) const FRESH_STREAM: u64 = 0x6672_6573_685f_6578;
 
 /// A boosted delay site draws its uniform class from one of this many equal parts of its range:
 /// the events it times cluster, so two of them meet a window together more often.

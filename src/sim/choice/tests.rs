@@ -69,6 +69,82 @@ fn an_extending_run_makes_its_site_fire_and_leaves_the_rest() {
     assert!((600..1000).contains(&other), "{other}");
 }
 
+/// A window anchor's mutant extends its site only once armed: at the window's next mark, or
+/// at the anchor's cut when the mark does not come first. Before that the site draws as swarm.
+#[test]
+fn an_extension_from_a_window_arms_at_its_mark_or_at_the_cut() {
+    let prefix: Vec<Choice> = (0..3)
+        .map(|i| Choice {
+            bound: 100,
+            value: i,
+            label: "d",
+        })
+        .collect();
+    let (mut early, mut marked, mut cut) = (0, 0, 0);
+    for seed in 0..2000 {
+        // Marked at once: every draw after the mark is extended.
+        let mut c = Choices::extending_from(prefix.clone(), "tool_calls", Some(9), 50, seed);
+        (0..3).for_each(|_| drop(c.choose(100, "d")));
+        early += u32::from(c.chance(Ratio::new(1, 10), "tool_calls"));
+        c.mark(4);
+        early += u32::from(c.chance(Ratio::new(1, 10), "tool_calls"));
+        c.mark(9);
+        marked += u32::from(c.chance(Ratio::new(1, 10), "tool_calls"));
+        // Never marked: armed once the log holds `at` draws.
+        let mut c = Choices::extending_from(prefix.clone(), "tool_calls", Some(9), 3, seed);
+        (0..3).for_each(|_| drop(c.choose(100, "d")));
+        cut += u32::from(c.chance(Ratio::new(1, 10), "tool_calls"));
+    }
+    assert!(
+        (250..550).contains(&early),
+        "before the mark: {early} of 4000"
+    );
+    assert!(
+        (1800..1960).contains(&marked),
+        "after the mark: {marked} of 2000"
+    );
+    assert!((1800..1960).contains(&cut), "at the cut: {cut} of 2000");
+}
+
+/// A fresh extending run draws as swarm until it is armed (its first window mark, or its change
+/// point), then adopts the first rare `chance` that comes out 1 and makes it fire 15 times in
+/// 16; a common chance (one in two) is never adopted, and other sites stay uniform.
+#[test]
+fn a_fresh_extending_run_repeats_its_first_rare_firing_once_armed() {
+    let (mut before, mut after, mut other, mut common) = (0, 0, 0, 0);
+    for seed in 0..2000 {
+        for at in [None, Some(8)] {
+            let mut c = Choices::extending_fresh(seed, at);
+            for _ in 0..8 {
+                before += u32::from(c.chance(Ratio::new(1, 10), "tool_calls"));
+            }
+            if at.is_none() {
+                c.mark(3);
+            }
+            common += u32::from(c.chance(Ratio::new(1, 2), "reply starts a job"));
+            // Until one fires, each is its swarm chance; the first to fire is adopted.
+            while !c.chance(Ratio::new(1, 10), "tool_calls") {}
+            for _ in 0..4 {
+                after += u32::from(c.chance(Ratio::new(1, 10), "tool_calls"));
+                other += u32::from(c.chance(Ratio::new(1, 10), "auto_reply"));
+                common += u32::from(c.chance(Ratio::new(1, 2), "reply starts a job"));
+            }
+        }
+    }
+    assert!((2900..3500).contains(&before), "before: {before} of 32000");
+    assert!((14_400..15_600).contains(&after), "after: {after} of 16000");
+    assert!((1300..1900).contains(&other), "other: {other} of 16000");
+    assert!(
+        (9_400..10_600).contains(&common),
+        "common: {common} of 20000"
+    );
+    assert_eq!(
+        draws(&mut Choices::extending_fresh(7, Some(3))),
+        draws(&mut Choices::extending_fresh(7, Some(3))),
+        "a fresh extending run is a function of its seed and change point"
+    );
+}
+
 /// 200 draws of every kind.
 fn draws(c: &mut Choices) -> Vec<u64> {
     c.set_constants(&[60_000]);
