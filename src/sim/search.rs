@@ -397,6 +397,10 @@ impl Guide {
                 a.picks += 1;
             }
             let mut sites: Option<std::sync::Arc<[&'static str]>> = None;
+            // One anchor a cut: a run that reaches several new features at one point (a window's
+            // mark is its count class, its pairs and its faults at once) keeps that prefix once,
+            // under the first of them, so it is not picked as often as it has features.
+            let mut cuts: Vec<u32> = Vec::new();
             for &(x, at) in &f {
                 let n = self.seen.entry(x).or_insert(0);
                 *n = n.saturating_add(1);
@@ -404,6 +408,10 @@ impl Guide {
                 let Some(at) = at.filter(|&at| new && at > inherited) else {
                     continue;
                 };
+                if cuts.contains(&at) {
+                    continue;
+                }
+                cuts.push(at);
                 let sites = sites.get_or_insert_with(|| drawn_faults(mix, &log)).clone();
                 let a = Anchor {
                     prefix: log[..(at as usize).min(log.len())].to_vec(),
