@@ -651,7 +651,7 @@ mod tests {
         let mut g = Guide::new(Search::Anchored, 0);
         g.observe(&[], &[(2, 13)], &mix, 1, log.clone());
         assert!(g.anchors.iter().all(|a| a.window == Some(2)));
-        assert!(g.anchors.iter().all(|a| &*a.sites == ["tool_calls"]));
+        assert!(g.anchors.iter().all(|a| *a.sites == ["tool_calls"]));
         let (mut mutants, mut fired) = (0, 0);
         for seed in 1..400 {
             let mut c = g.choices(seed);
@@ -660,9 +660,10 @@ mod tests {
             }
             mutants += 1;
             for ch in &log {
-                match ch.bound {
-                    2 => drop(c.chance(crate::sim::choice::Ratio::new(1, 10), ch.label)),
-                    _ => drop(c.choose(ch.bound, ch.label)),
+                if ch.bound == 2 {
+                    c.chance(crate::sim::choice::Ratio::new(1, 10), ch.label);
+                } else {
+                    c.choose(ch.bound, ch.label);
                 }
             }
             fired += (0..4)

@@ -84,7 +84,9 @@ fn an_extension_from_a_window_arms_at_its_mark_or_at_the_cut() {
     for seed in 0..2000 {
         // Marked at once: every draw after the mark is extended.
         let mut c = Choices::extending_from(prefix.clone(), "tool_calls", Some(9), 50, seed);
-        (0..3).for_each(|_| drop(c.choose(100, "d")));
+        for _ in 0..3 {
+            c.choose(100, "d");
+        }
         early += u32::from(c.chance(Ratio::new(1, 10), "tool_calls"));
         c.mark(4);
         early += u32::from(c.chance(Ratio::new(1, 10), "tool_calls"));
@@ -92,7 +94,9 @@ fn an_extension_from_a_window_arms_at_its_mark_or_at_the_cut() {
         marked += u32::from(c.chance(Ratio::new(1, 10), "tool_calls"));
         // Never marked: armed once the log holds `at` draws.
         let mut c = Choices::extending_from(prefix.clone(), "tool_calls", Some(9), 3, seed);
-        (0..3).for_each(|_| drop(c.choose(100, "d")));
+        for _ in 0..3 {
+            c.choose(100, "d");
+        }
         cut += u32::from(c.chance(Ratio::new(1, 10), "tool_calls"));
     }
     assert!(
