@@ -540,13 +540,7 @@ mod tests {
             producers: Vec::new(),
             fired: Vec::new(),
         };
-        let log: Vec<Choice> = (0..30)
-            .map(|i| Choice {
-                bound: 1_000,
-                value: (i * 37) % 1_000,
-                label: "d",
-            })
-            .collect();
+        let log = delays(30);
         let mut g = Guide::new(Search::Anchored, 0);
         g.observe(&[], &[(2, 12)], &mix, 1, log.clone());
         assert_eq!(g.corpus_len(), 1, "one window feature with a place");
@@ -592,13 +586,7 @@ mod tests {
             producers: Vec::new(),
             fired: Vec::new(),
         };
-        let mut log: Vec<Choice> = (0..11)
-            .map(|i| Choice {
-                bound: 1_000,
-                value: (i * 37) % 1_000,
-                label: "d",
-            })
-            .collect();
+        let mut log = delays(11);
         log.push(Choice {
             bound: 2,
             value: 1,
@@ -633,13 +621,7 @@ mod tests {
     #[test]
     fn a_window_anchor_extends_a_fault_its_run_drew() {
         let mix = tool_calls_mix();
-        let mut log: Vec<Choice> = (0..12)
-            .map(|i| Choice {
-                bound: 1_000,
-                value: (i * 37) % 1_000,
-                label: "d",
-            })
-            .collect();
+        let mut log = delays(12);
         log.insert(
             5,
             Choice {
@@ -676,6 +658,17 @@ mod tests {
             "{fired} of {} fired",
             mutants * 4
         );
+    }
+
+    /// `n` draws of a delay site `d`, each in `0..1000`.
+    fn delays(n: u64) -> Vec<Choice> {
+        (0..n)
+            .map(|i| Choice {
+                bound: 1_000,
+                value: (i * 37) % 1_000,
+                label: "d",
+            })
+            .collect()
     }
 
     /// A mix with `tool_calls` switched on.
