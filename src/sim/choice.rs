@@ -363,6 +363,15 @@ impl Choices {
         }
     }
 
+    /// Another conversation's work started now: marked as `feature::FOREIGN_WORK` when the
+    /// stream keeps its log for a feedback search, so an anchored search can cut a run there.
+    #[inline]
+    pub fn foreign_work_started(&mut self) {
+        if self.keep_log {
+            self.mark(crate::sim::feature::FOREIGN_WORK);
+        }
+    }
+
     /// The windows marked (`Choices::mark`), each with the log's length then, taken out.
     pub fn take_marks(&mut self) -> Vec<(u8, u32)> {
         std::mem::take(&mut self.marks_at)

@@ -9,6 +9,18 @@ use crate::sim::choice::Choice;
 use crate::sim::record::Window;
 use crate::sim::swarm::Mix;
 
+/// A point the anchored search marks besides the family's race windows: another conversation's
+/// work started (an `Ev::Work` start of a conversation other than this one, 0), the moment
+/// isolation races begin. Window codes are below `limits::WINDOW_CODES_MAX`, so it is no
+/// window's; it counts as a window's mark for its own count classes and for where an extension
+/// arms, not for pairs, faults or the window before a run of firings.
+pub const FOREIGN_WORK: u8 = 0xF0;
+
+/// Whether a mark's code is a family's race window (not `FOREIGN_WORK`).
+pub fn is_window(code: u8) -> bool {
+    usize::from(code) < crate::limits::WINDOW_CODES_MAX
+}
+
 /// A feature's number: its kind (1 a window's count class, 2 a fault's firing class, 3 two
 /// windows, 4 a window with a fault, 6 the requests' class, 7 and 8 a run of firings), and two
 /// values.
@@ -47,7 +59,7 @@ pub fn anchored_features(
         }
     }
     let reached: Vec<u8> = (0..=255u8)
-        .filter(|&c| first[usize::from(c)] != u32::MAX)
+        .filter(|&c| first[usize::from(c)] != u32::MAX && is_window(c))
         .collect();
     for (i, &w) in reached.iter().enumerate() {
         for &v in &reached[i + 1..] {
@@ -127,7 +139,9 @@ fn run_features(
         let mut mark = 0usize;
         for (i, ch) in log.iter().enumerate() {
             while mark < marks_at.len() && marks_at[mark].1 as usize <= i {
-                last = u64::from(marks_at[mark].0);
+                if is_window(marks_at[mark].0) {
+                    last = u64::from(marks_at[mark].0);
+                }
                 mark += 1;
             }
             if ch.bound != 2 || ch.label != *name {
@@ -305,6 +319,34 @@ mod tests {
             (key(4, tc, 5), Some(20)),
         ];
         assert_eq!(out, want);
+    }
+
+    /// Another conversation's work starting is a mark with count classes of its own, where an
+    /// extension arms, but pairs with no window, names no window with a fault and is not the
+    /// window before a run of firings.
+    #[test]
+    fn foreign_work_is_a_mark_but_no_window() {
+        let mix = tool_calls_mix(1);
+        let c = |label: &'static str, value: u64| Choice {
+            bound: 2,
+            value,
+            label,
+        };
+        let mut log = vec![c("x", 1); 20];
+        log[15] = c("tool_calls", 1);
+        let mut out = Vec::new();
+        anchored_features(&[(3, 10), (FOREIGN_WORK, 12)], &mix, 7, &log, &mut out);
+        let tc = name_code("tool_calls");
+        let fw = u64::from(FOREIGN_WORK);
+        assert!(out.contains(&(key(1, fw, 1), Some(12))));
+        assert!(
+            out.contains(&(key(8, tc ^ 3 << 12, 1), Some(16))),
+            "{out:x?}"
+        );
+        assert!(!out.iter().any(|&(x, _)| x == key(3, 3, fw)));
+        assert!(!out.iter().any(|&(x, _)| x == key(4, tc, fw)));
+        assert_eq!(window_of(key(1, fw, 1), &mix), Some(FOREIGN_WORK));
+        assert!(is_window(3) && !is_window(FOREIGN_WORK));
     }
 
     /// The window a feature names: a window's count class, the later-keyed of two windows, a

@@ -39,7 +39,7 @@ pub(super) struct Extend {
     pub(super) site: Option<&'static str>,
     /// The extension is in force.
     pub(super) armed: bool,
-    /// Arms at the mark of this window (`Some(None)`: of any window).
+    /// Arms at the mark of this window (`Some(None)`: of any race window).
     pub(super) on_mark: Option<Option<u8>>,
     /// Arms once the log holds this many draws.
     pub(super) at_draw: Option<usize>,
@@ -56,11 +56,14 @@ impl Extend {
         }
     }
 
-    /// A window was marked: arm if it is the one waited for.
+    /// A window (or the search's own mark, `feature::FOREIGN_WORK`) was marked: arm if it is
+    /// the one waited for; waiting for any window, only a family's race window arms.
     #[inline]
     pub(super) fn marked(&mut self, code: u8) {
-        if self.on_mark.is_some_and(|w| w.is_none_or(|w| w == code)) {
-            self.armed = true;
+        match self.on_mark {
+            Some(Some(w)) if w == code => self.armed = true,
+            Some(None) if crate::sim::feature::is_window(code) => self.armed = true,
+            _ => {}
         }
     }
 

@@ -110,6 +110,28 @@ fn an_extension_from_a_window_arms_at_its_mark_or_at_the_cut() {
     assert!((1800..1960).contains(&cut), "at the cut: {cut} of 2000");
 }
 
+/// Another conversation's work starting arms an extension that waits for it, and not one that
+/// waits for any race window.
+#[test]
+fn foreign_work_arms_only_what_waits_for_it() {
+    let fw = crate::sim::feature::FOREIGN_WORK;
+    let (mut waiting, mut fresh) = (0, 0);
+    for seed in 0..1000 {
+        let mut c = Choices::extending_from(Vec::new(), "tool_calls", Some(fw), 1_000, seed);
+        c.foreign_work_started();
+        waiting += u32::from(c.chance(Ratio::new(1, 10), "tool_calls"));
+        let mut c = Choices::extending_fresh(seed, None);
+        c.foreign_work_started();
+        c.chance(Ratio::new(1, 10), "tool_calls");
+        fresh += u32::from(c.chance(Ratio::new(1, 10), "tool_calls"));
+    }
+    assert!(waiting >= 900, "{waiting} of 1000 extended once marked");
+    assert!(
+        fresh <= 200,
+        "{fresh} of 1000: a fresh run is not armed by it"
+    );
+}
+
 /// A fresh extending run draws as swarm until it is armed (its first window mark, or its change
 /// point), then adopts the first rare `chance` that comes out 1 and makes it fire 15 times in
 /// 16; a common chance (one in two) is never adopted, and other sites stay uniform.
