@@ -363,12 +363,12 @@ impl Choices {
         }
     }
 
-    /// Another conversation's work started now: marked as `feature::FOREIGN_WORK` when the
+    /// One of the search's own marks (`feature::search_mark`) was reached now: marked when the
     /// stream keeps its log for a feedback search, so an anchored search can cut a run there.
     #[inline]
-    pub fn foreign_work_started(&mut self) {
+    pub fn search_mark(&mut self, code: u8) {
         if self.keep_log {
-            self.mark(crate::sim::feature::FOREIGN_WORK);
+            self.mark(code);
         }
     }
 

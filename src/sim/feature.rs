@@ -6,17 +6,34 @@
 //! draws is reached, and kept, one link at a time.
 
 use crate::sim::choice::Choice;
-use crate::sim::record::Window;
+use crate::sim::record::{Ev, Window, WorkOp};
 use crate::sim::swarm::Mix;
 
-/// A point the anchored search marks besides the family's race windows: another conversation's
-/// work started (an `Ev::Work` start of a conversation other than this one, 0), the moment
-/// isolation races begin. Window codes are below `limits::WINDOW_CODES_MAX`, so it is no
-/// window's; it counts as a window's mark for its own count classes and for where an extension
-/// arms, not for pairs, faults or the window before a run of firings.
+/// Points the anchored search marks besides the family's race windows, read by the kernel off
+/// the host-agnostic observations (`search_mark`): another conversation's work started (an
+/// `Ev::Work` start of a conversation other than this one, 0), where isolation races begin...
 pub const FOREIGN_WORK: u8 = 0xF0;
+/// ...and the session blocked in its idle wait with work of its own pending (`Ev::Waiting`),
+/// where a wait's races begin. Window codes are below `limits::WINDOW_CODES_MAX`, so neither is
+/// a window's. Each counts as a window's mark for its first count class and for where an
+/// extension arms, not for pairs, faults or the window before a run of firings.
+pub const WAIT_FOR_WORK: u8 = 0xF1;
 
-/// Whether a mark's code is a family's race window (not `FOREIGN_WORK`).
+/// The search-only mark an observation makes, if any (`FOREIGN_WORK`, `WAIT_FOR_WORK`).
+#[inline]
+pub fn search_mark<N>(ev: &Ev<N>) -> Option<u8> {
+    match ev {
+        Ev::Work {
+            conv,
+            op: WorkOp::Started,
+            ..
+        } if *conv != 0 => Some(FOREIGN_WORK),
+        Ev::Waiting { own, .. } if *own > 0 => Some(WAIT_FOR_WORK),
+        _ => None,
+    }
+}
+
+/// Whether a mark's code is a family's race window (not one of the search's own marks).
 pub fn is_window(code: u8) -> bool {
     usize::from(code) < crate::limits::WINDOW_CODES_MAX
 }
@@ -53,8 +70,9 @@ pub fn anchored_features(
         if first[usize::from(code)] == u32::MAX {
             first[usize::from(code)] = at;
         }
-        // A count class is reached at its lowest count: 1, 2, 3, 4, 8, 16, 32.
-        if matches!(*c, 1 | 2 | 3 | 4 | 8 | 16 | 32) {
+        // A count class is reached at its lowest count: 1, 2, 3, 4, 8, 16, 32 (a search mark's
+        // first only: a job or a wait is common, and each class would be an anchor to pick).
+        if matches!(*c, 1 | 2 | 3 | 4 | 8 | 16 | 32) && (is_window(code) || *c == 1) {
             out.push((key(1, u64::from(code), bucket(*c)), Some(at)));
         }
     }
@@ -335,10 +353,15 @@ mod tests {
         let mut log = vec![c("x", 1); 20];
         log[15] = c("tool_calls", 1);
         let mut out = Vec::new();
-        anchored_features(&[(3, 10), (FOREIGN_WORK, 12)], &mix, 7, &log, &mut out);
+        let marks = [(3, 10), (FOREIGN_WORK, 12), (FOREIGN_WORK, 14)];
+        anchored_features(&marks, &mix, 7, &log, &mut out);
         let tc = name_code("tool_calls");
         let fw = u64::from(FOREIGN_WORK);
         assert!(out.contains(&(key(1, fw, 1), Some(12))));
+        assert!(
+            !out.contains(&(key(1, fw, 2), Some(14))),
+            "only its first count class"
+        );
         assert!(
             out.contains(&(key(8, tc ^ 3 << 12, 1), Some(16))),
             "{out:x?}"
@@ -346,7 +369,26 @@ mod tests {
         assert!(!out.iter().any(|&(x, _)| x == key(3, 3, fw)));
         assert!(!out.iter().any(|&(x, _)| x == key(4, tc, fw)));
         assert_eq!(window_of(key(1, fw, 1), &mix), Some(FOREIGN_WORK));
-        assert!(is_window(3) && !is_window(FOREIGN_WORK));
+        assert!(is_window(3) && !is_window(FOREIGN_WORK) && !is_window(WAIT_FOR_WORK));
+    }
+
+    /// The kernel's search marks: another conversation's work starting, a wait with work of
+    /// this conversation pending; not this conversation's own work, nor a wait for none.
+    #[test]
+    fn observations_make_the_search_marks() {
+        use crate::sim::record::Narration;
+        let work = |conv, op| Ev::<Narration>::Work {
+            work: 1,
+            shown: 1,
+            conv,
+            op,
+        };
+        assert_eq!(search_mark(&work(1, WorkOp::Started)), Some(FOREIGN_WORK));
+        assert_eq!(search_mark(&work(0, WorkOp::Started)), None);
+        assert_eq!(search_mark(&work(1, WorkOp::Killed)), None);
+        let waiting = |own, foreign| Ev::<Narration>::Waiting { own, foreign };
+        assert_eq!(search_mark(&waiting(1, 0)), Some(WAIT_FOR_WORK));
+        assert_eq!(search_mark(&waiting(0, 2)), None);
     }
 
     /// The window a feature names: a window's count class, the later-keyed of two windows, a

@@ -56,7 +56,7 @@ impl Extend {
         }
     }
 
-    /// A window (or the search's own mark, `feature::FOREIGN_WORK`) was marked: arm if it is
+    /// A window (or one of the search's own marks, `feature::search_mark`) was marked: arm if it is
     /// the one waited for; waiting for any window, only a family's race window arms.
     #[inline]
     pub(super) fn marked(&mut self, code: u8) {
