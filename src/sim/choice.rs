@@ -363,11 +363,16 @@ impl Choices {
         }
     }
 
-    /// One of the search's own marks (`feature::search_mark`) was reached now: marked when the
-    /// stream keeps its log for a feedback search, so an anchored search can cut a run there.
+    /// An observation is about to be emitted that may be one of the search's own marks
+    /// (`feature::search_mark`: another conversation's work starting, a wait with work pending):
+    /// marked when the stream keeps its log for a feedback search, so an anchored search can cut
+    /// a run there. A family calls it where it emits `Ev::Work` starts and `Ev::Waiting` (not
+    /// for every observation: the emit path of every other run stays as it is).
     #[inline]
-    pub fn search_mark(&mut self, code: u8) {
-        if self.keep_log {
+    pub fn observed<N>(&mut self, ev: &crate::sim::record::Ev<N>) {
+        if self.keep_log
+            && let Some(code) = crate::sim::feature::search_mark(ev)
+        {
             self.mark(code);
         }
     }

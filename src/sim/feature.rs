@@ -9,8 +9,9 @@ use crate::sim::choice::Choice;
 use crate::sim::record::{Ev, Window, WorkOp};
 use crate::sim::swarm::Mix;
 
-/// Points the anchored search marks besides the family's race windows, read by the kernel off
-/// the host-agnostic observations (`search_mark`): another conversation's work started (an
+/// Points the anchored search marks besides the family's race windows, read off the
+/// host-agnostic observations (`search_mark`, which a family hands to `Choices::observed` where
+/// it emits them): another conversation's work started (an
 /// `Ev::Work` start of a conversation other than this one, 0), where isolation races begin...
 pub const FOREIGN_WORK: u8 = 0xF0;
 /// ...and the session blocked in its idle wait with work of its own pending (`Ev::Waiting`),

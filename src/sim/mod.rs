@@ -177,9 +177,6 @@ impl<E, S: Sink> Kernel<E, S> {
     /// Record an event at the current time.
     #[inline(always)]
     pub fn emit(&mut self, actor: Actor, state: u8, ev: Ev<S::Note>) {
-        if let Some(code) = feature::search_mark(&ev) {
-            self.choices.search_mark(code);
-        }
         self.sink.emit(self.now, actor, state, ev);
     }
 

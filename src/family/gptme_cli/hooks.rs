@@ -178,7 +178,9 @@ impl CliHost {
                 self.suspensions += 1;
                 let s = self.suspensions;
                 let [own, foreign] = self.core.unfinished([OWN, OTHER]);
-                self.core.emit(k, Actor::Host, Ev::Waiting { own, foreign });
+                let waiting = Ev::Waiting { own, foreign };
+                k.choices.observed(&waiting);
+                self.core.emit(k, Actor::Host, waiting);
                 let run = self.run.as_mut().expect("running");
                 run.suspension = s;
                 run.waited = true;

@@ -29,16 +29,14 @@ impl CliHost {
             killed: false,
             msg: None,
         });
-        self.core.emit(
-            k,
-            Actor::Host,
-            Ev::Work {
-                work: index,
-                shown: id,
-                conv,
-                op: WorkOp::Started,
-            },
-        );
+        let started = Ev::Work {
+            work: index,
+            shown: id,
+            conv,
+            op: WorkOp::Started,
+        };
+        k.choices.observed(&started);
+        self.core.emit(k, Actor::Host, started);
         let d = self.core.cfg.timing.job_ms.delay(k, "job");
         k.schedule(d, CliEv::JobExit(index));
         index

@@ -118,10 +118,10 @@ fn foreign_work_arms_only_what_waits_for_it() {
     let (mut waiting, mut fresh) = (0, 0);
     for seed in 0..1000 {
         let mut c = Choices::extending_from(Vec::new(), "tool_calls", Some(fw), 1_000, seed);
-        c.search_mark(fw);
+        c.mark(fw);
         waiting += u32::from(c.chance(Ratio::new(1, 10), "tool_calls"));
         let mut c = Choices::extending_fresh(seed, None);
-        c.search_mark(fw);
+        c.mark(fw);
         c.chance(Ratio::new(1, 10), "tool_calls");
         fresh += u32::from(c.chance(Ratio::new(1, 10), "tool_calls"));
     }
