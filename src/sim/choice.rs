@@ -363,16 +363,13 @@ impl Choices {
         }
     }
 
-    /// An observation is about to be emitted that may be one of the search's own marks
-    /// (`feature::search_mark`: another conversation's work starting, a wait with work pending):
-    /// marked when the stream keeps its log for a feedback search, so an anchored search can cut
-    /// a run there. A family calls it where it emits `Ev::Work` starts and `Ev::Waiting` (not
-    /// for every observation: the emit path of every other run stays as it is).
-    #[inline]
-    pub fn observed<N>(&mut self, ev: &crate::sim::record::Ev<N>) {
-        if self.keep_log
-            && let Some(code) = crate::sim::feature::search_mark(ev)
-        {
+    /// One of the search's own marks (`feature::FOREIGN_WORK`, `feature::WAIT_FOR_WORK`) was
+    /// reached now: marked when the stream keeps its log for a feedback search, so an anchored
+    /// search can cut a run there; for any other run one branch. A family calls it where it
+    /// emits the observation the mark stands for.
+    #[inline(always)]
+    pub fn search_mark(&mut self, code: u8) {
+        if self.keep_log {
             self.mark(code);
         }
     }

@@ -6,33 +6,20 @@
 //! draws is reached, and kept, one link at a time.
 
 use crate::sim::choice::Choice;
-use crate::sim::record::{Ev, Window, WorkOp};
+use crate::sim::record::Window;
 use crate::sim::swarm::Mix;
 
-/// Points the anchored search marks besides the family's race windows, read off the
-/// host-agnostic observations (`search_mark`, which a family hands to `Choices::observed` where
-/// it emits them): another conversation's work started (an
-/// `Ev::Work` start of a conversation other than this one, 0), where isolation races begin...
+/// Points the anchored search marks besides the family's race windows (`Choices::search_mark`,
+/// which a family calls where it emits the observation): another conversation's work started
+/// (an `Ev::Work` start of a conversation other than this one, 0), where isolation races
+/// begin...
 pub const FOREIGN_WORK: u8 = 0xF0;
-/// ...and the session blocked in its idle wait with work of its own pending (`Ev::Waiting`),
-/// where a wait's races begin. Window codes are below `limits::WINDOW_CODES_MAX`, so neither is
-/// a window's. Each counts as a window's mark for its first count class and for where an
-/// extension arms, not for pairs, faults or the window before a run of firings.
+/// ...and the session blocked in its idle wait with work of its own pending (an `Ev::Waiting`
+/// with `own > 0`), where a wait's races begin. Window codes are below
+/// `limits::WINDOW_CODES_MAX`, so neither is a window's. Each counts as a window's mark for its
+/// first count class and for where an extension arms, not for pairs, faults or the window before
+/// a run of firings.
 pub const WAIT_FOR_WORK: u8 = 0xF1;
-
-/// The search-only mark an observation makes, if any (`FOREIGN_WORK`, `WAIT_FOR_WORK`).
-#[inline]
-pub fn search_mark<N>(ev: &Ev<N>) -> Option<u8> {
-    match ev {
-        Ev::Work {
-            conv,
-            op: WorkOp::Started,
-            ..
-        } if *conv != 0 => Some(FOREIGN_WORK),
-        Ev::Waiting { own, .. } if *own > 0 => Some(WAIT_FOR_WORK),
-        _ => None,
-    }
-}
 
 /// Whether a mark's code is a family's race window (not one of the search's own marks).
 pub fn is_window(code: u8) -> bool {
@@ -371,25 +358,6 @@ mod tests {
         assert!(!out.iter().any(|&(x, _)| x == key(4, tc, fw)));
         assert_eq!(window_of(key(1, fw, 1), &mix), Some(FOREIGN_WORK));
         assert!(is_window(3) && !is_window(FOREIGN_WORK) && !is_window(WAIT_FOR_WORK));
-    }
-
-    /// The kernel's search marks: another conversation's work starting, a wait with work of
-    /// this conversation pending; not this conversation's own work, nor a wait for none.
-    #[test]
-    fn observations_make_the_search_marks() {
-        use crate::sim::record::Narration;
-        let work = |conv, op| Ev::<Narration>::Work {
-            work: 1,
-            shown: 1,
-            conv,
-            op,
-        };
-        assert_eq!(search_mark(&work(1, WorkOp::Started)), Some(FOREIGN_WORK));
-        assert_eq!(search_mark(&work(0, WorkOp::Started)), None);
-        assert_eq!(search_mark(&work(1, WorkOp::Killed)), None);
-        let waiting = |own, foreign| Ev::<Narration>::Waiting { own, foreign };
-        assert_eq!(search_mark(&waiting(1, 0)), Some(WAIT_FOR_WORK));
-        assert_eq!(search_mark(&waiting(0, 2)), None);
     }
 
     /// The window a feature names: a window's count class, the later-keyed of two windows, a

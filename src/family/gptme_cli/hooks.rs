@@ -178,9 +178,10 @@ impl CliHost {
                 self.suspensions += 1;
                 let s = self.suspensions;
                 let [own, foreign] = self.core.unfinished([OWN, OTHER]);
-                let waiting = Ev::Waiting { own, foreign };
-                k.choices.observed(&waiting);
-                self.core.emit(k, Actor::Host, waiting);
+                if own > 0 {
+                    k.choices.search_mark(crate::sim::feature::WAIT_FOR_WORK);
+                }
+                self.core.emit(k, Actor::Host, Ev::Waiting { own, foreign });
                 let run = self.run.as_mut().expect("running");
                 run.suspension = s;
                 run.waited = true;

@@ -29,14 +29,19 @@ impl CliHost {
             killed: false,
             msg: None,
         });
-        let started = Ev::Work {
-            work: index,
-            shown: id,
-            conv,
-            op: WorkOp::Started,
-        };
-        k.choices.observed(&started);
-        self.core.emit(k, Actor::Host, started);
+        if conv != OWN {
+            k.choices.search_mark(crate::sim::feature::FOREIGN_WORK);
+        }
+        self.core.emit(
+            k,
+            Actor::Host,
+            Ev::Work {
+                work: index,
+                shown: id,
+                conv,
+                op: WorkOp::Started,
+            },
+        );
         let d = self.core.cfg.timing.job_ms.delay(k, "job");
         k.schedule(d, CliEv::JobExit(index));
         index
