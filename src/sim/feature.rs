@@ -254,6 +254,15 @@ pub fn features(marks: &[(Window, u32)], mix: &Mix, requests: u32, out: &mut Vec
 mod tests {
     use super::*;
 
+    /// A coin drawn at `label` that came out `value`.
+    fn coin(label: &'static str, value: u64) -> Choice {
+        Choice {
+            bound: 2,
+            value,
+            label,
+        }
+    }
+
     /// A mix with `tool_calls` on at 1/2, fired `fired` times.
     fn tool_calls_mix(fired: u32) -> Mix {
         Mix {
@@ -298,11 +307,7 @@ mod tests {
     #[test]
     fn anchored_features_are_placed_where_the_run_reached_them() {
         let mix = tool_calls_mix(2);
-        let c = |label: &'static str, value: u64| Choice {
-            bound: 2,
-            value,
-            label,
-        };
+        let c = coin;
         let mut log = vec![c("x", 1); 30];
         log[4] = c("tool_calls", 1);
         log[9] = c("tool_calls", 0);
@@ -327,17 +332,13 @@ mod tests {
         assert_eq!(out, want);
     }
 
-    /// Another conversation's work starting is a mark with count classes of its own, where an
+    /// Another conversation's work starting is a mark with its first count class, where an
     /// extension arms, but pairs with no window, names no window with a fault and is not the
     /// window before a run of firings.
     #[test]
     fn foreign_work_is_a_mark_but_no_window() {
         let mix = tool_calls_mix(1);
-        let c = |label: &'static str, value: u64| Choice {
-            bound: 2,
-            value,
-            label,
-        };
+        let c = coin;
         let mut log = vec![c("x", 1); 20];
         log[15] = c("tool_calls", 1);
         let mut out = Vec::new();
