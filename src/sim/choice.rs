@@ -21,6 +21,7 @@ use boost::{Boost, EXTEND_STREAM, Extend, FOCI, FRESH_STREAM, PIN_STREAM};
 use delay::{SPANS, Span};
 
 use crate::sim::search::{Guide, Search, boost_seed, coverage_block_start, portfolio};
+use crate::sim::swarm::FAULT_ON;
 use rand_chacha::ChaCha8Rng;
 
 /// One recorded decision: `value` in `0..bound`, drawn at the site named by `label`.
@@ -130,6 +131,7 @@ impl Choices {
                     pin: false,
                     pins: Vec::new(),
                     extend: None,
+                    mix_tries: 1,
                 })),
                 profile,
             ),
@@ -221,8 +223,17 @@ impl Choices {
     /// fires again fifteen times in sixteen. A race window then a fault firing several times in
     /// a row (a wait, then a chain of tool calls) comes in one run of a few, without knowing
     /// which window or which fault.
+    ///
+    /// Its mix has more faults on than the scenario's shares give: each `fault on` coin is
+    /// drawn two or three times (drawn once per run) and on if any draw is, so a fault at a
+    /// share of 1/3 is on in 5/9 or 19/27 of these runs. A rare coincidence usually needs
+    /// several faults on at once (a stale control file and tool calls), which the shares,
+    /// made for a uniform spread, make rare; the coin is recorded as the `chance` it answers,
+    /// so the run replays as itself. Swarm's and pinned fresh runs keep the shares, so a bug
+    /// that one of the extra faults would mask stays in reach.
     pub fn extending_fresh(seed: u64, at: Option<usize>) -> Choices {
         Choices::unboosted(seed, EXTEND_STREAM ^ FRESH_STREAM, |b| {
+            b.mix_tries = 2 + below(&mut b.rng, 2) as u32;
             b.extend = Some(Extend {
                 site: None,
                 armed: false,
@@ -523,17 +534,21 @@ impl Choices {
                         return v == 1;
                     }
                 }
-                let (boosted, focus) = b.site(label);
-                if boosted && u64::from(focus) < FOCI / 2 {
-                    below(&mut b.rng, 2)
-                } else if boosted {
-                    // The other half of the boosted sites makes the rare outcome the common one
-                    // (15 in 16), so it can come out many times in a row.
-                    let rare = u64::from(2 * ratio.num < ratio.den);
-                    let common = below(&mut b.rng, 16) != 0;
-                    if common { rare } else { 1 - rare }
+                if b.mix_tries > 1 && label == FAULT_ON {
+                    b.fault_on(ratio)
                 } else {
-                    u64::from(below(&mut b.rng, ratio.den) >= ratio.den - ratio.num)
+                    let (boosted, focus) = b.site(label);
+                    if boosted && u64::from(focus) < FOCI / 2 {
+                        below(&mut b.rng, 2)
+                    } else if boosted {
+                        // The other half of the boosted sites makes the rare outcome the common one
+                        // (15 in 16), so it can come out many times in a row.
+                        let rare = u64::from(2 * ratio.num < ratio.den);
+                        let common = below(&mut b.rng, 16) != 0;
+                        if common { rare } else { 1 - rare }
+                    } else {
+                        u64::from(below(&mut b.rng, ratio.den) >= ratio.den - ratio.num)
+                    }
                 }
             }
             Source::Replay { .. } => self.next_replayed(2, label),

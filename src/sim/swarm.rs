@@ -43,10 +43,13 @@ impl fmt::Display for Mix {
 /// rate. Level 0, the simplest, is the lowest rate.
 pub const RATE_LEVELS: u64 = 3;
 
+/// The label of the draw that switches a fault on for a seed (`draw_fault`).
+pub const FAULT_ON: &str = "fault on";
+
 /// Is the fault on for this seed, and at what rate? `share` is the share of seeds with it on;
 /// the rate is `rate` scaled by a drawn level. Certain rates (0 or 1) are not scaled.
 pub fn draw_fault(choices: &mut Choices, share: Ratio, rate: Ratio) -> Option<Ratio> {
-    if !choices.chance(share, "fault on") {
+    if !choices.chance(share, FAULT_ON) {
         return None;
     }
     if rate.num == 0 || rate.num >= rate.den {

@@ -4,7 +4,7 @@
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
-use super::below;
+use super::{Ratio, below};
 
 /// A boosted run's state: the generator, the depth (how many sites it may boost) and every draw
 /// site met so far with whether it is boosted, in the order met.
@@ -23,6 +23,10 @@ pub(super) struct Boost {
     /// An extending run (`Choices::extending` and its kin): the one `chance` site whose draws
     /// come out 1 (fire) 15 times in 16 once the extension is armed, so a chain goes on.
     pub(super) extend: Option<Extend>,
+    /// How many draws a `fault on` coin takes (on if any comes out on): 1 keeps the scenario's
+    /// share; an anchored fresh extending run (`Choices::extending_fresh`) takes 2 or 3, so its
+    /// mix has more faults on at once (a share of 1/3 becomes 5/9 or 19/27).
+    pub(super) mix_tries: u32,
 }
 
 /// When an extending run's extension takes effect, and at which site.
@@ -96,6 +100,15 @@ pub(super) const FRESH_STREAM: u64 = 0x6672_6573_685f_6578;
 pub(super) const FOCI: u64 = 8;
 
 impl Boost {
+    /// A `fault on` coin at `ratio` (below one), drawn `mix_tries` times: on if any draw is.
+    pub(super) fn fault_on(&mut self, ratio: Ratio) -> u64 {
+        let mut on = 0;
+        for _ in 0..self.mix_tries.max(1) {
+            on |= u64::from(below(&mut self.rng, ratio.den) >= ratio.den - ratio.num);
+        }
+        on
+    }
+
     /// The class a pinned run's delay site `label` draws among `classes` (`None`: unpinned).
     pub(super) fn pinned(&mut self, label: &'static str, classes: u64) -> Option<u64> {
         let pin = match self
@@ -117,10 +130,9 @@ impl Boost {
         (pin != u64::MAX).then(|| pin % classes)
     }
 
-    /// Whether the site `label` is boosted; a site met for the first time is boosted with a
-    /// fair coin while fewer than `depth` are.
+    /// Whether the site `label` is boosted, and its focus; a site met for the first time is
+    /// boosted with a fair coin while fewer than `depth` are.
     #[inline]
-    /// Whether `label` is boosted, and its focus.
     pub(super) fn site(&mut self, label: &'static str) -> (bool, u8) {
         if let Some((_, b, f)) =
             (self.sites.iter()).find(|(l, _, _)| std::ptr::eq(*l, label) || *l == label)

@@ -171,6 +171,35 @@ fn a_fresh_extending_run_repeats_its_first_rare_firing_once_armed() {
     );
 }
 
+/// A fresh extending run switches faults on more often than their share: each `fault on` coin
+/// is drawn two or three times (per run) and on if any is, so a share of 1/3 is on in 5/9 or
+/// 19/27 of the runs (about 62%); a `chance` under another label, a swarm run's and a pinned
+/// run's `fault on` keep the share, and the recorded coin replays as itself.
+#[test]
+fn a_fresh_extending_run_switches_more_faults_on() {
+    let on = crate::sim::swarm::FAULT_ON;
+    let third = Ratio::new(1, 3);
+    let (mut fresh, mut other, mut swarm, mut pinned) = (0, 0, 0, 0);
+    for seed in 0..3000 {
+        let mut c = Choices::extending_fresh(seed, None);
+        fresh += u32::from(c.chance(third, on));
+        other += u32::from(c.chance(third, "tool_calls"));
+        let log = c.log().to_vec();
+        let mut r = Choices::replay(log.clone(), Profile::default());
+        let replayed = [r.chance(third, on), r.chance(third, "tool_calls")];
+        assert_eq!(
+            replayed.map(u64::from).to_vec(),
+            log.iter().map(|c| c.value).collect::<Vec<_>>()
+        );
+        swarm += u32::from(Choices::random(seed, Profile::default()).chance(third, on));
+        pinned += u32::from(Choices::pinned(seed).chance(third, on));
+    }
+    assert!((1720..1990).contains(&fresh), "fresh: {fresh} of 3000");
+    for (what, n) in [("other", other), ("swarm", swarm), ("pinned", pinned)] {
+        assert!((880..1120).contains(&n), "{what}: {n} of 3000");
+    }
+}
+
 /// 200 draws of every kind.
 fn draws(c: &mut Choices) -> Vec<u64> {
     c.set_constants(&[60_000]);
