@@ -541,8 +541,8 @@ impl Choices {
                     if boosted && u64::from(focus) < FOCI / 2 {
                         below(&mut b.rng, 2)
                     } else if boosted {
-                        // The other half of the boosted sites makes the rare outcome the common one
-                        // (15 in 16), so it can come out many times in a row.
+                        // The other half of the boosted sites makes the rare outcome the
+                        // common one (15 in 16), so it can come out many times in a row.
                         let rare = u64::from(2 * ratio.num < ratio.den);
                         let common = below(&mut b.rng, 16) != 0;
                         if common { rare } else { 1 - rare }

@@ -319,9 +319,9 @@ impl Guide {
     /// draw uniform. An anchor cut just after a coin came out 1 (a fault fired) extends that
     /// site at half its picks, one to three earlier choices of its prefix redrawn (replayed
     /// whole, such a mutant found the suite's bugs two to ten times more slowly than redrawn:
-    /// the anchor's own run already tried what follows its exact timings). Any other anchor whose run drew at an opportunity fault
-    /// extends one of those faults, drawn evenly: its prefix (at three picks in four with one
-    /// to three choices redrawn) is replayed, and the extension arms at the next mark of the
+    /// the anchor's own run already tried what follows its exact timings). Any other anchor
+    /// whose run drew at an opportunity fault extends one of those faults, drawn evenly: its
+    /// prefix (at three picks in four with one to three choices redrawn) is replayed, and the extension arms at the next mark of the
     /// anchor's window or at the anchor's cut, whichever comes first. A redrawn choice makes
     /// the run leave the prefix soon after it, so the window's first half (a wait, a job
     /// outliving it, an input landing) is tried again with other timings, and the fault then
@@ -465,11 +465,10 @@ const CHANGE_POINTS: u64 = 30;
 /// The anchored search's fresh runs, one strategy per seed drawn from the seed alone: two in
 /// five extend the first rare fault that fires after the run's first window mark, one in five
 /// the first that fires after an early change point (`Choices::extending_fresh`, whose mix has
-/// more faults on than the scenario's shares give), one in five
-/// is swarm's own run of the seed and one in five a pinned run (`Choices::pinned`). The
-/// extending runs reach a window and a fault firing in a row after it, the shape of a rare
-/// coincidence, at the rate of the window alone; swarm and pinned keep what uniform sampling
-/// and corner timings find.
+/// more faults on than the scenario's shares give), one in five is swarm's own run of the seed
+/// and one in five a pinned run (`Choices::pinned`). The extending runs reach a window and a
+/// fault firing in a row after it, the shape of a rare coincidence, at the rate of the window
+/// alone; swarm and pinned keep what uniform sampling and corner timings find.
 fn anchored_fresh(seed: u64) -> Choices {
     let mut rng = planner(seed ^ FRESH_PLAN);
     match below(&mut rng, 5) {
