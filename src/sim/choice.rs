@@ -21,7 +21,6 @@ use boost::{Boost, EXTEND_STREAM, Extend, FOCI, FRESH_STREAM, PIN_STREAM};
 use delay::{SPANS, Span};
 
 use crate::sim::search::{Guide, Search, boost_seed, coverage_block_start, portfolio};
-use crate::sim::swarm::FAULT_ON;
 use rand_chacha::ChaCha8Rng;
 
 /// One recorded decision: `value` in `0..bound`, drawn at the site named by `label`.
@@ -534,22 +533,7 @@ impl Choices {
                         return v == 1;
                     }
                 }
-                if b.mix_tries > 1 && label == FAULT_ON {
-                    b.fault_on(ratio)
-                } else {
-                    let (boosted, focus) = b.site(label);
-                    if boosted && u64::from(focus) < FOCI / 2 {
-                        below(&mut b.rng, 2)
-                    } else if boosted {
-                        // The other half of the boosted sites makes the rare outcome the
-                        // common one (15 in 16), so it can come out many times in a row.
-                        let rare = u64::from(2 * ratio.num < ratio.den);
-                        let common = below(&mut b.rng, 16) != 0;
-                        if common { rare } else { 1 - rare }
-                    } else {
-                        u64::from(below(&mut b.rng, ratio.den) >= ratio.den - ratio.num)
-                    }
-                }
+                b.chance(ratio, label)
             }
             Source::Replay { .. } => self.next_replayed(2, label),
         };

@@ -5,6 +5,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use super::{Ratio, below};
+use crate::sim::swarm::FAULT_ON;
 
 /// A boosted run's state: the generator, the depth (how many sites it may boost) and every draw
 /// site met so far with whether it is boosted, in the order met.
@@ -100,13 +101,24 @@ pub(super) const FRESH_STREAM: u64 = 0x6672_6573_685f_6578;
 pub(super) const FOCI: u64 = 8;
 
 impl Boost {
-    /// A `fault on` coin at `ratio` (below one), drawn `mix_tries` times: on if any draw is.
-    pub(super) fn fault_on(&mut self, ratio: Ratio) -> u64 {
-        let mut on = 0;
-        for _ in 0..self.mix_tries.max(1) {
-            on |= u64::from(below(&mut self.rng, ratio.den) >= ratio.den - ratio.num);
+    /// A `chance` at `ratio` (strictly between 0 and 1) at `label`, past an extending run's own
+    /// site: a `fault on` coin drawn `mix_tries` times (on if any draw is); at a boosted site a
+    /// fair coin, or at the other half of the boosted sites the rare outcome 15 times in 16 (so
+    /// it can come out many times in a row); else the uniform draw.
+    pub(super) fn chance(&mut self, ratio: Ratio, label: &'static str) -> u64 {
+        let draw = |rng: &mut ChaCha8Rng| u64::from(below(rng, ratio.den) >= ratio.den - ratio.num);
+        if self.mix_tries > 1 && label == FAULT_ON {
+            return (0..self.mix_tries).fold(0, |on, _| on | draw(&mut self.rng));
         }
-        on
+        match self.site(label) {
+            (true, focus) if u64::from(focus) < FOCI / 2 => below(&mut self.rng, 2),
+            (true, _) => {
+                let rare = u64::from(2 * ratio.num < ratio.den);
+                let common = below(&mut self.rng, 16) != 0;
+                if common { rare } else { 1 - rare }
+            }
+            (false, _) => draw(&mut self.rng),
+        }
     }
 
     /// The class a pinned run's delay site `label` draws among `classes` (`None`: unpinned).
